@@ -1,0 +1,8 @@
+/* Every applet's entry point, for the table in main.c. */
+#ifndef LOCKBOX_APPLETS_H
+#define LOCKBOX_APPLETS_H
+
+int mutex_main(int argc, char **argv);
+int slots_main(int argc, char **argv);
+
+#endif

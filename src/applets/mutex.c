@@ -1,0 +1,39 @@
+/* mutex: run COMMAND holding an exclusive lock; a pool of one on the slots format. */
+#include "config.h"
+
+#include "applets.h"
+#include "poolcmd.h"
+
+#define USAGE \
+	"usage: mutex [-qv] [-w DUR] [-E CODE] LOCKFILE [--] COMMAND [ARG...]\n" \
+	"       mutex [--json] LOCKFILE check|list\n" \
+	"       mutex acquire [-qv] [-w DUR] [-E CODE] --fd FD\n" \
+	"       mutex release --fd FD"
+
+static const struct lb_poolcmd mutex = {
+	.usage = USAGE,
+	.help =
+	    "\n"
+	    "Run COMMAND in place (exec) holding the exclusive lock on LOCKFILE\n"
+	    "(exactly 'slots LOCKFILE 1'). Fail with 75, naming the holder, when\n"
+	    "it is held. A COMMAND named check or list goes after '--'.\n"
+	    "\n"
+	    "  -w, --wait DUR      wait up to DUR for the lock (bare number: seconds;\n"
+	    "                      units ms s m h d, sums like 1m30s)\n"
+	    "  -E, --conflict-exit-code CODE\n"
+	    "                      exit with CODE instead of 75 when the lock is not taken\n"
+	    "  -q, --quiet         no message when the lock is not taken\n"
+	    "  -v, --verbose       say when the lock is taken\n"
+	    "      --json          check/list output as JSON\n"
+	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
+	    "  -h, --help          this help\n"
+	    "\n"
+	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"
+	    "126 COMMAND not executable, 127 COMMAND not found. See mutex(1).\n",
+	.fixed_max = 1,
+};
+
+int mutex_main(int argc, char **argv)
+{
+	return lb_poolcmd_main(&mutex, argc, argv);
+}

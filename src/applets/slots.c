@@ -1,0 +1,39 @@
+/* slots: run COMMAND in one of at most MAX slots of a lock file. */
+#include "config.h"
+
+#include "applets.h"
+#include "poolcmd.h"
+
+#define USAGE \
+	"usage: slots [-qv] [-w DUR] [-E CODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
+	"       slots [--json] LOCKFILE check|list\n" \
+	"       slots acquire [-qv] [-w DUR] [-E CODE] --fd FD MAX\n" \
+	"       slots release --fd FD"
+
+static const struct lb_poolcmd slots = {
+	.usage = USAGE,
+	.help =
+	    "\n"
+	    "Run COMMAND in place (exec) holding one of MAX slots of LOCKFILE;\n"
+	    "LOCKBOX_SLOT tells it which (1..MAX). Fail with 75 when all are busy.\n"
+	    "\n"
+	    "  -w, --wait DUR      wait up to DUR for a slot (bare number: seconds;\n"
+	    "                      units ms s m h d, sums like 1m30s)\n"
+	    "  -E, --conflict-exit-code CODE\n"
+	    "                      exit with CODE instead of 75 when no slot is taken\n"
+	    "  -q, --quiet         no message when no slot is taken\n"
+	    "  -v, --verbose       say which slot was taken\n"
+	    "      --json          check/list output as JSON\n"
+	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
+	    "  -h, --help          this help\n"
+	    "\n"
+	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
+	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"
+	    "126 COMMAND not executable, 127 COMMAND not found. See slots(1).\n",
+	.fixed_max = 0,
+};
+
+int slots_main(int argc, char **argv)
+{
+	return lb_poolcmd_main(&slots, argc, argv);
+}

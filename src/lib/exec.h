@@ -1,0 +1,8 @@
+/* Running COMMAND in place, with timeout(1)'s 126/127 convention on failure. */
+#ifndef LOCKBOX_EXEC_H
+#define LOCKBOX_EXEC_H
+
+/* execvp(argv[0], argv); on failure reports and exits 127 (not found) or 126. */
+_Noreturn void lb_exec(char *const argv[]);
+
+#endif

@@ -1,0 +1,113 @@
+/* Lock files: the on-disk format, hardened opening, and byte-range locks. */
+#ifndef LOCKBOX_LOCKFILE_H
+#define LOCKBOX_LOCKFILE_H
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc.h"
+
+/*
+ * Format version 1, every integer little-endian and fixed-width, so hosts of
+ * any word size and byte order can share a file (over NFS):
+ *
+ *   header   bytes [0, 4096): magic, sizes and the "high" hint in the first
+ *            64; the rest is the atom area (adaptive's run history, zeros
+ *            elsewhere). A write lock on the whole header serialises
+ *            acquisitions and guards every write to the file.
+ *   slot s   bytes [4096 + 256(s-1), 4096 + 256s): its holder record; a
+ *            write lock on the record's first byte is the slot itself
+ */
+#define LB_MAGIC	"lockbox lock v1\n"
+#define LB_MAGIC_LEN	16
+#define LB_HDR_SIZE	4096
+#define LB_ATOM_OFF	64
+#define LB_ATOM_SIZE	(LB_HDR_SIZE - LB_ATOM_OFF)
+#define LB_REC_SIZE	256
+#define LB_SLOT_LIMIT	10000
+
+/* header fields */
+#define LB_HDR_OFF_HDRSIZE	16
+#define LB_HDR_OFF_RECSIZE	20
+#define LB_HDR_OFF_HIGH		24	/* highest slot with a record in use: a hint */
+
+/* record fields */
+#define LB_REC_HELD		UINT32_C(0x444c4f48)	/* "HOLD" */
+#define LB_REC_FREE		UINT32_C(0)
+
+static inline off_t lb_slot_offset(unsigned slot)
+{
+	return (off_t)LB_HDR_SIZE + (off_t)(slot - 1) * LB_REC_SIZE;
+}
+
+/* little-endian fields */
+static inline uint32_t lb_get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static inline void lb_put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static inline uint64_t lb_get64(const unsigned char *p)
+{
+	return (uint64_t)lb_get32(p) | (uint64_t)lb_get32(p + 4) << 32;
+}
+
+static inline void lb_put64(unsigned char *p, uint64_t v)
+{
+	lb_put32(p, (uint32_t)v);
+	lb_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* A record's state word and its holder. */
+uint32_t lb_record_state(const unsigned char rec[LB_REC_SIZE]);
+void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
+    const struct lb_ident *who);
+void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who);
+
+/* A fresh header. */
+void lb_header_init(unsigned char hdr[LB_HDR_SIZE]);
+
+/*
+ * Open a lock file without trusting the path: a final symlink is refused,
+ * a FIFO never blocks the open, anything but a regular file is refused.
+ * Errors are reported under NAME. Returns the fd (close-on-exec), -1 on
+ * error, or LB_OPEN_MISSING for a read-only open of a file that is absent.
+ */
+#define LB_OPEN_MISSING (-2)
+int lb_lockfile_open(const char *path, int writable);
+
+/* An fd the caller opened must be a regular file too (and writable if asked). */
+int lb_lockfile_check_fd(int fd, const char *name, int writable);
+
+/*
+ * With the header locked: identify the file. An empty file gets a fresh
+ * header when WRITABLE; a file that is neither empty nor a lockbox file is
+ * refused untouched. Returns the file size, or -1 (reported).
+ */
+off_t lb_lockfile_identify(int fd, const char *name, int writable);
+
+/*
+ * fcntl byte-range locks: open-file-description locks where the kernel has
+ * them, classic per-process POSIX locks otherwise. TYPE is F_RDLCK, F_WRLCK
+ * or F_UNLCK; LEN 0 means "to the end of any file". Returns 1 (done), 0
+ * (busy or, for _wait, the deadline passed; errno kept), -1 (error).
+ */
+int lb_lock_try(int fd, short type, off_t start, off_t len);
+int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline);
+
+/*
+ * Who blocks a lock of TYPE on the range: 1 when nobody, 0 when someone
+ * does (*conflict describes that lock), -1 on error. Never blocks.
+ */
+int lb_lock_test(int fd, short type, off_t start, off_t len, struct flock *conflict);
+
+#endif

@@ -1,0 +1,143 @@
+/* The one strict parser for numbers and durations, and duration output. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "parse.h"
+
+int lb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (s == NULL || *s == '\0')
+		goto invalid;
+	for (; *s != '\0'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (d > 9)
+			goto invalid;
+		if (v > (UINT64_MAX - d) / 10) {
+			errno = ERANGE;
+			return -1;
+		}
+		v = v * 10 + d;
+	}
+	if (v < min || v > max) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v;
+	return 0;
+invalid:
+	errno = EINVAL;
+	return -1;
+}
+
+static int64_t unit_ns(const char **p)
+{
+	static const struct {
+		const char *name;
+		int64_t ns;
+	} units[] = {
+		/* "ms" before "m": longest match first */
+		{ "ms", LB_NS_PER_MS },
+		{ "s", LB_NS_PER_S },
+		{ "m", LB_NS_PER_MIN },
+		{ "h", 60 * LB_NS_PER_MIN },
+		{ "d", 24 * 60 * LB_NS_PER_MIN },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
+		size_t n = strlen(units[i].name);
+
+		if (strncmp(*p, units[i].name, n) == 0) {
+			*p += n;
+			return units[i].ns;
+		}
+	}
+	return 0;
+}
+
+int lb_parse_duration(const char *s, int64_t bare_unit, int64_t *out)
+{
+	const char *p = s;
+	int64_t total = 0;
+	int terms = 0;
+
+	if (s == NULL || *s == '\0')
+		goto invalid;
+	while (*p != '\0') {
+		/* whole part and fraction kept in integers: no float rounding */
+		int64_t whole = 0, frac = 0, scale = 1, unit, term;
+		int digits = 0;
+
+		for (; *p >= '0' && *p <= '9'; p++, digits++) {
+			if (whole > (LB_DURATION_MAX - 9) / 10)
+				goto range;
+			whole = whole * 10 + (*p - '0');
+		}
+		if (*p == '.') {
+			for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+				if (scale < LB_NS_PER_S) {	/* finer than 1ns/unit is dropped */
+					frac = frac * 10 + (*p - '0');
+					scale *= 10;
+				}
+			}
+		}
+		if (digits == 0)
+			goto invalid;
+		unit = unit_ns(&p);
+		if (unit == 0) {
+			/* a bare number only as the whole argument: "90", not "1h30" */
+			if (*p != '\0' || terms > 0)
+				goto invalid;
+			unit = bare_unit;
+		}
+		if (whole > LB_DURATION_MAX / unit)
+			goto range;
+		term = whole * unit + frac * (unit / scale) +
+		    frac * (unit % scale) / scale;
+		if (term > LB_DURATION_MAX - total)
+			goto range;
+		total += term;
+		terms++;
+	}
+	*out = total;
+	return 0;
+range:
+	errno = ERANGE;
+	return -1;
+invalid:
+	errno = EINVAL;
+	return -1;
+}
+
+const char *lb_format_duration(int64_t ns, char buf[32])
+{
+	static const struct {
+		char name;
+		int64_t s;
+	} units[] = { { 'd', 86400 }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
+	int64_t sec;
+	size_t i;
+
+	if (ns < 0)
+		ns = 0;
+	if (ns < LB_NS_PER_S) {
+		snprintf(buf, 32, "%dms", (int)(ns / LB_NS_PER_MS));
+		return buf;
+	}
+	sec = ns / LB_NS_PER_S;
+	for (i = 0; i < 3 && sec < units[i].s; i++)
+		;
+	if (i == 3 || sec % units[i].s == 0)
+		snprintf(buf, 32, "%lld%c", (long long)(sec / units[i].s), units[i].name);
+	else
+		snprintf(buf, 32, "%lld%c%lld%c", (long long)(sec / units[i].s),
+		    units[i].name, (long long)(sec % units[i].s / units[i + 1].s),
+		    units[i + 1].name);
+	return buf;
+}

@@ -1,0 +1,29 @@
+/* The one strict parser for numbers and durations, and duration output. */
+#ifndef LOCKBOX_PARSE_H
+#define LOCKBOX_PARSE_H
+
+#include <stdint.h>
+
+#define LB_NS_PER_MS	INT64_C(1000000)
+#define LB_NS_PER_S	INT64_C(1000000000)
+#define LB_NS_PER_MIN	(60 * LB_NS_PER_S)
+
+/*
+ * Whole decimal number in [min, max]: digits only, no sign, no spaces, no
+ * trailing junk. Returns 0, or -1 with errno EINVAL (malformed) or ERANGE.
+ */
+int lb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * Duration: one or more terms NUMBER[UNIT], NUMBER decimal with an optional
+ * fraction, UNIT one of ms s m h d ("1h30m", "2.5s"). A lone bare number
+ * takes bare_unit (nanoseconds per unit). Result in nanoseconds, at most
+ * LB_DURATION_MAX. Returns 0, or -1 with errno EINVAL or ERANGE.
+ */
+#define LB_DURATION_MAX (INT64_C(100) * 366 * 86400 * LB_NS_PER_S)
+int lb_parse_duration(const char *s, int64_t bare_unit, int64_t *out);
+
+/* Human duration, largest two units: "850ms", "42s", "3m12s", "2h5m", "3d4h". */
+const char *lb_format_duration(int64_t ns, char buf[32]);
+
+#endif

@@ -1,0 +1,329 @@
+/* The command line shared by slots and mutex: run, acquire, release, check, list. */
+#include "config.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "exec.h"
+#include "exitcodes.h"
+#include "json.h"
+#include "lockfile.h"
+#include "parse.h"
+#include "pool.h"
+#include "poolcmd.h"
+
+struct opts {
+	int64_t wait;		/* -w, ns; -1: do not wait */
+	int busy_status;	/* -E */
+	int quiet, verbose, json;
+	int fd;			/* --fd; -1: none */
+};
+
+enum { OPT_JSON = 256, OPT_FD };
+
+static const struct option longopts[] = {
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "fd", required_argument, NULL, OPT_FD },
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static _Noreturn void help(const struct lb_poolcmd *cmd)
+{
+	printf("%s\n%s", cmd->usage, cmd->help);
+	lb_close_stdout();
+	exit(LB_EXIT_OK);
+}
+
+/* Options stop at the first positional word: COMMAND's own are never read. */
+static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
+    char **argv)
+{
+	uint64_t v;
+	int c;
+
+	optind = 0;	/* GNU: start afresh, also for a second pass */
+	while ((c = getopt_long(argc, argv, "+E:hqvw:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'E':
+			if (lb_parse_uint(optarg, 0, 255, &v) != 0)
+				lb_usage_error("invalid exit code '%s': expected 0 to 255", optarg);
+			o->busy_status = (int)v;
+			break;
+		case 'h':
+			help(cmd);
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'w':
+			if (lb_parse_duration(optarg, LB_NS_PER_S, &o->wait) != 0)
+				lb_usage_error("invalid duration '%s'", optarg);
+			break;
+		case OPT_FD:
+			if (lb_parse_uint(optarg, 0, INT_MAX, &v) != 0)
+				lb_usage_error("invalid file descriptor '%s'", optarg);
+			o->fd = (int)v;
+			break;
+		case OPT_JSON:
+			o->json = 1;
+			break;
+		default:
+			lb_usage_error("invalid option");
+		}
+	}
+	return optind;
+}
+
+static unsigned parse_max(const struct lb_poolcmd *cmd, const char *s)
+{
+	uint64_t v;
+
+	if (cmd->fixed_max)
+		return (unsigned)cmd->fixed_max;
+	if (s == NULL)
+		lb_usage_error("missing MAX");
+	if (lb_parse_uint(s, 1, LB_SLOT_LIMIT, &v) != 0)
+		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
+		    s, LB_SLOT_LIMIT);
+	return (unsigned)v;
+}
+
+static int64_t deadline_of(const struct opts *o)
+{
+	return o->wait > 0 ? lb_deadline_after(o->wait) : 0;
+}
+
+/* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
+static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
+    const char *name, unsigned max, const struct lb_holders *h)
+{
+	char msg[512], age[32], waited[48] = "";
+	size_t i, n = 0;
+	int r;
+
+	if (o->quiet)
+		return;
+	if (o->wait > 0)
+		snprintf(waited, sizeof waited, "timed out after %s; ",
+		    lb_format_duration(o->wait, age));
+	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
+		lb_warnx("%s: %sheld by PID %d (%s, %s)", name, waited,
+		    (int)h->v[0].who.pid, h->v[0].who.command,
+		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
+		return;
+	}
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (h->v[i].known)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%s?", i ? ", " : "");
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (max == 1)
+		lb_warnx("%s: %sheld (PID %s)", name, waited, msg);
+	else
+		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
+		    h->n == 1 ? "" : "s", msg);
+}
+
+static int take(const struct lb_poolcmd *cmd, const struct opts *o,
+    struct lb_pool *pool, const char *name, unsigned max,
+    const struct lb_ident *who, unsigned *slot)
+{
+	struct lb_holders busy = { NULL, 0 };
+	int r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
+
+	if (r < 0)
+		return LB_EXIT_FAIL;
+	if (r == 0) {
+		report_busy(cmd, o, name, max, &busy);
+		lb_holders_free(&busy);
+		return o->busy_status;
+	}
+	if (o->verbose)
+		lb_warnx("%s: took slot %u of %u", name, *slot, max);
+	return LB_EXIT_OK;
+}
+
+static int run(const struct lb_poolcmd *cmd, const struct opts *o,
+    const char *path, const char *max_arg, char **command)
+{
+	struct lb_ident who;
+	struct lb_pool *pool;
+	unsigned max = parse_max(cmd, max_arg), slot;
+	char env[16];
+	int status;
+
+	if (command[0] != NULL && strcmp(command[0], "--") == 0)
+		command++;
+	if (command[0] == NULL)
+		lb_usage_error("missing COMMAND");
+	if (o->json || o->fd >= 0)
+		lb_usage_error("--json and --fd do not go with COMMAND");
+	pool = lb_pool_open(path, LB_POOL_WRITE);
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	lb_ident_fill(&who, getpid(), command);
+	status = take(cmd, o, pool, path, max, &who, &slot);
+	if (status != LB_EXIT_OK || lb_pool_keep_on_exec(pool) != 0) {
+		lb_pool_close(pool);
+		return status != LB_EXIT_OK ? status : LB_EXIT_FAIL;
+	}
+	snprintf(env, sizeof env, "%u", slot);
+	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
+		lb_die(LB_EXIT_FAIL, "setenv");
+	/* the slot's lock lives on in the fd the command inherits */
+	lb_exec(command);
+}
+
+static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **argv)
+{
+	int release = strcmp(argv[0], "release") == 0;
+	int i = parse_opts(cmd, o, argc, argv);
+	const char *max_arg = i < argc ? argv[i++] : NULL;
+	struct lb_pool *pool;
+	struct lb_ident who;
+	unsigned max = 0, slot;
+	char name[32];
+	int status;
+
+	if (o->fd < 0)
+		lb_usage_error("%s needs --fd FD", argv[0]);
+	if (release || cmd->fixed_max) {
+		if (max_arg != NULL)
+			lb_usage_error("unexpected argument '%s'", max_arg);
+		max = (unsigned)cmd->fixed_max;
+	} else {
+		max = parse_max(cmd, max_arg);
+	}
+	if (i < argc)
+		lb_usage_error("unexpected argument '%s'", argv[i]);
+	snprintf(name, sizeof name, "fd %d", o->fd);
+	pool = lb_pool_from_fd(o->fd, name);
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	/* the lock belongs to the caller's open file: the caller is its holder */
+	if (release) {
+		status = lb_pool_release(pool, getppid()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
+	} else {
+		lb_ident_fill(&who, getppid(), NULL);
+		status = take(cmd, o, pool, name, max, &who, &slot);
+		if (status == LB_EXIT_OK)
+			printf("%u\n", slot);
+	}
+	lb_pool_close(pool);
+	return status;
+}
+
+static void print_holders(const struct opts *o, const char *path,
+    const struct lb_holders *h, int count_only)
+{
+	char age[32];
+	size_t i;
+
+	if (count_only) {
+		if (o->json) {
+			printf("{\"file\":");
+			lb_json_string(stdout, path);
+			printf(",\"held\":%zu}\n", h->n);
+		} else {
+			printf("%zu\n", h->n);
+		}
+		return;
+	}
+	if (!o->json) {
+		printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
+		for (i = 0; i < h->n; i++) {
+			const struct lb_holder *x = &h->v[i];
+
+			if (x->known)
+				printf("%-5u %-8d %-7s %s\n", x->slot, (int)x->who.pid,
+				    lb_format_duration(lb_ident_age(&x->who), age),
+				    x->who.command);
+			else
+				printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
+		}
+		return;
+	}
+	printf("[");
+	for (i = 0; i < h->n; i++) {
+		const struct lb_holder *x = &h->v[i];
+
+		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
+		if (x->known) {
+			printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
+			    (int)x->who.pid, x->who.uid,
+			    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
+			    (long long)(x->who.wall_ns / LB_NS_PER_S));
+			lb_json_string(stdout, x->who.host);
+			printf(",\"command\":");
+			lb_json_string(stdout, x->who.command);
+		} else {
+			printf(",\"pid\":null");
+		}
+		printf("}");
+	}
+	printf("]\n");
+}
+
+static int look(const struct opts *o, const char *path, int count_only)
+{
+	struct lb_holders h;
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ);
+
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	if (lb_pool_holders(pool, &h) != 0) {
+		lb_pool_close(pool);
+		return LB_EXIT_FAIL;
+	}
+	print_holders(o, path, &h, count_only);
+	lb_holders_free(&h);
+	lb_pool_close(pool);
+	lb_close_stdout();
+	return LB_EXIT_OK;
+}
+
+int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
+{
+	struct opts o = { .wait = -1, .busy_status = LB_EXIT_BUSY, .fd = -1 };
+	int i = parse_opts(cmd, &o, argc, argv);
+	const char *path, *word;
+
+	if (i >= argc)
+		lb_usage_error("missing LOCKFILE");
+	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
+		return by_fd(cmd, &o, argc - i, argv + i);
+	path = argv[i++];
+	word = i < argc ? argv[i] : NULL;
+	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
+		if (i + 1 < argc)
+			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		return look(&o, path, word[0] == 'c');
+	}
+	if (o.json)
+		lb_usage_error("--json goes with check or list");
+	if (cmd->fixed_max)
+		return run(cmd, &o, path, NULL, argv + i);
+	return run(cmd, &o, path, word, argv + i + (word != NULL));
+}

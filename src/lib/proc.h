@@ -1,0 +1,41 @@
+/* Process identity: who holds a slot, told apart from a later PID reuse. */
+#ifndef LOCKBOX_PROC_H
+#define LOCKBOX_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LB_HOST_MAX 64
+#define LB_COMMAND_MAX 136
+
+struct lb_ident {
+	pid_t pid;
+	uint64_t starttime;		/* clock ticks after boot (/proc stat field 22) */
+	uint8_t boot_id[16];		/* this boot of this host */
+	int64_t wall_ns;		/* CLOCK_REALTIME when the slot was taken */
+	int64_t boot_ns;		/* CLOCK_BOOTTIME when the slot was taken */
+	uint32_t uid;
+	char host[LB_HOST_MAX];		/* NUL-terminated, possibly truncated */
+	char command[LB_COMMAND_MAX];	/* NUL-terminated, possibly truncated */
+};
+
+/* The running kernel's boot id; 0, or -1 when it cannot be read. */
+int lb_boot_id(uint8_t id[16]);
+
+/* Start time of a live process, 0 when it is gone or unreadable. */
+uint64_t lb_proc_starttime(pid_t pid);
+
+/*
+ * Fill in who holds a lock taken now: pid, its start time, this boot and
+ * host, the clocks, the uid. The command is argv joined with spaces, or
+ * read from /proc when argv is NULL.
+ */
+void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[]);
+
+/* Whether a record names a process that is provably gone on this host. */
+int lb_ident_gone(const struct lb_ident *who);
+
+/* Age of a holder: boot clock when it is of this boot, else wall clock. */
+int64_t lb_ident_age(const struct lb_ident *who);
+
+#endif

@@ -1,0 +1,82 @@
+/* lockbox: the multicall binary; dispatches to the applet named by argv. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "applets.h"
+#include "err.h"
+#include "exitcodes.h"
+
+#define USAGE \
+	"usage: lockbox APPLET [ARG...]\n" \
+	"       lockbox --help | --version | --list"
+
+struct applet {
+	const char *name;
+	int (*main)(int, char **);
+};
+
+/* sorted by name, for bsearch */
+static const struct applet applets[] = {
+	{ "mutex", mutex_main },
+	{ "slots", slots_main },
+};
+
+#define NAPPLETS (sizeof applets / sizeof applets[0])
+
+static int by_name(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct applet *)elem)->name);
+}
+
+static int run(const char *name, int argc, char **argv)
+{
+	const struct applet *a = bsearch(name, applets, NAPPLETS, sizeof *applets, by_name);
+
+	if (a == NULL) {
+		lb_warnx("unknown applet: %s", name);
+		return LB_EXIT_NOTFOUND;
+	}
+	lb_prog = a->name;
+	return a->main(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	size_t i;
+
+	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
+	if (strcmp(base, PACKAGE) != 0)
+		return run(base, argc, argv);
+	if (argc < 2) {
+		fprintf(stderr, "%s\n", USAGE);
+		return LB_EXIT_FAIL;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		printf("%s\n\nApplets:", USAGE);
+		for (i = 0; i < NAPPLETS; i++)
+			printf(" %s", applets[i].name);
+		printf("\nRun 'lockbox APPLET --help' for one; see lockbox(1).\n");
+		lb_close_stdout();
+		return LB_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+#ifdef HAVE_OFD_LOCKS
+		printf("%s %s (open-file-description locks)\n", PACKAGE, VERSION);
+#else
+		printf("%s %s (classic POSIX locks)\n", PACKAGE, VERSION);
+#endif
+		lb_close_stdout();
+		return LB_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--list") == 0) {
+		for (i = 0; i < NAPPLETS; i++)
+			printf("%s\n", applets[i].name);
+		lb_close_stdout();
+		return LB_EXIT_OK;
+	}
+	return run(argv[1], argc - 1, argv + 1);
+}
