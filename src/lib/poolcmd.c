@@ -53,7 +53,8 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 	int c;
 
 	optind = 0;	/* GNU: start afresh, also for a second pass */
-	while ((c = getopt_long(argc, argv, "+E:hqvw:", longopts, NULL)) != -1) {
+	opterr = 0;	/* our own one-line messages */
+	while ((c = getopt_long(argc, argv, "+:E:hqvw:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'E':
 			if (lb_parse_uint(optarg, 0, 255, &v) != 0)
@@ -80,8 +81,12 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 		case OPT_JSON:
 			o->json = 1;
 			break;
+		case ':':
+			lb_usage_error("option '%s' needs an argument", argv[optind - 1]);
 		default:
-			lb_usage_error("invalid option");
+			if (optopt != 0 && optopt < OPT_JSON)
+				lb_usage_error("invalid option '-%c'", optopt);
+			lb_usage_error("invalid option '%s'", argv[optind - 1]);
 		}
 	}
 	return optind;
