@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -192,24 +193,23 @@ int lb_lock_try(int fd, short type, off_t start, off_t len)
 	return errno == EAGAIN || errno == EACCES ? 0 : -1;
 }
 
-static volatile sig_atomic_t alarm_rang;
-
 static void on_alarm(int sig)
 {
-	(void)sig;
-	alarm_rang = 1;
+	(void)sig;	/* only interrupts F_SETLKW; the clock says what it meant */
 }
 
 /*
  * A blocking fcntl is interrupted by SIGALRM at the deadline: the handler
- * is installed without SA_RESTART so F_SETLKW returns EINTR. The timer
- * repeats every 10ms after the deadline, so an alarm that rings just before
- * fcntl is entered cannot leave it blocked for good.
+ * is installed without SA_RESTART so F_SETLKW returns EINTR, and SIGALRM is
+ * unblocked for the wait (cron or a parent may hand us a mask blocking it).
+ * The timer repeats every 10ms after the deadline, so an alarm that rings
+ * just before fcntl is entered cannot leave it blocked for good.
  */
 int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 {
 	struct sigaction sa, old;
 	struct itimerval it, off;
+	sigset_t alrm, oldmask;
 	int64_t left;
 	int r, saved;
 
@@ -230,7 +230,9 @@ int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 	it.it_value.tv_sec = (time_t)(left / 1000000000);
 	it.it_value.tv_usec = (suseconds_t)(left % 1000000000 / 1000) + 1;
 	it.it_interval.tv_usec = 10000;
-	alarm_rang = 0;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_UNBLOCK, &alrm, &oldmask);
 	setitimer(ITIMER_REAL, &it, NULL);
 	for (;;) {
 		r = lock_cmd(fd, LB_SETLKW, type, start, len);
@@ -239,6 +241,7 @@ int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 	}
 	saved = errno;
 	setitimer(ITIMER_REAL, &off, NULL);
+	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
 	sigaction(SIGALRM, &old, NULL);
 	errno = saved;
 	if (r == 0)

@@ -131,6 +131,15 @@ const char *lb_format_duration(int64_t ns, char buf[32])
 		return buf;
 	}
 	sec = ns / LB_NS_PER_S;
+	if (sec < 60 && ns % LB_NS_PER_S >= LB_NS_PER_MS) {
+		/* "1.5s", "2.25s": a wait given with a fraction is said with it */
+		int ms = (int)(ns % LB_NS_PER_S / LB_NS_PER_MS), digits = 3;
+
+		for (; ms % 10 == 0; ms /= 10)
+			digits--;
+		snprintf(buf, 32, "%d.%0*ds", (int)sec, digits, ms);
+		return buf;
+	}
 	for (i = 0; i < 3 && sec < units[i].s; i++)
 		;
 	if (i == 3 || sec % units[i].s == 0)

@@ -207,7 +207,8 @@ static int cmp_unsigned(const void *a, const void *b)
 
 static int is_held(const struct lb_pool *p, unsigned slot)
 {
-	return bsearch(&slot, p->held, p->nheld, sizeof *p->held, cmp_unsigned) != NULL;
+	return p->nheld != 0 &&
+	    bsearch(&slot, p->held, p->nheld, sizeof *p->held, cmp_unsigned) != NULL;
 }
 
 /*
@@ -274,7 +275,8 @@ static int scan_locked(struct lb_pool *p)
 		if (chi != 0 && chi != hi)
 			stack[depth++] = (struct range){ chi, hi };
 	}
-	qsort(p->held, p->nheld, sizeof *p->held, cmp_unsigned);
+	if (p->nheld > 1)
+		qsort(p->held, p->nheld, sizeof *p->held, cmp_unsigned);
 out:
 	free(stack);
 	return rc;
@@ -548,10 +550,16 @@ static void watch_start(struct lb_pool *p, struct watch_set *ws)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGRTMIN, &sa, NULL);
 	watch_stop = 0;
-	/* watchers never take the deadline alarm: it is the main thread's */
-	sigemptyset(&block);
+	/*
+	 * Threads inherit this mask: they never take the deadline alarm (the
+	 * main thread's) and always take the wake signal, whatever mask we
+	 * were started with.
+	 */
+	pthread_sigmask(SIG_BLOCK, NULL, &old);
+	block = old;
 	sigaddset(&block, SIGALRM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigdelset(&block, SIGRTMIN);
+	pthread_sigmask(SIG_SETMASK, &block, NULL);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, WATCH_STACK);
 	for (i = 0; i < n; i++) {
@@ -696,7 +704,7 @@ int lb_pool_holders(struct lb_pool *p, struct lb_holders *out)
 	 * stuck in a stopped process is waited on briefly, never for long.
 	 */
 	locked = lb_lock_wait(p->fd, F_RDLCK, 0, LB_HDR_SIZE,
-	    lb_deadline_after(LB_NS_PER_S)) == 1;
+	    lb_deadline_after(250 * LB_NS_PER_MS)) == 1;
 	size = lb_lockfile_identify(p->fd, p->name, 0);
 	if (size >= 0 && load(p, size) == 0 && scan_locked(p) == 0)
 		rc = describe(p, out);

@@ -124,6 +124,11 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (o->wait > 0)
 		snprintf(waited, sizeof waited, "timed out after %s; ",
 		    lb_format_duration(o->wait, age));
+	if (h->n == 0) {	/* the header itself stayed locked */
+		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
+		    name, waited);
+		return;
+	}
 	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
 		lb_warnx("%s: %sheld by PID %d (%s, %s)", name, waited,
 		    (int)h->v[0].who.pid, h->v[0].who.command,
@@ -145,7 +150,7 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 		n += r > 0 ? (size_t)r : 0;
 	}
 	if (max == 1)
-		lb_warnx("%s: %sheld (PID %s)", name, waited, msg);
+		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
 	else
 		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
 		    h->n == 1 ? "" : "s", msg);
@@ -240,6 +245,14 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	return status;
 }
 
+/* A command with a newline or escape in it must not break the table. */
+static void print_text(const char *s)
+{
+	for (; *s != '\0'; s++)
+		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	putchar('\n');
+}
+
 static void print_holders(const struct opts *o, const char *path,
     const struct lb_holders *h, int count_only)
 {
@@ -261,11 +274,11 @@ static void print_holders(const struct opts *o, const char *path,
 		for (i = 0; i < h->n; i++) {
 			const struct lb_holder *x = &h->v[i];
 
-			if (x->known)
-				printf("%-5u %-8d %-7s %s\n", x->slot, (int)x->who.pid,
-				    lb_format_duration(lb_ident_age(&x->who), age),
-				    x->who.command);
-			else
+			if (x->known) {
+				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
+				    lb_format_duration(lb_ident_age(&x->who), age));
+				print_text(x->who.command);
+			} else
 				printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
 		}
 		return;
