@@ -22,6 +22,7 @@ struct applet {
 static const struct applet applets[] = {
 	{ "mutex", mutex_main },
 	{ "slots", slots_main },
+	{ "waitfor", waitfor_main },
 };
 
 #define NAPPLETS (sizeof applets / sizeof applets[0])

@@ -4,5 +4,6 @@
 
 int mutex_main(int argc, char **argv);
 int slots_main(int argc, char **argv);
+int waitfor_main(int argc, char **argv);
 
 #endif

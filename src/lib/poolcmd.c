@@ -14,6 +14,7 @@
 #include "exitcodes.h"
 #include "json.h"
 #include "lockfile.h"
+#include "opts.h"
 #include "parse.h"
 #include "pool.h"
 #include "poolcmd.h"
@@ -52,9 +53,8 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 	uint64_t v;
 	int c;
 
-	optind = 0;	/* GNU: start afresh, also for a second pass */
-	opterr = 0;	/* our own one-line messages */
-	while ((c = getopt_long(argc, argv, "+:E:hqvw:", longopts, NULL)) != -1) {
+	lb_getopt_reset();
+	while ((c = lb_getopt(argc, argv, "+:E:hqvw:", longopts)) != -1) {
 		switch (c) {
 		case 'E':
 			if (lb_parse_uint(optarg, 0, 255, &v) != 0)
@@ -81,12 +81,6 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 		case OPT_JSON:
 			o->json = 1;
 			break;
-		case ':':
-			lb_usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default:
-			if (optopt != 0 && optopt < OPT_JSON)
-				lb_usage_error("invalid option '-%c'", optopt);
-			lb_usage_error("invalid option '%s'", argv[optind - 1]);
 		}
 	}
 	return optind;
@@ -156,23 +150,32 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 		    h->n == 1 ? "" : "s", msg);
 }
 
+/*
+ * 1 when the slot is taken; else 0 with the status to exit with. That
+ * status is the user's -E when busy and may well be 0, so it never
+ * doubles as "taken".
+ */
 static int take(const struct lb_poolcmd *cmd, const struct opts *o,
     struct lb_pool *pool, const char *name, unsigned max,
-    const struct lb_ident *who, unsigned *slot)
+    const struct lb_ident *who, unsigned *slot, int *status)
 {
 	struct lb_holders busy = { NULL, 0 };
 	int r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
 
-	if (r < 0)
-		return LB_EXIT_FAIL;
+	if (r < 0) {
+		*status = LB_EXIT_FAIL;
+		return 0;
+	}
 	if (r == 0) {
 		report_busy(cmd, o, name, max, &busy);
 		lb_holders_free(&busy);
-		return o->busy_status;
+		*status = o->busy_status;
+		return 0;
 	}
 	if (o->verbose)
 		lb_warnx("%s: took slot %u of %u", name, *slot, max);
-	return LB_EXIT_OK;
+	*status = LB_EXIT_OK;
+	return 1;
 }
 
 static int run(const struct lb_poolcmd *cmd, const struct opts *o,
@@ -194,11 +197,12 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	lb_ident_fill(&who, getpid(), command);
-	status = take(cmd, o, pool, path, max, &who, &slot);
-	if (status != LB_EXIT_OK || lb_pool_keep_on_exec(pool) != 0) {
+	if (!take(cmd, o, pool, path, max, &who, &slot, &status)) {
 		lb_pool_close(pool);
-		return status != LB_EXIT_OK ? status : LB_EXIT_FAIL;
+		return status;
 	}
+	if (lb_pool_keep_on_exec(pool) != 0)
+		return LB_EXIT_FAIL;
 	snprintf(env, sizeof env, "%u", slot);
 	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
 		lb_die(LB_EXIT_FAIL, "setenv");
@@ -237,8 +241,7 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 		status = lb_pool_release(pool, getppid()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
 	} else {
 		lb_ident_fill(&who, getppid(), NULL);
-		status = take(cmd, o, pool, name, max, &who, &slot);
-		if (status == LB_EXIT_OK)
+		if (take(cmd, o, pool, name, max, &who, &slot, &status))
 			printf("%u\n", slot);
 	}
 	lb_pool_close(pool);

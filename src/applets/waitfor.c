@@ -1,0 +1,243 @@
+/* waitfor: run COMMAND again every INTERVAL until it succeeds or TIMEOUT passes. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "applets.h"
+#include "child.h"
+#include "clock.h"
+#include "err.h"
+#include "exitcodes.h"
+#include "opts.h"
+#include "parse.h"
+
+#define USAGE \
+	"usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
+
+#define HELP \
+	"\n" \
+	"Run COMMAND until it succeeds: again after INTERVAL each time it fails,\n" \
+	"for at most TIMEOUT. When it gives up, exit with the last attempt's status.\n" \
+	"A bare TIMEOUT is minutes, a bare INTERVAL seconds; units ms s m h d and\n" \
+	"sums like 1m30s override ('waitfor 3 5 CMD': every 5s for 3 minutes).\n" \
+	"\n" \
+	"  -q, --quiet         no message when giving up\n" \
+	"      --retry-on LIST retry only on these exit statuses (e.g. 75 or 1,75);\n" \
+	"                      stop at once on any other\n" \
+	"  -v, --verbose       one line per attempt on stderr\n" \
+	"  -h, --help          this help\n" \
+	"\n" \
+	"Exit: 0 when COMMAND succeeded, else its last status (75 passed through);\n" \
+	"125 waitfor failed, 126 COMMAND not executable, 127 COMMAND not found,\n" \
+	"128+n last attempt killed by signal n. See waitfor(1).\n"
+
+struct opts {
+	int64_t timeout, interval;	/* ns */
+	unsigned char retry[256];	/* statuses that get another attempt */
+	int listed;			/* --retry-on given */
+	int quiet, verbose;
+};
+
+enum { OPT_RETRY_ON = 256 };
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "retry-on", required_argument, NULL, OPT_RETRY_ON },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static _Noreturn void help(void)
+{
+	printf("%s\n%s", USAGE, HELP);
+	lb_close_stdout();
+	exit(LB_EXIT_OK);
+}
+
+/* "1,75": whole numbers 0 to 255, each through the one strict parser */
+static void parse_list(struct opts *o, const char *list)
+{
+	const char *p = list, *comma;
+	char word[8];
+	uint64_t v;
+	size_t n;
+
+	for (;;) {
+		comma = strchr(p, ',');
+		n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		if (n >= sizeof word)
+			goto invalid;
+		memcpy(word, p, n);
+		word[n] = '\0';
+		if (lb_parse_uint(word, 0, 255, &v) != 0)
+			goto invalid;
+		o->retry[v] = 1;
+		if (comma == NULL)
+			break;
+		p = comma + 1;
+	}
+	o->listed = 1;
+	return;
+invalid:
+	lb_usage_error("invalid --retry-on list '%s': expected statuses 0 to 255, comma-separated",
+	    list);
+}
+
+static int64_t parse_time(const char *what, const char *s, int64_t bare_unit,
+    const char *example)
+{
+	char max[32];
+	int64_t ns;
+
+	if (lb_parse_duration(s, bare_unit, &ns) == 0)
+		return ns;
+	if (errno == ERANGE)
+		lb_usage_error("invalid %s '%s': longer than %s", what, s,
+		    lb_format_duration(LB_DURATION_MAX, max));
+	lb_usage_error("invalid %s '%s': expected a duration like %s", what, s, example);
+}
+
+/* Options stop at the first positional word: COMMAND's own are never read. */
+static char **parse_args(struct opts *o, int argc, char **argv)
+{
+	int c, i;
+
+	lb_getopt_reset();
+	while ((c = lb_getopt(argc, argv, "+:hqv", longopts)) != -1) {
+		switch (c) {
+		case 'h':
+			help();
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case OPT_RETRY_ON:
+			parse_list(o, optarg);
+			break;
+		}
+	}
+	i = optind;
+	if (i >= argc)
+		lb_usage_error("missing TIMEOUT");
+	o->timeout = parse_time("TIMEOUT", argv[i++], LB_NS_PER_MIN, "3 (minutes), 90s or 1h30m");
+	if (i >= argc)
+		lb_usage_error("missing INTERVAL");
+	o->interval = parse_time("INTERVAL", argv[i++], LB_NS_PER_S, "5 (seconds), 500ms or 1m");
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc)
+		lb_usage_error("missing COMMAND");
+	if (!o->listed)
+		memset(o->retry + 1, 1, sizeof o->retry - 1);
+	return argv + i;
+}
+
+/* "exited 75" or "killed by signal 9 (status 137)" */
+static const char *outcome(int wstatus, char buf[64])
+{
+	int status = lb_child_status(wstatus);
+
+	if (WIFSIGNALED(wstatus))
+		snprintf(buf, 64, "killed by signal %d (status %d)", WTERMSIG(wstatus), status);
+	else
+		snprintf(buf, 64, "exited %d", status);
+	return buf;
+}
+
+static int give_up(const struct opts *o, unsigned attempts, int wstatus)
+{
+	int status = lb_child_status(wstatus);
+	char took[32], why[32] = "";
+
+	if (!o->quiet) {
+		if (WIFSIGNALED(wstatus))
+			snprintf(why, sizeof why, " (killed by signal %d)", WTERMSIG(wstatus));
+		lb_warnx("gave up after %s (%u attempt%s); last status %d%s",
+		    lb_format_duration(o->timeout, took), attempts,
+		    attempts == 1 ? "" : "s", status, why);
+	}
+	return status;
+}
+
+/*
+ * The loop. An attempt starts only while the deadline has not passed; the
+ * sleep before it is cut to the time left, so the last one starts at the
+ * deadline at the latest. An attempt running at the deadline is not killed.
+ */
+static int attempts(const struct opts *o, char **command)
+{
+	static const int forwarded[] = { SIGINT, SIGTERM };
+	int64_t deadline = lb_deadline_after(o->timeout), now, wake;
+	struct lb_child child;
+	char what[64], when[32];
+	unsigned n;
+	int wstatus, status, sig;
+
+	if (lb_child_catch(forwarded, 2) != 0)
+		lb_die(LB_EXIT_FAIL, "cannot set up signals");
+	for (n = 1;; n++) {
+		if (lb_child_start(&child, command) != 0) {
+			if (child.exec_errno != 0) {
+				lb_warn("cannot run '%s'", command[0]);
+				return lb_child_exec_status(child.exec_errno);
+			}
+			lb_die(LB_EXIT_FAIL, "cannot start '%s'", command[0]);
+		}
+		if (lb_child_wait(&child, &wstatus) != 0)
+			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
+		status = lb_child_status(wstatus);
+		if (status == 0) {
+			if (o->verbose)
+				lb_warnx("attempt %u succeeded", n);
+			return LB_EXIT_OK;
+		}
+		outcome(wstatus, what);
+		sig = lb_child_caught();
+		if (sig != 0) {
+			/* INT or TERM went to the attempt: the caller wants it over */
+			if (o->verbose)
+				lb_warnx("attempt %u %s; stopping on signal %d", n, what, sig);
+			return status;
+		}
+		if (!o->retry[status]) {
+			if (o->verbose)
+				lb_warnx("attempt %u %s; not a --retry-on status, stopping", n, what);
+			return status;
+		}
+		if (lb_remaining(deadline) == 0) {
+			if (o->verbose)
+				lb_warnx("attempt %u %s; out of time", n, what);
+			return give_up(o, n, wstatus);
+		}
+		now = lb_now(CLOCK_MONOTONIC);
+		wake = deadline - now < o->interval ? deadline : now + o->interval;
+		if (o->verbose)
+			lb_warnx("attempt %u %s; next in %s", n, what,
+			    lb_format_duration(wake - now, when));
+		sig = lb_child_sleep_until(wake);
+		if (sig != 0) {
+			if (o->verbose)
+				lb_warnx("signal %d while waiting; stopping", sig);
+			return LB_EXIT_SIGNAL + sig;
+		}
+	}
+}
+
+int waitfor_main(int argc, char **argv)
+{
+	struct opts o;
+	char **command;
+
+	memset(&o, 0, sizeof o);
+	command = parse_args(&o, argc, argv);
+	return attempts(&o, command);
+}

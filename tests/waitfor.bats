@@ -1,0 +1,436 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# waitfor: retries COMMAND until it succeeds or TIMEOUT passes, exits with
+# the last attempt's status, tells a failed exec from a command's own 127,
+# and stops on INT/TERM.
+
+load test_helper
+
+# $ATTEMPT RUNS STATUS...: one attempt. It appends its start time to RUNS
+# and exits with the Nth STATUS on its Nth run (the last one after that).
+write_attempt() {
+	ATTEMPT=$T/attempt
+	RUNS=$T/runs
+	cat >"$ATTEMPT" <<'EOF'
+#!/usr/bin/env bash
+runs=$1
+shift
+printf '%s\n' "${EPOCHREALTIME//[.,]/}" >>"$runs"
+n=$(wc -l <"$runs")
+((n <= $#)) || n=$#
+exit "${!n}"
+EOF
+	chmod +x "$ATTEMPT"
+}
+
+runs() {
+	if [[ -e $RUNS ]]; then wc -l <"$RUNS"; else echo 0; fi
+}
+
+now_us() {
+	printf '%s\n' "${EPOCHREALTIME//[.,]/}"
+}
+
+# expect_usage MESSAGE ARG...: 125, the two usage lines, and COMMAND never ran.
+expect_usage() {
+	local msg=$1
+	shift
+	run -125 --separate-stderr "$LOCKBOX" waitfor "$@"
+	assert_stderr "waitfor: $msg"$'\n'"Try 'lockbox waitfor --help'."
+	assert_equal "$output" ""
+	assert [ ! -e "$T/ran" ]
+}
+
+# stderr_line N: line N (from 0; -1 the last) of the last run's stderr.
+stderr_line() {
+	# shellcheck disable=SC2154 # set by bats' run
+	printf '%s\n' "${stderr_lines[$1]}"
+}
+
+# --- success and giving up --------------------------------------------
+
+@test "success at the first attempt: 0, one run, no message" {
+	write_attempt
+	run -0 --separate-stderr "$LOCKBOX" waitfor 1 1 "$ATTEMPT" "$RUNS" 0
+	assert_stderr ""
+	assert_equal "$output" ""
+	assert_equal "$(runs)" 1
+}
+
+@test "success after a few failures: 0 at the third attempt" {
+	write_attempt
+	run -0 --separate-stderr "$LOCKBOX" waitfor 1m 10ms "$ATTEMPT" "$RUNS" 1 75 0 1
+	assert_stderr ""
+	assert_equal "$(runs)" 3
+}
+
+@test "INTERVAL 0 tries again at once" {
+	write_attempt
+	run -0 --separate-stderr "$LOCKBOX" waitfor 1m 0 "$ATTEMPT" "$RUNS" 1 1 1 1 0
+	assert_equal "$(runs)" 5
+}
+
+@test "giving up: the last attempt's status, one line" {
+	write_attempt
+	# attempt N exits N: the status names the attempt it came from
+	run --separate-stderr "$LOCKBOX" waitfor 500ms 100ms "$ATTEMPT" "$RUNS" 1 2 3 4 5 6 7 8 9
+	local n
+	n=$(runs)
+	assert [ "$n" -ge 2 ]
+	assert_equal "$status" "$n"
+	assert_stderr "waitfor: gave up after 500ms ($n attempts); last status $n"
+}
+
+@test "giving up with -q: the last status, no message" {
+	run -3 --separate-stderr "$LOCKBOX" waitfor -q 300ms 100ms sh -c 'exit 3'
+	assert_stderr ""
+	run -3 --separate-stderr "$LOCKBOX" waitfor --quiet 0 0 sh -c 'exit 3'
+	assert_stderr ""
+}
+
+@test "TIMEOUT 0 makes exactly one attempt" {
+	write_attempt
+	run -4 --separate-stderr "$LOCKBOX" waitfor 0 0 "$ATTEMPT" "$RUNS" 4 0
+	assert_stderr "waitfor: gave up after 0ms (1 attempt); last status 4"
+	assert_equal "$(runs)" 1
+}
+
+@test "a bare TIMEOUT is minutes, a bare INTERVAL seconds" {
+	# 0.01 minutes is 600ms; 0.25 seconds is 250ms
+	run -1 --separate-stderr "$LOCKBOX" waitfor -v 0.01 0.25 false
+	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 exited 1; next in 250ms"
+	assert_regex "$(stderr_line -1)" '^waitfor: gave up after 600ms \([0-9]+ attempts\); last status 1$'
+}
+
+@test "timing: 'waitfor 2s 500ms' gives up after 2s, no attempt after the deadline" {
+	write_attempt
+	local t0 t1 first last
+	t0=$(now_us)
+	run -1 --separate-stderr "$LOCKBOX" waitfor 2s 500ms "$ATTEMPT" "$RUNS" 1
+	t1=$(now_us)
+	# attempts at 0, 0.5, 1, 1.5, 2s: five at most, fewer on a loaded machine
+	assert [ "$(runs)" -ge 2 ]
+	assert [ "$(runs)" -le 5 ]
+	assert [ $((t1 - t0)) -ge 2000000 ]
+	assert [ $((t1 - t0)) -lt 4000000 ]
+	# the last attempt starts at the deadline at the latest (plus the
+	# time it takes to start a process)
+	first=$(head -n 1 "$RUNS")
+	last=$(tail -n 1 "$RUNS")
+	assert [ $((last - first)) -le 2300000 ]
+	assert_stderr_regex '^waitfor: gave up after 2s \([0-9] attempts\); last status 1$'
+}
+
+@test "an attempt running at the deadline is not killed" {
+	run -3 --separate-stderr "$LOCKBOX" waitfor 100ms 10ms sh -c 'sleep 0.5; echo finished; exit 3'
+	assert_output "finished"
+	assert_stderr "waitfor: gave up after 100ms (1 attempt); last status 3"
+}
+
+# --- --retry-on ---------------------------------------------------------
+
+@test "--retry-on: another status stops at once, with that status and no message" {
+	write_attempt
+	run -4 --separate-stderr "$LOCKBOX" waitfor --retry-on 75 1m 10ms "$ATTEMPT" "$RUNS" 75 4 0
+	assert_stderr ""
+	assert_equal "$(runs)" 2
+}
+
+@test "--retry-on LIST: every listed status is retried" {
+	write_attempt
+	run -0 --separate-stderr "$LOCKBOX" waitfor --retry-on 1,75 1m 10ms "$ATTEMPT" "$RUNS" 1 75 1 0
+	assert_equal "$(runs)" 4
+	# given twice, the lists add up
+	rm "$RUNS"
+	run -0 --separate-stderr "$LOCKBOX" waitfor --retry-on 1 --retry-on=75 1m 10ms "$ATTEMPT" "$RUNS" 75 1 0
+	assert_equal "$(runs)" 3
+}
+
+@test "--retry-on: a killed attempt counts as 128+n" {
+	write_attempt
+	# shellcheck disable=SC2016 # expanded by the attempt's sh
+	run -137 --separate-stderr "$LOCKBOX" waitfor --retry-on 143 1m 10ms sh -c '
+		echo x >>"$1"
+		if [ "$(wc -l <"$1")" -eq 1 ]; then kill -TERM $$; else kill -KILL $$; fi' sh "$RUNS"
+	assert_equal "$(runs)" 2
+	assert_stderr ""
+}
+
+# --- exec failures --------------------------------------------------------
+
+@test "command not found: 127 at once, one line, no retry" {
+	local t0 t1
+	t0=$(now_us)
+	run -127 --separate-stderr "$LOCKBOX" waitfor 1m 30 "$T/nosuch"
+	t1=$(now_us)
+	assert_stderr "waitfor: cannot run '$T/nosuch': No such file or directory"
+	assert_equal "$output" ""
+	# a retry would take 30s
+	assert [ $((t1 - t0)) -lt 20000000 ]
+	run -127 --separate-stderr "$LOCKBOX" waitfor -q 1m 30 lockbox-no-such-command
+	assert_stderr "waitfor: cannot run 'lockbox-no-such-command': No such file or directory"
+}
+
+@test "command not executable: 126 at once, one line" {
+	printf 'not a program\n' >"$T/notes.txt"
+	chmod 644 "$T/notes.txt"
+	run -126 --separate-stderr "$LOCKBOX" waitfor 1m 30 "$T/notes.txt"
+	assert_stderr "waitfor: cannot run '$T/notes.txt': Permission denied"
+	assert_equal "$output" ""
+}
+
+@test "a command that itself exits 127 or 126 is retried" {
+	local code
+	for code in 127 126; do
+		write_attempt
+		rm -f "$RUNS"
+		run -0 --separate-stderr "$LOCKBOX" waitfor 1m 10ms "$ATTEMPT" "$RUNS" "$code" "$code" 0
+		assert_stderr ""
+		assert_equal "$(runs)" 3
+	done
+	run -127 --separate-stderr "$LOCKBOX" waitfor 200ms 50ms sh -c 'exit 127'
+	assert_stderr_regex '^waitfor: gave up after 200ms \([0-9]+ attempts\); last status 127$'
+}
+
+# --- killed attempts --------------------------------------------------------
+
+@test "an attempt killed by signal n: 128+n when giving up" {
+	run -137 --separate-stderr "$LOCKBOX" waitfor 300ms 100ms sh -c 'kill -KILL $$'
+	assert_stderr_regex '^waitfor: gave up after 300ms \([0-9]+ attempts\); last status 137 \(killed by signal 9\)$'
+	run -143 --separate-stderr "$LOCKBOX" waitfor 0 0 sh -c 'kill -TERM $$'
+	assert_stderr "waitfor: gave up after 0ms (1 attempt); last status 143 (killed by signal 15)"
+}
+
+@test "a killed attempt is retried like any failure" {
+	write_attempt
+	# shellcheck disable=SC2016 # expanded by the attempt's sh
+	run -0 --separate-stderr "$LOCKBOX" waitfor 1m 10ms sh -c '
+		echo x >>"$1"
+		[ "$(wc -l <"$1")" -ge 3 ] || kill -KILL $$' sh "$RUNS"
+	assert_equal "$(runs)" 3
+}
+
+# --- options, usage -----------------------------------------------------------
+
+@test "--help goes to stdout, status 0" {
+	local opt
+	for opt in --help -h; do
+		run -0 --separate-stderr "$LOCKBOX" waitfor "$opt"
+		assert_stderr ""
+		assert_line --index 0 "usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
+		assert_output --partial "--retry-on LIST"
+	done
+}
+
+@test "the command's options are its own, and -- may stand before it" {
+	run -0 --separate-stderr "$LOCKBOX" waitfor 1 1 echo -v -q --retry-on 1
+	assert_output "-v -q --retry-on 1"
+	run -0 --separate-stderr "$LOCKBOX" waitfor -q 1 1 -- echo -- -v
+	assert_output "-- -v"
+	assert_stderr ""
+}
+
+@test "missing arguments are usage errors" {
+	expect_usage "missing TIMEOUT"
+	expect_usage "missing TIMEOUT" -v
+	expect_usage "missing INTERVAL" 1
+	expect_usage "missing COMMAND" 1 1
+	expect_usage "missing COMMAND" 1 1 --
+}
+
+@test "bad TIMEOUT and INTERVAL are usage errors" {
+	local bad
+	for bad in 1x '' 1h30 2..5 1s2 ' 1' 1e3 abc; do
+		expect_usage "invalid TIMEOUT '$bad': expected a duration like 3 (minutes), 90s or 1h30m" \
+			"$bad" 1 touch "$T/ran"
+		expect_usage "invalid INTERVAL '$bad': expected a duration like 5 (seconds), 500ms or 1m" \
+			1 "$bad" touch "$T/ran"
+	done
+	expect_usage "invalid TIMEOUT '36601d': longer than 36600d" 36601d 1 touch "$T/ran"
+	expect_usage "invalid INTERVAL '99999999999999999999': longer than 36600d" \
+		1 99999999999999999999 touch "$T/ran"
+	# a sign reads as an option
+	expect_usage "invalid option '-1'" -1 1 touch "$T/ran"
+}
+
+@test "bad --retry-on lists are usage errors" {
+	local bad
+	for bad in '' x 256 1,300 '1,' ,1 1,,2 -1 ' 1' 1.5 0x4b 99999999999999999999999; do
+		expect_usage "invalid --retry-on list '$bad': expected statuses 0 to 255, comma-separated" \
+			--retry-on "$bad" 1 1 touch "$T/ran"
+		expect_usage "invalid --retry-on list '$bad': expected statuses 0 to 255, comma-separated" \
+			"--retry-on=$bad" 1 1 touch "$T/ran"
+	done
+}
+
+@test "unknown options are usage errors" {
+	expect_usage "invalid option '-z'" -z 1 1 touch "$T/ran"
+	expect_usage "invalid option '--bogus'" --bogus 1 1 touch "$T/ran"
+	expect_usage "option '--retry-on' needs an argument" --retry-on
+	expect_usage "option '--quiet' takes no argument" --quiet=1 1 1 touch "$T/ran"
+}
+
+# --- -v -----------------------------------------------------------------------
+
+@test "-v: one line per attempt" {
+	write_attempt
+	run -0 --separate-stderr "$LOCKBOX" waitfor -v 1m 10ms "$ATTEMPT" "$RUNS" 75 3 0
+	assert_stderr "waitfor: attempt 1 exited 75; next in 10ms
+waitfor: attempt 2 exited 3; next in 10ms
+waitfor: attempt 3 succeeded"
+	assert_equal "$output" ""
+}
+
+@test "-v: out of time, then the give-up line (which -q drops)" {
+	run -3 --separate-stderr "$LOCKBOX" waitfor -v 0 5 sh -c 'exit 3'
+	assert_stderr "waitfor: attempt 1 exited 3; out of time
+waitfor: gave up after 0ms (1 attempt); last status 3"
+	run -3 --separate-stderr "$LOCKBOX" waitfor -qv 0 5 sh -c 'exit 3'
+	assert_stderr "waitfor: attempt 1 exited 3; out of time"
+}
+
+@test "-v: the last sleep is cut to the time left" {
+	run -1 --separate-stderr "$LOCKBOX" waitfor --verbose 1s 900ms false
+	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 exited 1; next in 900ms"
+	assert_regex "$(stderr_line 1)" '^waitfor: attempt 2 exited 1; next in [0-9]{1,2}ms$'
+	assert_equal "$(stderr_line 2)" "waitfor: attempt 3 exited 1; out of time"
+	assert_equal "$(stderr_line 3)" "waitfor: gave up after 1s (3 attempts); last status 1"
+}
+
+@test "-v: a killed attempt, and a status not to retry" {
+	run -137 --separate-stderr "$LOCKBOX" waitfor -v 0 0 sh -c 'kill -KILL $$'
+	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 killed by signal 9 (status 137); out of time"
+	run -4 --separate-stderr "$LOCKBOX" waitfor -v --retry-on 75 1m 0 sh -c 'exit 4'
+	assert_stderr "waitfor: attempt 1 exited 4; not a --retry-on status, stopping"
+}
+
+# --- signals ------------------------------------------------------------------
+
+# The first run records its PID once its traps are set and waits for a
+# signal (exiting 42 on TERM, 41 on INT); any later run fails at once, so
+# a waitfor that retried after the signal would end with 99.
+write_signal_attempt() {
+	ATTEMPT=$T/attempt
+	RUNS=$T/runs
+	cat >"$ATTEMPT" <<'EOF'
+#!/bin/sh
+echo run >>"$1/runs"
+[ "$(wc -l <"$1/runs")" -eq 1 ] || exit 99
+trap 'kill "$c" 2>/dev/null; echo TERM >"$1/got"; exit 42' TERM
+trap 'kill "$c" 2>/dev/null; echo INT >"$1/got"; exit 41' INT
+sleep 30 &
+c=$!
+echo $$ >"$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+wait "$c"
+exit 7
+EOF
+	chmod +x "$ATTEMPT"
+}
+
+@test "TERM while an attempt runs: passed on, no further attempt, its status" {
+	write_signal_attempt
+	spawn "$LOCKBOX" waitfor -v 1m 10ms "$ATTEMPT" "$T"
+	wait_for test -s "$T/pid"
+	track_pid "$(cat "$T/pid")"
+	kill -TERM "$SPAWN_PID"
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 42
+	assert_equal "$(cat "$T/got")" TERM
+	assert_equal "$(runs)" 1
+	assert_equal "$(cat "$SPAWN_ERR")" "waitfor: attempt 1 exited 42; stopping on signal 15"
+}
+
+@test "INT while an attempt runs: passed on, no further attempt, its status" {
+	write_signal_attempt
+	# job control, so that the background waitfor does not start with
+	# SIGINT ignored (which it would keep, as sh does)
+	set -m
+	spawn "$LOCKBOX" waitfor 1m 10ms "$ATTEMPT" "$T"
+	set +m
+	wait_for test -s "$T/pid"
+	track_pid "$(cat "$T/pid")"
+	kill -INT "$SPAWN_PID"
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 41
+	assert_equal "$(cat "$T/got")" INT
+	assert_equal "$(runs)" 1
+	assert_equal "$(cat "$SPAWN_ERR")" ""
+}
+
+@test "an attempt that succeeds after TERM: 0" {
+	# shellcheck disable=SC2016 # expanded by the attempt's sh
+	spawn "$LOCKBOX" waitfor 1m 10ms sh -c '
+		trap "exit 0" TERM
+		sleep 30 & c=$!
+		echo $$ >"$1.tmp" && mv "$1.tmp" "$1"
+		wait $c; exit 5' sh "$T/pid"
+	wait_for test -s "$T/pid"
+	track_pid "$(cat "$T/pid")"
+	kill -TERM "$SPAWN_PID"
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 0
+}
+
+@test "TERM while sleeping between attempts: 143 at once" {
+	local t0 t1
+	# shellcheck disable=SC2016 # expanded by the attempt's sh
+	spawn "$LOCKBOX" waitfor -v 1m 30 sh -c 'echo x >>"$1"; exit 1' sh "$T/runs"
+	RUNS=$T/runs
+	wait_for grep -q 'next in 30s' "$SPAWN_ERR"
+	t0=$(now_us)
+	kill -TERM "$SPAWN_PID"
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 143
+	t1=$(now_us)
+	assert [ $((t1 - t0)) -lt 10000000 ]
+	assert_equal "$(runs)" 1
+	assert_equal "$(tail -n 1 "$SPAWN_ERR")" "waitfor: signal 15 while waiting; stopping"
+}
+
+@test "each attempt starts with the signal mask and dispositions waitfor got" {
+	# in the foreground
+	local direct
+	direct=$(grep -E '^Sig(Blk|Ign):' /proc/self/status)
+	run -0 --separate-stderr "$LOCKBOX" waitfor 0 0 grep -E '^Sig(Blk|Ign):' /proc/self/status
+	assert_output "$direct"
+	# in the background, where sh starts a job with SIGINT ignored
+	spawn grep -E '^Sig(Blk|Ign):' /proc/self/status
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 0
+	direct=$(cat "$SPAWN_OUT")
+	spawn "$LOCKBOX" waitfor 0 0 grep -E '^Sig(Blk|Ign):' /proc/self/status
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$SPAWN_OUT")" "$direct"
+}
+
+# --- with mutex -------------------------------------------------------------
+
+@test "waitfor + mutex: waits while the lock is held, gets it soon after release" {
+	mkfifo "$T/fifo"
+	# shellcheck disable=SC2016 # expanded by the holder's sh
+	spawn "$LOCKBOX" mutex "$F" sh -c 'touch "$1"; read -r line <"$2"' sh "$T/ready" "$T/fifo"
+	local holder=$SPAWN_PID t0 t1
+	wait_for test -e "$T/ready"
+	spawn "$LOCKBOX" waitfor -v 20s 200ms "$LOCKBOX" mutex "$F" true
+	# it has tried, found the lock held, and tried again
+	wait_for grep -q '^waitfor: attempt 2 exited 75; next in 200ms$' "$SPAWN_ERR"
+	grep -qF "mutex: $F: held by PID $holder (" "$SPAWN_ERR"
+	t0=$(now_us)
+	echo go >"$T/fifo"
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 0
+	t1=$(now_us)
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 0
+	# within one interval of the release (generous for a loaded machine)
+	assert [ $((t1 - t0)) -lt 1500000 ]
+	assert_regex "$(tail -n 1 "$SPAWN_ERR")" '^waitfor: attempt [0-9]+ succeeded$'
+}
+
+@test "waitfor + mutex: gives up with 75 when the holder outlives the timeout" {
+	start_holder_with mutex "$F"
+	run -75 --separate-stderr "$LOCKBOX" waitfor 2s 200ms "$LOCKBOX" mutex -q "$F" true
+	assert_stderr_regex '^waitfor: gave up after 2s \([0-9]+ attempts\); last status 75$'
+	held_is "$F" 1
+}
