@@ -28,8 +28,10 @@
 #define HEADER_WAIT	(5 * LB_NS_PER_S)
 /* how long a claimed slot may stay blocked by a waiter's transient read lock */
 #define CLAIM_WAIT	(100 * LB_NS_PER_MS)
-/* dead-PID probes per quick acquisition, to keep it cheap with many holders */
+/* holder probes (kill 0) per quick acquisition: cheap with many holders */
 #define QUICK_PROBES	64
+/* records per read in the quick path */
+#define QUICK_CHUNK	64
 /* watcher threads per waiter; past this a waiter also re-scans every 200ms */
 #define WATCH_MAX	1024
 #define WATCH_STACK	(64 * 1024)
@@ -38,8 +40,9 @@ struct lb_pool {
 	int fd;			/* -1: a missing file, seen read-only */
 	int owned;		/* we opened the fd, so we close it */
 	char *name;
-	unsigned char *buf;	/* header and records as last read */
+	unsigned char *buf;	/* header and records as last read; zeros past that */
 	size_t loaded;		/* bytes of buf read from the file */
+	size_t cap;		/* bytes allocated for buf */
 	unsigned nrec;		/* records in buf */
 	unsigned *held;		/* last full scan: locked slots, ascending */
 	size_t nheld, capheld;
@@ -51,18 +54,11 @@ static struct lb_pool *pool_new(int fd, int owned, const char *name)
 {
 	struct lb_pool *p = calloc(1, sizeof *p);
 
-	if (p != NULL) {
+	if (p != NULL)
 		p->name = strdup(name);
-		/* calloc of a large block maps zero pages lazily: only what is read is touched */
-		p->buf = calloc(1, BUF_SIZE);
-	}
-	if (p == NULL || p->name == NULL || p->buf == NULL) {
+	if (p == NULL || p->name == NULL) {
 		lb_warn("%s", name);
-		if (p != NULL) {
-			free(p->name);
-			free(p->buf);
-			free(p);
-		}
+		free(p);
 		return NULL;
 	}
 	p->fd = fd;
@@ -150,12 +146,32 @@ static void header_unlock(struct lb_pool *p)
 	lb_lock_try(p->fd, F_UNLCK, 0, LB_HDR_SIZE);
 }
 
+/* Room in buf for BYTES, the new part zeroed. */
+static int reserve(struct lb_pool *p, size_t bytes)
+{
+	unsigned char *grown;
+
+	if (bytes <= p->cap)
+		return 0;
+	grown = realloc(p->buf, bytes);
+	if (grown == NULL) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	memset(grown + p->cap, 0, bytes - p->cap);
+	p->buf = grown;
+	p->cap = bytes;
+	return 0;
+}
+
 /* Read header and records; a partial last record reads as zeros (free). */
 static int load(struct lb_pool *p, off_t size)
 {
 	size_t want = (size_t)size < BUF_SIZE ? (size_t)size : BUF_SIZE;
 	ssize_t n;
 
+	if (reserve(p, want > LB_HDR_SIZE ? want : LB_HDR_SIZE) != 0)
+		return -1;
 	do
 		n = pread(p->fd, p->buf, want, 0);
 	while (n < 0 && errno == EINTR);
@@ -301,35 +317,60 @@ static int claim(struct lb_pool *p, unsigned slot)
 
 /*
  * The cheap path, when the records alone prove a slot is free under MAX:
- * fewer records in use than MAX means fewer holders than MAX. Prefer the
- * lowest free slot, reusing one whose holder is provably dead (and whose
- * lock is confirmed free) over a never-used one, so slot numbers stay small.
+ * fewer records in use than MAX means fewer holders than MAX. Records are
+ * streamed through a small buffer, so a big pool costs no big read. The
+ * lowest free slot is preferred, reusing one whose holder is provably dead
+ * (its lock confirmed free) over a never-used one, so slot numbers stay
+ * small. Returns that slot, or 0 when only a full scan can tell; *high is
+ * the highest slot with a record in use.
  */
-static unsigned quick_pick(struct lb_pool *p, unsigned max)
+static unsigned quick_pick(struct lb_pool *p, off_t size, unsigned max, unsigned *high)
 {
-	unsigned s, used = 0, probes = 0;
+	static unsigned char chunk[QUICK_CHUNK * LB_REC_SIZE];
+	unsigned s = 1, used = 0, probes = 0, pick = 0, stale = 0, nrec;
+	off_t off = LB_HDR_SIZE;
 	struct lb_ident who;
+	struct flock c;
 
-	for (s = 1; s <= p->nrec; s++)
-		used += state(p, s) != LB_REC_FREE;
-	if (used >= max)
-		return 0;
-	for (s = 1; s <= max; s++) {
-		struct flock c;
-		uint32_t st = state(p, s);
+	nrec = size <= LB_HDR_SIZE ? 0 :
+	    (unsigned)((size - LB_HDR_SIZE + LB_REC_SIZE - 1) / LB_REC_SIZE);
+	if (nrec > LB_SLOT_LIMIT)
+		nrec = LB_SLOT_LIMIT;
+	*high = 0;
+	while (s <= nrec) {
+		ssize_t n;
+		size_t i;
 
-		if (st == LB_REC_FREE)
-			return s;
-		if (st != LB_REC_HELD || probes >= QUICK_PROBES)
-			continue;
-		lb_record_decode(record(p, s), &who);
-		if (!lb_ident_gone(&who))
-			continue;
-		probes++;
-		if (lb_lock_test(p->fd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1)
-			return s;
+		do
+			n = pread(p->fd, chunk, sizeof chunk, off);
+		while (n < 0 && errno == EINTR);
+		if (n <= 0)
+			return 0;	/* the full path reads again and reports */
+		if (n % LB_REC_SIZE != 0)	/* a cut last record reads as free */
+			memset(chunk + n, 0, LB_REC_SIZE - (size_t)n % LB_REC_SIZE);
+		off += n;
+		for (i = 0; i < (size_t)n && s <= nrec; i += LB_REC_SIZE, s++) {
+			uint32_t st = lb_record_state(chunk + i);
+
+			if (st == LB_REC_FREE) {
+				if (pick == 0 && s <= max)
+					pick = s;
+				continue;
+			}
+			used++;
+			*high = s;
+			if (pick != 0 || s > max || st != LB_REC_HELD ||
+			    probes++ >= QUICK_PROBES)
+				continue;
+			lb_record_decode(chunk + i, &who);
+			if (lb_ident_gone(&who) &&
+			    lb_lock_test(p->fd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1)
+				pick = s, stale = 1;
+		}
 	}
-	return 0;	/* not reached: fewer used records than max */
+	if (pick == 0 && nrec < max)
+		pick = nrec + 1;
+	return used - stale < max ? pick : 0;
 }
 
 static unsigned highest_used(struct lb_pool *p)
@@ -358,40 +399,45 @@ static int pwrite_all(struct lb_pool *p, const void *buf, size_t n, off_t off)
 	return 0;
 }
 
-/* Record the holder of SLOT and keep the header's hint true. */
-static int commit(struct lb_pool *p, unsigned slot, const struct lb_ident *who,
-    int cleaned)
+static int write_high(struct lb_pool *p, unsigned high)
 {
-	unsigned char rec[LB_REC_SIZE], word[4];
-	unsigned high;
+	unsigned char word[4];
+
+	lb_put32(word, high);
+	return pwrite_all(p, word, sizeof word, LB_HDR_OFF_HIGH);
+}
+
+/* Record the holder of SLOT taken in the quick path; HIGH as quick_pick found it. */
+static int commit_quick(struct lb_pool *p, unsigned slot, const struct lb_ident *who,
+    unsigned high)
+{
+	unsigned char rec[LB_REC_SIZE];
 
 	lb_record_encode(rec, slot, who);
-	if (cleaned) {
-		/* stale records were marked free in buf: write them all back */
-		memcpy(record(p, slot), rec, LB_REC_SIZE);
-		if (slot > p->nrec)
-			p->nrec = slot;
-		high = highest_used(p);
-		if (pwrite_all(p, p->buf + LB_HDR_SIZE, (size_t)high * LB_REC_SIZE,
-		    LB_HDR_SIZE) != 0)
-			return -1;
-		/* the free tail goes: later scans read less */
-		if ((off_t)p->loaded > lb_slot_offset(high + 1) &&
-		    ftruncate(p->fd, lb_slot_offset(high + 1)) != 0)
-			lb_warn("%s: cannot shrink", p->name);
-	} else {
-		if (pwrite_all(p, rec, sizeof rec, lb_slot_offset(slot)) != 0)
-			return -1;
-		high = highest_used(p);
-		if (slot > high)
-			high = slot;
-	}
-	if (lb_get32(p->buf + LB_HDR_OFF_HIGH) != high) {
-		lb_put32(word, high);
-		if (pwrite_all(p, word, sizeof word, LB_HDR_OFF_HIGH) != 0)
-			return -1;
-	}
-	return 0;
+	if (pwrite_all(p, rec, sizeof rec, lb_slot_offset(slot)) != 0)
+		return -1;
+	return slot > high ? write_high(p, slot) : 0;
+}
+
+/* Record the holder of SLOT after a full scan: stale records marked free in
+ * buf are written back with it, and the free tail of the file goes. */
+static int commit_full(struct lb_pool *p, unsigned slot, const struct lb_ident *who)
+{
+	unsigned high;
+
+	if (reserve(p, (size_t)lb_slot_offset(slot + 1)) != 0)
+		return -1;
+	lb_record_encode(record(p, slot), slot, who);
+	if (slot > p->nrec)
+		p->nrec = slot;
+	high = highest_used(p);
+	if (pwrite_all(p, p->buf + LB_HDR_SIZE, (size_t)high * LB_REC_SIZE,
+	    LB_HDR_SIZE) != 0)
+		return -1;
+	if ((off_t)p->loaded > lb_slot_offset(high + 1) &&
+	    ftruncate(p->fd, lb_slot_offset(high + 1)) != 0)
+		lb_warn("%s: cannot shrink", p->name);
+	return lb_get32(p->buf + LB_HDR_OFF_HIGH) != high ? write_high(p, high) : 0;
 }
 
 /* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
@@ -399,20 +445,24 @@ static int take_slot(struct lb_pool *p, unsigned max, const struct lb_ident *who
     unsigned *slot)
 {
 	off_t size = lb_lockfile_identify(p->fd, p->name, 1);
-	unsigned s;
+	unsigned s, high;
 	int r;
 
-	if (size < 0 || load(p, size) != 0)
+	if (size < 0)
 		return -1;
-	s = quick_pick(p, max);
+	s = quick_pick(p, size, max, &high);
 	if (s != 0) {
 		r = claim(p, s);
 		if (r < 0)
 			return -1;
-		if (r == 1)
-			goto won;
+		if (r == 1) {
+			if (commit_quick(p, s, who, high) != 0)
+				goto undo;
+			*slot = s;
+			return 1;
+		}
 	}
-	if (scan_locked(p) != 0)
+	if (load(p, size) != 0 || scan_locked(p) != 0)
 		return -1;
 	for (s = 1; s <= p->nrec; s++)
 		if (state(p, s) != LB_REC_FREE && !is_held(p, s))
@@ -432,12 +482,7 @@ static int take_slot(struct lb_pool *p, unsigned max, const struct lb_ident *who
 			return -1;
 		qsort(p->held, p->nheld, sizeof *p->held, cmp_unsigned);
 	}
-	if (commit(p, s, who, 1) != 0)
-		goto undo;
-	*slot = s;
-	return 1;
-won:
-	if (commit(p, s, who, 0) != 0)
+	if (commit_full(p, s, who) != 0)
 		goto undo;
 	*slot = s;
 	return 1;
