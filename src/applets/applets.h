@@ -2,6 +2,7 @@
 #ifndef LOCKBOX_APPLETS_H
 #define LOCKBOX_APPLETS_H
 
+int adaptive_main(int argc, char **argv);
 int mutex_main(int argc, char **argv);
 int slots_main(int argc, char **argv);
 int waitfor_main(int argc, char **argv);

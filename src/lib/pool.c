@@ -783,3 +783,24 @@ int lb_pool_fd(const struct lb_pool *p)
 {
 	return p->fd;
 }
+
+int lb_pool_atom_read(struct lb_pool *p, unsigned char *area, size_t len)
+{
+	off_t size;
+	int locked, rc = -1;
+
+	memset(area, 0, len);
+	if (p->fd < 0)
+		return 0;	/* no file: no state */
+	/* a courtesy lock, as in lb_pool_holders: never waited on for long */
+	locked = lb_lock_wait(p->fd, F_RDLCK, 0, LB_HDR_SIZE,
+	    lb_deadline_after(LB_NS_PER_S)) == 1;
+	size = lb_lockfile_identify(p->fd, p->name, 0);
+	if (size >= 0 && load(p, size) == 0) {
+		memcpy(area, p->buf + LB_ATOM_OFF, len < LB_ATOM_SIZE ? len : LB_ATOM_SIZE);
+		rc = size > 0;
+	}
+	if (locked)
+		header_unlock(p);
+	return rc;
+}

@@ -53,6 +53,12 @@ int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
 typedef int lb_atom_fn(unsigned char *area, size_t len, void *arg);
 int lb_pool_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
 
+/*
+ * Read the atom area without writing anything (read access is enough):
+ * 1 read, 0 no file or an empty one (AREA zeroed), -1 error (reported).
+ */
+int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len);
+
 /* The lock file's fd, to tell whether a process has the file open. */
 int lb_pool_fd(const struct lb_pool *pool);
 

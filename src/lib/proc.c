@@ -1,12 +1,14 @@
 /* Process identity: who holds a slot, told apart from a later PID reuse. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -58,21 +60,9 @@ int lb_boot_id(uint8_t id[16])
 
 uint64_t lb_proc_starttime(pid_t pid)
 {
-	char path[64], buf[1024];
-	const char *p;
-	int field;
+	struct lb_proc_stat st;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof buf) <= 0)
-		return 0;
-	/* comm may hold spaces and parentheses: count fields after the last ')' */
-	p = strrchr(buf, ')');
-	if (p == NULL)
-		return 0;
-	for (field = 2; field < 22 && *p != '\0'; p++)
-		if (*p == ' ')
-			field++;
-	return strtoull(p, NULL, 10);
+	return lb_proc_stat(pid, &st) == 0 ? st.starttime : 0;
 }
 
 static void command_from_argv(char *dst, size_t size, char *const argv[])
@@ -142,4 +132,99 @@ int64_t lb_ident_age(const struct lb_ident *who)
 	    : lb_now(CLOCK_REALTIME) - who->wall_ns;
 
 	return age > 0 ? age : 0;	/* a start "in the future" counts as now */
+}
+
+int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
+{
+	char path[64], buf[1024], *p, *end;
+	long long f[20];
+	int i;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return -1;
+	/* comm may hold spaces and parentheses: fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ' || p[2] == '\0')
+		return -1;
+	st->state = p[2];
+	p += 3;
+	/* fields 4 (ppid) to 22 (starttime) */
+	for (i = 0; i < 19; i++) {
+		f[i] = strtoll(p, &end, 10);
+		if (end == p)
+			return -1;
+		p = end;
+	}
+	st->ppid = (pid_t)f[0];
+	st->pgid = (pid_t)f[1];
+	st->starttime = (uint64_t)f[18];
+	return 0;
+}
+
+/*
+ * The "lock:" lines of /proc/PID/fdinfo/FD are the locks held through that
+ * descriptor's open file (and, for classic POSIX locks, by that process on
+ * it), e.g. "lock:\t1: OFDLCK ADVISORY  WRITE -1 fe:00:1234 4096 4096".
+ * Lines are by construction about this file, so only the type, the mode and
+ * the range matter. flock(2) locks and leases do not conflict with ours and
+ * do not count.
+ */
+static int fdinfo_locks(const char *path, off_t byte)
+{
+	char buf[4096], *line, *save = NULL;
+
+	if (read_small(path, buf, sizeof buf) <= 0)
+		return 0;
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *tok[8], *tsave = NULL, *t;
+		long long lo, hi;
+		int n = 0;
+
+		if (strncmp(line, "lock:", 5) != 0 || strstr(line, "->") != NULL)
+			continue;
+		for (t = strtok_r(line + 5, " \t", &tsave); t != NULL && n < 8;
+		    t = strtok_r(NULL, " \t", &tsave))
+			tok[n++] = t;
+		if (n < 8 || (strcmp(tok[1], "OFDLCK") != 0 && strcmp(tok[1], "POSIX") != 0) ||
+		    strcmp(tok[3], "WRITE") != 0)
+			continue;
+		lo = strtoll(tok[6], NULL, 10);
+		hi = strcmp(tok[7], "EOF") == 0 ? -1 : strtoll(tok[7], NULL, 10);
+		if (lo <= (long long)byte && (hi < 0 || hi >= (long long)byte))
+			return 1;
+	}
+	return 0;
+}
+
+int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte)
+{
+	char path[96];
+	struct dirent *e;
+	struct stat st;
+	int use = 0;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (d == NULL)
+		return -1;
+	while (use < LB_PROC_LOCKS && (e = readdir(d)) != NULL) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+
+		if (*end != '\0' || fd < 0 || e->d_name[0] == '\0')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/fd/%ld", (int)pid, fd);
+		/* stat follows the descriptor's link to the open file itself */
+		if (stat(path, &st) != 0 || st.st_dev != dev || st.st_ino != ino)
+			continue;
+		use = LB_PROC_OPEN;
+		snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", (int)pid, fd);
+		if (fdinfo_locks(path, byte))
+			use = LB_PROC_LOCKS;
+	}
+	closedir(d);
+	return use;
 }

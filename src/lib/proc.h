@@ -38,4 +38,25 @@ int lb_ident_gone(const struct lb_ident *who);
 /* Age of a holder: boot clock when it is of this boot, else wall clock. */
 int64_t lb_ident_age(const struct lb_ident *who);
 
+/* What /proc/PID/stat says about a live process. */
+struct lb_proc_stat {
+	pid_t ppid;
+	pid_t pgid;
+	uint64_t starttime;	/* clock ticks after boot */
+	char state;		/* R, S, D, T, Z, ... */
+};
+
+/* 0, or -1 when the process is gone or its stat cannot be read. */
+int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
+
+/*
+ * Whether process PID uses the file DEV/INO: LB_PROC_LOCKS when one of its
+ * descriptors holds a write lock on byte BYTE of it (an open file
+ * description lock held through the descriptor, or the process's own
+ * POSIX lock: /proc/PID/fdinfo lists both), LB_PROC_OPEN when it only has
+ * the file open, 0 when neither, -1 when its descriptors cannot be read.
+ */
+enum { LB_PROC_OPEN = 1, LB_PROC_LOCKS = 2 };
+int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte);
+
 #endif

@@ -1,0 +1,1123 @@
+/* adaptive: run COMMAND at most once per IFELAPSED, expiring a run older than EXPIREAFTER. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "applets.h"
+#include "atom.h"
+#include "clock.h"
+#include "err.h"
+#include "exec.h"
+#include "exitcodes.h"
+#include "job.h"
+#include "joblog.h"
+#include "json.h"
+#include "lockfile.h"
+#include "opts.h"
+#include "parse.h"
+#include "pool.h"
+
+#define USAGE \
+	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER] [-g GRACE] [-d DIR] [-E CODE]\n" \
+	"                [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
+	"       adaptive [-d DIR] [--json] status [NAME...]"
+
+#define HELP \
+	"\n" \
+	"Run COMMAND for the atom NAME unless it ran less than IFELAPSED ago\n" \
+	"(too soon: 75) or is running (busy: 75). A run older than EXPIREAFTER\n" \
+	"is expired: its whole job gets CONT, INT, TERM, KILL, GRACE apart, and\n" \
+	"this run takes over. adaptive stays as a small supervisor, passes\n" \
+	"signals on and records how the run ended; 'status' shows the record.\n" \
+	"\n" \
+	"  -e, --if-elapsed DUR   minimum time between starts (bare number:\n" \
+	"                         minutes; default 1m)\n" \
+	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
+	"                         minutes; default 2h)\n" \
+	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
+	"                         default 5s)\n" \
+	"  -d, --dir DIR          state directory (default $LOCKBOX_DIR, else\n" \
+	"                         /var/lib/lockbox for root, else\n" \
+	"                         ${XDG_STATE_HOME:-~/.local/state}/lockbox)\n" \
+	"  -E, --conflict-exit-code CODE\n" \
+	"                         exit with CODE instead of 75 when skipping\n" \
+	"  -q, --quiet            no message when skipping\n" \
+	"  -v, --verbose          narrate on standard error\n" \
+	"      --log FILE         append one line per event to FILE\n" \
+	"      --syslog           log events to syslog(3) instead\n" \
+	"      --json             status as JSON\n" \
+	"  -h, --help             this help\n" \
+	"\n" \
+	"Exit: COMMAND's status (128+n when killed by signal n), 75 skipped,\n" \
+	"125 lockbox failed, 126 COMMAND not executable, 127 COMMAND not found.\n" \
+	"See adaptive(1).\n"
+
+#define DEFAULT_IFELAPSED	(1 * LB_NS_PER_MIN)
+#define DEFAULT_EXPIREAFTER	(120 * LB_NS_PER_MIN)
+#define DEFAULT_GRACE		(5 * LB_NS_PER_S)
+#define SLOT			1
+
+struct opts {
+	int64_t ifelapsed, expireafter, grace;
+	const char *dir;
+	const char *log;
+	int busy_status;
+	int quiet, verbose, json, use_syslog;
+};
+
+/* One run's context, shared with the atom-area callbacks. */
+struct run {
+	const struct opts *o;
+	const char *name;
+	const char *path;
+	struct lb_pool *pool;
+	struct lb_ident who;		/* this supervisor, as the lock records it */
+	int warned;			/* corrupt state reported once */
+	int foreign;			/* the state belongs to another NAME */
+	char foreign_name[LB_ATOM_NAME_MAX + 1];
+	/* results */
+	int too_soon;
+	int64_t wait_left;		/* until the next run is allowed */
+	struct lb_atom last;		/* the state as last read */
+	/* this run */
+	int expired;			/* the lock was taken over from an expired run */
+	int64_t start_wall, start_boot;
+	pid_t child;
+	int status;
+};
+
+enum { OPT_JSON = 256, OPT_LOG, OPT_SYSLOG };
+
+static const struct option longopts[] = {
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "dir", required_argument, NULL, 'd' },
+	{ "expire-after", required_argument, NULL, 'x' },
+	{ "grace", required_argument, NULL, 'g' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "if-elapsed", required_argument, NULL, 'e' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "syslog", no_argument, NULL, OPT_SYSLOG },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static int64_t duration_arg(const char *s, int64_t bare_unit)
+{
+	int64_t v;
+
+	if (lb_parse_duration(s, bare_unit, &v) != 0)
+		lb_usage_error("invalid duration '%s'", s);
+	return v;
+}
+
+/* Options stop at the first positional word: COMMAND's own are never read. */
+static int parse_opts(struct opts *o, int argc, char **argv)
+{
+	uint64_t v;
+	int c;
+
+	lb_getopt_reset();
+	while ((c = lb_getopt(argc, argv, "+:E:d:e:g:hqvx:", longopts)) != -1) {
+		switch (c) {
+		case 'E':
+			if (lb_parse_uint(optarg, 0, 255, &v) != 0)
+				lb_usage_error("invalid exit code '%s': expected 0 to 255", optarg);
+			o->busy_status = (int)v;
+			break;
+		case 'd':
+			if (*optarg == '\0')
+				lb_usage_error("invalid directory ''");
+			o->dir = optarg;
+			break;
+		case 'e':
+			o->ifelapsed = duration_arg(optarg, LB_NS_PER_MIN);
+			break;
+		case 'g':
+			o->grace = duration_arg(optarg, LB_NS_PER_S);
+			break;
+		case 'h':
+			printf("%s\n%s", USAGE, HELP);
+			lb_close_stdout();
+			exit(LB_EXIT_OK);
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'x':
+			o->expireafter = duration_arg(optarg, LB_NS_PER_MIN);
+			break;
+		case OPT_JSON:
+			o->json = 1;
+			break;
+		case OPT_LOG:
+			if (*optarg == '\0')
+				lb_usage_error("invalid log file ''");
+			o->log = optarg;
+			break;
+		case OPT_SYSLOG:
+			o->use_syslog = 1;
+			break;
+		}
+	}
+	if (o->log != NULL && o->use_syslog)
+		lb_usage_error("--log and --syslog do not go together");
+	return optind;
+}
+
+/* ---- where state lives ---- */
+
+static char *join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *s = malloc(n);
+
+	if (s == NULL)
+		lb_die(LB_EXIT_FAIL, "out of memory");
+	snprintf(s, n, "%s%s%s", a, *a && a[strlen(a) - 1] == '/' ? "" : "/", b);
+	return s;
+}
+
+/* $LOCKBOX_DIR, else /var/lib/lockbox for root, else the XDG state home's. */
+static char *state_dir(const struct opts *o)
+{
+	const char *env = getenv("LOCKBOX_DIR"), *home;
+	char *base, *dir;
+
+	if (o->dir != NULL)
+		return join(o->dir, "");
+	if (env != NULL && *env != '\0')
+		return join(env, "");
+	if (geteuid() == 0)
+		return join("/var/lib/lockbox", "");
+	env = getenv("XDG_STATE_HOME");
+	if (env != NULL && env[0] == '/')	/* relative values are to be ignored */
+		return join(env, "lockbox");
+	home = getenv("HOME");
+	if (home == NULL || *home == '\0') {
+		struct passwd *pw = getpwuid(geteuid());
+
+		home = pw != NULL ? pw->pw_dir : NULL;
+	}
+	if (home == NULL || *home == '\0')
+		lb_diex(LB_EXIT_FAIL, "no state directory: set LOCKBOX_DIR or HOME, or use -d");
+	base = join(home, ".local/state");
+	dir = join(base, "lockbox");
+	free(base);
+	return dir;
+}
+
+/* mkdir -p, each new directory with MODE. 0, or -1 (reported). */
+static int make_dirs(char *dir, mode_t mode)
+{
+	struct stat st;
+	char *p = dir;
+
+	if (stat(dir, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		errno = ENOTDIR;
+		lb_warn("%s", dir);
+		return -1;
+	}
+	for (;;) {
+		while (*p == '/')
+			p++;
+		p = strchr(p, '/');
+		if (p != NULL)
+			*p = '\0';
+		if (mkdir(dir, mode) != 0 && errno != EEXIST) {
+			lb_warn("%s", dir);
+			if (p != NULL)
+				*p = '/';
+			return -1;
+		}
+		if (p == NULL)
+			return 0;
+		*p++ = '/';
+	}
+}
+
+/*
+ * NAME canonified as CFEngine does (every byte but a letter or digit
+ * becomes '_'), then a hash of the exact NAME, so "a b" and "a_b" get
+ * files of their own: DIR/a_b-1f2e3d4c.lock.
+ */
+static char *atom_path(const char *dir, const char *name)
+{
+	char file[128 + 32];
+	uint64_t h = UINT64_C(14695981039346656037);
+	const unsigned char *p;
+	size_t n = 0;
+
+	for (p = (const unsigned char *)name; *p != '\0'; p++) {
+		h ^= *p;
+		h *= UINT64_C(1099511628211);
+		if (n < 128)
+			file[n++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			    (*p >= '0' && *p <= '9') ? (char)*p : '_';
+	}
+	snprintf(file + n, sizeof file - n, "-%08lx.lock",
+	    (unsigned long)((h ^ h >> 32) & 0xffffffffu));
+	return join(dir, file);
+}
+
+static void check_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > LB_ATOM_NAME_MAX)
+		lb_usage_error("invalid NAME '%s': expected 1 to %d bytes", name,
+		    LB_ATOM_NAME_MAX);
+}
+
+/* ---- the atom area ---- */
+
+static const char *fmt_dur(int64_t ns, char buf[32])
+{
+	return lb_format_duration(ns, buf);
+}
+
+/* A wait rounded up to the second, so "in 5m" right after a 5m run, not "4m59s". */
+static const char *fmt_wait(int64_t ns, char buf[32])
+{
+	if (ns >= LB_NS_PER_S)
+		ns = (ns + LB_NS_PER_S - 1) / LB_NS_PER_S * LB_NS_PER_S;
+	return lb_format_duration(ns, buf);
+}
+
+/* Decode, reporting a corrupt area once; 1 when it must be written afresh. */
+static int load_state(struct run *r, const unsigned char *area, size_t len, struct lb_atom *a)
+{
+	const char *why;
+	int d = lb_atom_decode(area, len, a, &why);
+
+	if (d < 0) {
+		if (!r->warned)
+			lb_warnx("%s: %s: run state unreadable (%s); starting afresh",
+			    r->name, r->path, why);
+		r->warned = 1;
+		return 1;
+	}
+	if (d == 1 && a->name_len > 0 && strcmp(a->name, r->name) != 0) {
+		r->foreign = 1;
+		snprintf(r->foreign_name, sizeof r->foreign_name, "%s", a->name);
+	}
+	return d == 0;
+}
+
+/* The anti-spam check: sets too_soon and wait_left; 1 when A was changed. */
+static int check_elapsed(struct run *r, struct lb_atom *a)
+{
+	int future, changed = 0;
+	int64_t since = lb_atom_since_start(a, &future);
+
+	if (future) {
+		/*
+		 * The clock went back past the last start: count it as now
+		 * and store that, so the atom waits one IFELAPSED at most
+		 * rather than until the clock catches up.
+		 */
+		lb_boot_id(a->boot_id);
+		a->start_wall = lb_now(CLOCK_REALTIME);
+		a->start_boot = lb_now(CLOCK_BOOTTIME);
+		changed = 1;
+	}
+	r->too_soon = since >= 0 && since < r->o->ifelapsed;
+	r->wait_left = r->too_soon ? r->o->ifelapsed - since : 0;
+	return changed;
+}
+
+/* Looking, when the lock is busy: is it also too soon? */
+static int peek_fn(unsigned char *area, size_t len, void *arg)
+{
+	struct run *r = arg;
+	struct lb_atom *a = &r->last;
+	int write = load_state(r, area, len, a);
+
+	if (r->foreign)
+		return 0;
+	write |= check_elapsed(r, a);
+	if (write)
+		lb_atom_encode(area, len, a);
+	return write;
+}
+
+/* With the lock held: check again, then record the start. */
+static int begin_fn(unsigned char *area, size_t len, void *arg)
+{
+	struct run *r = arg;
+	struct lb_atom *a = &r->last;
+	int write = load_state(r, area, len, a);
+	int64_t now_wall = lb_now(CLOCK_REALTIME);
+
+	if (r->foreign)
+		return 0;
+	write |= check_elapsed(r, a);
+	if (r->too_soon) {
+		if (write)
+			lb_atom_encode(area, len, a);
+		return write;
+	}
+	if (a->flags & LB_ATOM_RUNNING) {
+		/* the last run's end was never recorded: it was expired, or its supervisor vanished */
+		if (r->expired) {
+			int64_t d = lb_atom_same_boot(a) ?
+			    lb_now(CLOCK_BOOTTIME) - a->start_boot : now_wall - a->start_wall;
+
+			a->status = LB_STATUS_EXPIRED;
+			a->end_wall = now_wall;
+			a->duration = d > 0 ? d : 0;
+			a->expiries++;
+		} else {
+			a->status = LB_STATUS_UNKNOWN;
+			a->end_wall = 0;
+			a->duration = -1;
+		}
+		lb_atom_push(a, a->start_wall, a->duration, a->status);
+	}
+	r->start_wall = now_wall;
+	r->start_boot = lb_now(CLOCK_BOOTTIME);
+	a->flags = LB_ATOM_RUNNING;
+	a->super_pid = getpid();
+	lb_boot_id(a->boot_id);
+	a->start_wall = r->start_wall;
+	a->start_boot = r->start_boot;
+	a->cmd_pid = a->cmd_pgid = 0;
+	a->cmd_starttime = 0;
+	a->runs++;
+	a->ifelapsed = r->o->ifelapsed;
+	a->expireafter = r->o->expireafter;
+	a->name_len = strlen(r->name);
+	memcpy(a->name, r->name, a->name_len + 1);
+	lb_atom_encode(area, len, a);
+	return 1;
+}
+
+static int ours(const struct run *r, const struct lb_atom *a)
+{
+	return (a->flags & LB_ATOM_RUNNING) && a->super_pid == getpid() &&
+	    a->start_wall == r->start_wall;
+}
+
+static int started_fn(unsigned char *area, size_t len, void *arg)
+{
+	struct run *r = arg;
+	struct lb_atom a;
+	const char *why;
+
+	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
+		return 0;
+	a.cmd_pid = r->child;
+	a.cmd_pgid = r->child;
+	a.cmd_starttime = lb_proc_starttime(r->child);
+	lb_atom_encode(area, len, &a);
+	return 1;
+}
+
+static int end_fn(unsigned char *area, size_t len, void *arg)
+{
+	struct run *r = arg;
+	struct lb_atom a;
+	const char *why;
+	int64_t d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
+
+	/* never overwrite a state that moved on (reset, or another run's) */
+	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
+		return 0;
+	a.flags &= ~LB_ATOM_RUNNING;
+	a.end_wall = lb_now(CLOCK_REALTIME);
+	a.duration = d > 0 ? d : 0;
+	a.status = r->status;
+	lb_atom_push(&a, r->start_wall, a.duration, a.status);
+	lb_atom_encode(area, len, &a);
+	return 1;
+}
+
+/* ---- skipping ---- */
+
+static int too_soon(struct run *r)
+{
+	char buf[32];
+
+	fmt_wait(r->wait_left, buf);
+	lb_joblog(LOG_INFO, r->name, "skipped-too-soon next=%s", buf);
+	if (!r->o->quiet)
+		lb_warnx("%s: too soon; next run allowed in %s", r->name, buf);
+	return r->o->busy_status;
+}
+
+static int busy(struct run *r, const struct lb_holder *h)
+{
+	char age[32], host[LB_HOST_MAX + 8] = "";
+	char myhost[LB_HOST_MAX];
+
+	if (h == NULL || !h->known) {
+		lb_joblog(LOG_INFO, r->name, "skipped-busy pid=?");
+		if (!r->o->quiet)
+			lb_warnx("%s: already running (PID ?, held without a record)", r->name);
+		return r->o->busy_status;
+	}
+	if (gethostname(myhost, sizeof myhost - 1) == 0 && h->who.host[0] != '\0') {
+		myhost[sizeof myhost - 1] = '\0';
+		if (strcmp(myhost, h->who.host) != 0)
+			snprintf(host, sizeof host, " on %s", h->who.host);
+	}
+	fmt_dur(lb_ident_age(&h->who), age);
+	lb_joblog(LOG_INFO, r->name, "skipped-busy pid=%d age=%s", (int)h->who.pid, age);
+	if (!r->o->quiet)
+		lb_warnx("%s: already running (PID %d%s, %s)", r->name, (int)h->who.pid,
+		    host, age);
+	return r->o->busy_status;
+}
+
+static int foreign(struct run *r)
+{
+	lb_warnx("%s: %s belongs to the atom '%s'; refusing to share it", r->name,
+	    r->path, r->foreign_name);
+	return LB_EXIT_FAIL;
+}
+
+/* ---- expiry ---- */
+
+static const char *sig_name(int sig)
+{
+	switch (sig) {
+	case SIGCONT: return "CONT";
+	case SIGINT: return "INT";
+	case SIGTERM: return "TERM";
+	case SIGKILL: return "KILL";
+	default: return "?";
+	}
+}
+
+static int same_holder(const struct lb_ident *a, const struct lb_ident *b)
+{
+	return a->pid == b->pid && a->starttime == b->starttime && a->wall_ns == b->wall_ns;
+}
+
+static int is_local(const struct lb_ident *who)
+{
+	uint8_t ours[16];
+
+	return lb_boot_id(ours) == 0 && memcmp(ours, who->boot_id, 16) == 0;
+}
+
+/*
+ * The paper's garbage collection, made safe: CONT (a stopped job can act
+ * on what follows), INT, TERM, KILL, each to every verified process of the
+ * holder's job, each followed by up to GRACE of event-driven waiting for
+ * the lock. 1: the lock is ours; 0: someone else took it (*h describes
+ * them); otherwise an exit status.
+ */
+static int expire(struct run *r, struct lb_holder *h)
+{
+	static const int sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
+	struct lb_holders now = { NULL, 0 };
+	struct lb_ident old = h->who;
+	struct lb_job job;
+	char age[32], pids[512];
+	unsigned slot;
+	size_t i;
+	int got = -1, n;
+
+	fmt_dur(lb_ident_age(&old), age);
+	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
+	if (r->o->verbose)
+		lb_warnx("%s: PID %d has run for %s; expiring it", r->name, (int)old.pid, age);
+	if (lb_job_init(&job, lb_pool_fd(r->pool), lb_slot_offset(SLOT)) != 0) {
+		lb_warn("%s", r->path);
+		return LB_EXIT_FAIL;
+	}
+	lb_job_candidate(&job, old.pid, old.starttime);
+	if (r->last.super_pid == old.pid)
+		lb_job_candidate(&job, r->last.cmd_pid, r->last.cmd_starttime);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		n = lb_job_scan(&job);
+		if (n < 0) {
+			lb_warn("%s: cannot read /proc", r->name);
+			got = LB_EXIT_FAIL;
+			break;
+		}
+		if (job.self_holds) {
+			lb_warnx("%s: this process holds the lock itself (started from inside the run?)",
+			    r->name);
+			lb_joblog(LOG_ERR, r->name, "expire-refused pid=%d reason=self", (int)old.pid);
+			got = LB_EXIT_BUSY;
+			break;
+		}
+		if (n == 0 && i == 0) {
+			/* nothing could be verified: never signal on a record's word */
+			lb_warnx("%s: cannot expire PID %d: no process holding the lock can be verified",
+			    r->name, (int)old.pid);
+			lb_joblog(LOG_ERR, r->name, "expire-refused pid=%d reason=unverified",
+			    (int)old.pid);
+			got = LB_EXIT_BUSY;
+			break;
+		}
+		if (n > 0 && lb_job_alive(&job, pids, sizeof pids) > 0) {
+			/* logged first, so the log reads in causal order */
+			lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s", sig_name(sigs[i]), pids);
+			if (r->o->verbose)
+				lb_warnx("%s: sending SIG%s to %s", r->name, sig_name(sigs[i]), pids);
+			lb_job_signal(&job, sigs[i], NULL, 0);
+		}
+		lb_holders_free(&now);
+		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
+		    &slot, &now);
+		if (got == 1) {
+			lb_joblog(LOG_NOTICE, r->name, "expired pid=%d after=%s", (int)old.pid,
+			    sig_name(sigs[i]));
+			if (r->o->verbose)
+				lb_warnx("%s: lock freed after SIG%s; taking over", r->name,
+				    sig_name(sigs[i]));
+			r->expired = 1;
+			break;
+		}
+		if (got < 0) {
+			got = LB_EXIT_FAIL;
+			break;
+		}
+		if (now.n > 0 && now.v[0].known && !same_holder(&now.v[0].who, &old)) {
+			*h = now.v[0];	/* another expirer took over first */
+			got = 0;
+			break;
+		}
+		got = -1;
+	}
+	if (got == -1) {
+		lb_job_alive(&job, pids, sizeof pids);
+		lb_warnx("%s: PID %s still holds the lock after SIGKILL; giving up", r->name,
+		    pids[0] ? pids : "?");
+		lb_joblog(LOG_ERR, r->name, "expire-failed pids=%s", pids[0] ? pids : "?");
+		got = LB_EXIT_BUSY;
+	}
+	lb_holders_free(&now);
+	lb_job_free(&job);
+	return got;
+}
+
+/* ---- supervision ---- */
+
+static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
+
+static int supervise(struct run *r, char **command)
+{
+	struct sigaction dfl, chld_old;
+	sigset_t set, old;
+	siginfo_t si;
+	char cmd[LB_COMMAND_MAX * 4], buf[32];
+	int64_t d;
+	size_t i;
+	int ws = 0;
+	pid_t pid;
+
+	/*
+	 * The signals to pass on stay blocked and are taken with sigwaitinfo:
+	 * no handler, no race between a signal and the wait. One that was
+	 * ignored on entry stays ignored (the command inherits that too).
+	 * SIGCHLD must not be ignored, or the kernel reaps the command for us.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+		struct sigaction cur;
+
+		if (sigaction(forwarded[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
+			sigaddset(&set, forwarded[i]);
+	}
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &chld_old);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	/* the command inherits the lock's descriptor, so the lock outlives us */
+	if (lb_pool_keep_on_exec(r->pool) != 0)
+		return LB_EXIT_FAIL;
+	pid = fork();
+	if (pid < 0) {
+		lb_warn("fork");
+		return LB_EXIT_FAIL;
+	}
+	if (pid == 0) {
+		/* its own process group, as timeout(1) does: the job can be signalled whole */
+		setpgid(0, 0);
+		sigaction(SIGCHLD, &chld_old, NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		lb_exec(command);
+	}
+	/* both sides set the group, so it is in place whoever runs first */
+	setpgid(pid, pid);
+	r->child = pid;
+	if (lb_pool_atom(r->pool, started_fn, r) < 0)
+		lb_warnx("%s: cannot record the command's PID", r->name);
+	lb_joblog_escape(r->who.command, 1, cmd, sizeof cmd);
+	lb_joblog(LOG_INFO, r->name, "ran pid=%d command=%s", (int)pid, cmd);
+	if (r->o->verbose)
+		lb_warnx("%s: running %s (PID %d)", r->name, r->who.command, (int)pid);
+	for (;;) {
+		int sig = sigwaitinfo(&set, &si);
+		pid_t w;
+
+		if (sig < 0)
+			continue;	/* EINTR: a stop and continue */
+		if (sig != SIGCHLD) {
+			/* to the command's whole group; to it alone if it left the group */
+			if (kill(-pid, sig) != 0)
+				kill(pid, sig);
+			continue;
+		}
+		do
+			w = waitpid(pid, &ws, WNOHANG);
+		while (w < 0 && errno == EINTR);
+		if (w == pid || (w < 0 && errno == ECHILD))
+			break;
+	}
+	r->status = WIFSIGNALED(ws) ? LB_EXIT_SIGNAL + WTERMSIG(ws) : WEXITSTATUS(ws);
+	if (lb_pool_atom(r->pool, end_fn, r) < 0)
+		lb_warnx("%s: cannot record the end of the run", r->name);
+	d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
+	lb_joblog(LOG_INFO, r->name, "finished status=%d duration=%lld.%03llds", r->status,
+	    (long long)(d / LB_NS_PER_S), (long long)(d % LB_NS_PER_S / LB_NS_PER_MS));
+	if (r->o->verbose)
+		lb_warnx("%s: finished with status %d after %s", r->name, r->status,
+		    fmt_dur(d, buf));
+	return r->status;
+}
+
+/* Take the atom's lock: 1 when it is ours, else 0 and *status says why not. */
+static int take(struct run *r, int *status)
+{
+	struct lb_holders h = { NULL, 0 };
+	struct lb_holder holder;
+	unsigned slot;
+	int got = lb_pool_acquire(r->pool, 1, 0, &r->who, &slot, &h), x;
+
+	/* a skip's status may be 0 or 1 (-E), so it is never the return value */
+	*status = LB_EXIT_FAIL;
+	if (got == 0) {
+		got = 0;
+		/* the paper's order: too soon is told before busy */
+		if (lb_pool_atom(r->pool, peek_fn, r) < 0)
+			*status = LB_EXIT_FAIL;
+		else if (r->foreign)
+			*status = foreign(r);
+		else if (r->too_soon)
+			*status = too_soon(r);
+		else if (h.n == 0 || !h.v[0].known)
+			*status = busy(r, h.n ? &h.v[0] : NULL);
+		else if (holder = h.v[0], !is_local(&holder.who) ||
+		    lb_ident_age(&holder.who) < r->o->expireafter)
+			*status = busy(r, &holder);
+		else if ((x = expire(r, &holder)) == 1)
+			got = 1;
+		else
+			*status = x == 0 ? busy(r, &holder) : x;
+	}
+	lb_holders_free(&h);
+	return got == 1;
+}
+
+static int run_atom(struct opts *o, const char *name, char **command)
+{
+	struct run r;
+	char *dir;
+	int status = LB_EXIT_FAIL;
+
+	memset(&r, 0, sizeof r);
+	r.o = o;
+	r.name = name;
+	dir = state_dir(o);
+	if (make_dirs(dir, geteuid() == 0 ? 0755 : 0700) != 0) {
+		free(dir);
+		return LB_EXIT_FAIL;
+	}
+	r.path = atom_path(dir, name);
+	free(dir);
+	if (lb_joblog_open(o->log, o->use_syslog) != 0) {
+		free((char *)r.path);
+		return LB_EXIT_FAIL;
+	}
+	r.pool = lb_pool_open(r.path, LB_POOL_WRITE);
+	if (r.pool == NULL) {
+		free((char *)r.path);
+		return LB_EXIT_FAIL;
+	}
+	lb_ident_fill(&r.who, getpid(), command);
+	/*
+	 * Lock first, then decide under the lock: two starts that both saw
+	 * "not too soon" cannot both run, because the second finds the
+	 * first's start once it holds the lock.
+	 */
+	if (take(&r, &status)) {
+		if (lb_pool_atom(r.pool, begin_fn, &r) < 0) {
+			status = LB_EXIT_FAIL;
+		} else if (r.foreign || r.too_soon) {
+			lb_pool_release(r.pool, getpid());
+			status = r.foreign ? foreign(&r) : too_soon(&r);
+		} else {
+			status = supervise(&r, command);
+		}
+	}
+	lb_pool_close(r.pool);
+	lb_joblog_close();
+	free((char *)r.path);
+	return status;
+}
+
+/* ---- status ---- */
+
+struct view {
+	char *name;
+	char *path;
+	struct lb_atom a;
+	int known;			/* the file holds an atom's state */
+	int running;
+	struct lb_ident who;		/* the holder, when running and known */
+	int who_known;
+};
+
+static const char *iso(int64_t wall_ns, char buf[32])
+{
+	time_t t = (time_t)(wall_ns / LB_NS_PER_S);
+	struct tm tm;
+
+	if (wall_ns <= 0 || gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, 32, "-");
+	return buf;
+}
+
+/* Fill V from its file; 0, or -1 (reported). A missing file is an idle atom. */
+static int look(struct view *v, int want_atom)
+{
+	unsigned char area[LB_ATOM_SIZE];
+	struct lb_holders h;
+	struct lb_pool *pool = lb_pool_open(v->path, LB_POOL_READ);
+	const char *why;
+	int r, d;
+
+	if (pool == NULL)
+		return -1;
+	r = lb_pool_atom_read(pool, area, sizeof area);
+	if (r < 0) {
+		lb_pool_close(pool);
+		return -1;
+	}
+	d = lb_atom_decode(area, sizeof area, &v->a, &why);
+	if (d < 0) {
+		lb_warnx("%s: run state unreadable (%s)", v->path, why);
+	} else if (d == 1) {
+		v->known = 1;
+		if (v->name == NULL)
+			v->name = strdup(v->a.name);
+	}
+	if (want_atom && !v->known) {
+		lb_pool_close(pool);
+		return 1;	/* not an atom's file: skipped in listings */
+	}
+	if (lb_pool_holders(pool, &h) == 0) {
+		size_t i;
+
+		for (i = 0; i < h.n; i++)
+			if (h.v[i].slot == SLOT) {
+				v->running = 1;
+				v->who_known = h.v[i].known;
+				v->who = h.v[i].who;
+			}
+		lb_holders_free(&h);
+	}
+	lb_pool_close(pool);
+	return 0;
+}
+
+static const char *state_of(const struct view *v)
+{
+	if (!v->running)
+		return "idle";
+	if (v->who_known && v->a.expireafter > 0 && lb_ident_age(&v->who) >= v->a.expireafter)
+		return "overdue";
+	return "running";
+}
+
+/* When the next run may start: after IFELAPSED, and after expiry if one runs. */
+static int64_t next_run(const struct view *v)
+{
+	int future;
+	int64_t since = v->known ? lb_atom_since_start(&v->a, &future) : -1;
+	int64_t left = 0;
+
+	if (since >= 0 && since < v->a.ifelapsed)
+		left = v->a.ifelapsed - since;
+	if (v->running && v->who_known && v->a.expireafter > 0) {
+		int64_t x = v->a.expireafter - lb_ident_age(&v->who);
+
+		if (x > left)
+			left = x;
+	}
+	return left;
+}
+
+static const char *status_word(int32_t s, char buf[32])
+{
+	if (s == LB_STATUS_EXPIRED)
+		return "expired";
+	if (s < 0)
+		return "unknown";
+	snprintf(buf, 32, "%d", (int)s);
+	return buf;
+}
+
+static void print_text(const struct view *v, int first)
+{
+	const struct lb_atom *a = &v->a;
+	char b1[32], b2[32], b3[32];
+	int64_t longest, median, left;
+	size_t n;
+
+	if (!first)
+		printf("\n");
+	printf("%s\n", v->name);
+	printf("  %-14s %s\n", "state", state_of(v));
+	if (v->running && v->who_known) {
+		printf("  %-14s %d\n", "pid", (int)v->who.pid);
+		printf("  %-14s %s\n", "age", fmt_dur(lb_ident_age(&v->who), b1));
+	} else {
+		printf("  %-14s %s\n", "pid", v->running ? "?" : "-");
+		printf("  %-14s %s\n", "age", "-");
+	}
+	if (!v->known) {
+		printf("  %-14s %s\n", "last start", "never");
+	} else {
+		printf("  %-14s %s\n", "last start", iso(a->start_wall, b1));
+		if (a->flags & LB_ATOM_RUNNING) {
+			printf("  %-14s %s\n", "last end", "-");
+			printf("  %-14s %s\n", "last status", "-");
+			printf("  %-14s %s\n", "last duration", "-");
+		} else {
+			printf("  %-14s %s\n", "last end", iso(a->end_wall, b1));
+			printf("  %-14s %s\n", "last status", status_word(a->status, b2));
+			printf("  %-14s %s\n", "last duration",
+			    a->duration >= 0 ? fmt_dur(a->duration, b3) : "-");
+		}
+	}
+	left = next_run(v);
+	if (left > 0)
+		printf("  %-14s in %s\n", "next run", fmt_wait(left, b1));
+	else
+		printf("  %-14s %s\n", "next run", "now");
+	if (v->known) {
+		printf("  %-14s %s\n", "if elapsed", fmt_dur(a->ifelapsed, b1));
+		printf("  %-14s %s\n", "expire after", fmt_dur(a->expireafter, b1));
+		n = lb_atom_stats(a, &longest, &median);
+		if (n > 0)
+			printf("  %-14s %u (%u expired); last %zu: median %s, longest %s\n",
+			    "runs", (unsigned)a->runs, (unsigned)a->expiries, n,
+			    fmt_dur(median, b1), fmt_dur(longest, b2));
+		else
+			printf("  %-14s %u\n", "runs", (unsigned)a->runs);
+	}
+	printf("  %-14s %s\n", "file", v->path);
+}
+
+static void json_secs(const char *key, int64_t ns, int valid)
+{
+	if (valid)
+		printf(",\"%s\":%.3f", key, (double)ns / LB_NS_PER_S);
+	else
+		printf(",\"%s\":null", key);
+}
+
+static void json_time(const char *key, int64_t wall_ns)
+{
+	char b[32];
+
+	if (wall_ns > 0)
+		printf(",\"%s\":\"%s\"", key, iso(wall_ns, b));
+	else
+		printf(",\"%s\":null", key);
+}
+
+static void json_status(int32_t s)
+{
+	if (s >= 0)
+		printf(",\"last_status\":%d,\"last_outcome\":\"%s\"", (int)s,
+		    s > LB_EXIT_SIGNAL && s < LB_EXIT_SIGNAL + 65 ? "signal" : "exited");
+	else
+		printf(",\"last_status\":null,\"last_outcome\":\"%s\"",
+		    s == LB_STATUS_EXPIRED ? "expired" : "unknown");
+}
+
+static void print_json(const struct view *v, int first)
+{
+	const struct lb_atom *a = &v->a;
+	int64_t longest, median;
+	unsigned i, k;
+	size_t n;
+	int ended = v->known && !(a->flags & LB_ATOM_RUNNING);
+
+	printf("%s{\"name\":", first ? "" : ",");
+	lb_json_string(stdout, v->name);
+	printf(",\"file\":");
+	lb_json_string(stdout, v->path);
+	printf(",\"state\":\"%s\"", state_of(v));
+	if (v->running && v->who_known)
+		printf(",\"pid\":%d", (int)v->who.pid);
+	else
+		printf(",\"pid\":null");
+	json_secs("age_seconds", v->running && v->who_known ? lb_ident_age(&v->who) : 0,
+	    v->running && v->who_known);
+	json_time("last_start", v->known ? a->start_wall : 0);
+	json_time("last_end", ended ? a->end_wall : 0);
+	if (ended)
+		json_status(a->status);
+	else
+		printf(",\"last_status\":null,\"last_outcome\":null");
+	json_secs("last_duration_seconds", a->duration, ended && a->duration >= 0);
+	json_secs("next_run_seconds", next_run(v), 1);
+	json_secs("if_elapsed_seconds", a->ifelapsed, v->known);
+	json_secs("expire_after_seconds", a->expireafter, v->known);
+	printf(",\"runs\":%u,\"expiries\":%u", (unsigned)a->runs, (unsigned)a->expiries);
+	n = lb_atom_stats(a, &longest, &median);
+	json_secs("median_duration_seconds", median, n > 0);
+	json_secs("longest_duration_seconds", longest, n > 0);
+	printf(",\"history\":[");
+	/* oldest first */
+	for (i = 0; i < a->nring; i++) {
+		const struct lb_run *x;
+		char b[32];
+
+		k = a->nring < LB_ATOM_RING ? i : (a->ring_next + i) % LB_ATOM_RING;
+		x = &a->ring[k];
+		printf("%s{\"start\":\"%s\"", i ? "," : "", iso(x->start_wall, b));
+		json_secs("duration_seconds", x->duration, x->duration >= 0);
+		if (x->status >= 0)
+			printf(",\"status\":%d}", (int)x->status);
+		else
+			printf(",\"status\":\"%s\"}",
+			    x->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
+	}
+	printf("]}");
+}
+
+static int by_path(const void *x, const void *y)
+{
+	return strcmp(((const struct view *)x)->path, ((const struct view *)y)->path);
+}
+
+static int status_cmd(const struct opts *o, int argc, char **argv)
+{
+	struct view *v = NULL;
+	size_t n = 0, i, shown = 0;
+	char *dir = state_dir(o);
+	int rc = LB_EXIT_OK;
+
+	if (o->log != NULL || o->use_syslog)
+		lb_usage_error("--log and --syslog go with COMMAND");
+	if (argc > 0) {
+		v = calloc((size_t)argc, sizeof *v);
+		if (v == NULL)
+			lb_die(LB_EXIT_FAIL, "out of memory");
+		for (i = 0; i < (size_t)argc; i++) {
+			check_name(argv[i]);
+			v[n].name = strdup(argv[i]);
+			v[n++].path = atom_path(dir, argv[i]);
+		}
+	} else {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		size_t cap = 0;
+
+		if (d == NULL && errno != ENOENT) {
+			lb_warn("%s", dir);
+			free(dir);
+			return LB_EXIT_FAIL;
+		}
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			size_t len = strlen(e->d_name);
+
+			if (len <= 5 || strcmp(e->d_name + len - 5, ".lock") != 0)
+				continue;
+			if (n == cap) {
+				struct view *g;
+
+				cap = cap ? 2 * cap : 16;
+				g = realloc(v, cap * sizeof *v);
+				if (g == NULL)
+					lb_die(LB_EXIT_FAIL, "out of memory");
+				v = g;
+			}
+			memset(&v[n], 0, sizeof v[n]);
+			v[n++].path = join(dir, e->d_name);
+		}
+		if (d != NULL)
+			closedir(d);
+		if (n > 0)
+			qsort(v, n, sizeof *v, by_path);
+	}
+	if (o->json)
+		printf("[");
+	for (i = 0; i < n; i++) {
+		int r = look(&v[i], argc == 0);
+
+		if (r < 0)
+			rc = LB_EXIT_FAIL;
+		if (r == 0 && v[i].name != NULL) {
+			if (o->json)
+				print_json(&v[i], shown == 0);
+			else
+				print_text(&v[i], shown == 0);
+			shown++;
+		}
+		free(v[i].name);
+		free(v[i].path);
+	}
+	if (o->json)
+		printf("]\n");
+	free(v);
+	free(dir);
+	lb_close_stdout();
+	return rc;
+}
+
+int adaptive_main(int argc, char **argv)
+{
+	struct opts o = {
+		.ifelapsed = DEFAULT_IFELAPSED,
+		.expireafter = DEFAULT_EXPIREAFTER,
+		.grace = DEFAULT_GRACE,
+		.busy_status = LB_EXIT_BUSY,
+	};
+	int i = parse_opts(&o, argc, argv);
+	char **command;
+
+	if (i >= argc)
+		lb_usage_error("missing NAME");
+	if (strcmp(argv[i], "status") == 0)
+		return status_cmd(&o, argc - i - 1, argv + i + 1);
+	if (o.json)
+		lb_usage_error("--json goes with status");
+	check_name(argv[i]);
+	command = argv + i + 1;
+	if (command[0] != NULL && strcmp(command[0], "--") == 0)
+		command++;
+	if (command[0] == NULL)
+		lb_usage_error("missing COMMAND");
+	return run_atom(&o, argv[i], command);
+}

@@ -1,0 +1,212 @@
+/* adaptive's run state: the atom area of a lock file's header, encoded and checked. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "atom.h"
+#include "clock.h"
+#include "lockfile.h"
+#include "proc.h"
+
+enum {
+	A_MAGIC = 0, A_VERSION = 8, A_SUM = 12, A_FLAGS = 16, A_SUPER = 20,
+	A_BOOTID = 24, A_START_WALL = 40, A_START_BOOT = 48, A_END_WALL = 56,
+	A_DURATION = 64, A_STATUS = 72, A_CMD_PID = 76, A_CMD_START = 80,
+	A_CMD_PGID = 88, A_RUNS = 92, A_IFELAPSED = 96, A_EXPIREAFTER = 104,
+	A_EXPIRIES = 112, A_NAME_LEN = 116, A_NRING = 118, A_RING_NEXT = 120,
+	A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
+};
+_Static_assert(A_RING + LB_ATOM_RING * A_ENTRY == LB_ATOM_USED, "atom layout");
+_Static_assert(LB_ATOM_USED <= LB_ATOM_SIZE, "atom area size");
+
+static uint32_t checksum(const unsigned char *p, size_t n)
+{
+	uint32_t h = UINT32_C(2166136261);
+
+	while (n-- > 0) {
+		h ^= *p++;
+		h *= UINT32_C(16777619);
+	}
+	return h;
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void put16(unsigned char *p, unsigned v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static int all_zero(const unsigned char *p, size_t n)
+{
+	while (n-- > 0)
+		if (*p++ != 0)
+			return 0;
+	return 1;
+}
+
+int lb_atom_decode(const unsigned char *area, size_t len, struct lb_atom *a,
+    const char **why)
+{
+	unsigned i;
+
+	memset(a, 0, sizeof *a);
+	a->duration = -1;
+	a->status = LB_STATUS_UNKNOWN;
+	*why = NULL;
+	if (len < LB_ATOM_USED) {
+		*why = "area too small";
+		return -1;
+	}
+	if (all_zero(area, LB_ATOM_USED))
+		return 0;
+	if (memcmp(area + A_MAGIC, LB_ATOM_MAGIC, 8) != 0)
+		*why = "bad magic";
+	else if (lb_get32(area + A_VERSION) != LB_ATOM_VERSION)
+		*why = "unknown layout version";
+	else if (lb_get32(area + A_SUM) != checksum(area + A_FLAGS, LB_ATOM_USED - A_FLAGS))
+		*why = "checksum mismatch";
+	else if (get16(area + A_NAME_LEN) > LB_ATOM_NAME_MAX ||
+	    get16(area + A_NRING) > LB_ATOM_RING ||
+	    get16(area + A_RING_NEXT) >= LB_ATOM_RING)
+		*why = "field out of range";
+	if (*why != NULL)
+		return -1;
+	a->flags = lb_get32(area + A_FLAGS);
+	a->super_pid = (pid_t)(lb_get32(area + A_SUPER) & 0x7fffffff);
+	memcpy(a->boot_id, area + A_BOOTID, 16);
+	a->start_wall = (int64_t)lb_get64(area + A_START_WALL);
+	a->start_boot = (int64_t)lb_get64(area + A_START_BOOT);
+	a->end_wall = (int64_t)lb_get64(area + A_END_WALL);
+	a->duration = (int64_t)lb_get64(area + A_DURATION);
+	a->status = (int32_t)lb_get32(area + A_STATUS);
+	a->cmd_pid = (pid_t)(lb_get32(area + A_CMD_PID) & 0x7fffffff);
+	a->cmd_starttime = lb_get64(area + A_CMD_START);
+	a->cmd_pgid = (pid_t)(lb_get32(area + A_CMD_PGID) & 0x7fffffff);
+	a->runs = lb_get32(area + A_RUNS);
+	a->ifelapsed = (int64_t)lb_get64(area + A_IFELAPSED);
+	a->expireafter = (int64_t)lb_get64(area + A_EXPIREAFTER);
+	a->expiries = lb_get32(area + A_EXPIRIES);
+	a->name_len = get16(area + A_NAME_LEN);
+	memcpy(a->name, area + A_NAME, a->name_len);
+	a->name[a->name_len] = '\0';
+	a->nring = get16(area + A_NRING);
+	a->ring_next = get16(area + A_RING_NEXT);
+	for (i = 0; i < LB_ATOM_RING; i++) {
+		const unsigned char *e = area + A_RING + i * A_ENTRY;
+
+		a->ring[i].start_wall = (int64_t)lb_get64(e);
+		a->ring[i].duration = (int64_t)lb_get64(e + 8);
+		a->ring[i].status = (int32_t)lb_get32(e + 16);
+	}
+	return 1;
+}
+
+void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a)
+{
+	size_t name_len = a->name_len < LB_ATOM_NAME_MAX ? a->name_len : LB_ATOM_NAME_MAX;
+	unsigned i;
+
+	memset(area, 0, len);
+	memcpy(area + A_MAGIC, LB_ATOM_MAGIC, 8);
+	lb_put32(area + A_VERSION, LB_ATOM_VERSION);
+	lb_put32(area + A_FLAGS, a->flags);
+	lb_put32(area + A_SUPER, (uint32_t)a->super_pid);
+	memcpy(area + A_BOOTID, a->boot_id, 16);
+	lb_put64(area + A_START_WALL, (uint64_t)a->start_wall);
+	lb_put64(area + A_START_BOOT, (uint64_t)a->start_boot);
+	lb_put64(area + A_END_WALL, (uint64_t)a->end_wall);
+	lb_put64(area + A_DURATION, (uint64_t)a->duration);
+	lb_put32(area + A_STATUS, (uint32_t)a->status);
+	lb_put32(area + A_CMD_PID, (uint32_t)a->cmd_pid);
+	lb_put64(area + A_CMD_START, a->cmd_starttime);
+	lb_put32(area + A_CMD_PGID, (uint32_t)a->cmd_pgid);
+	lb_put32(area + A_RUNS, a->runs);
+	lb_put64(area + A_IFELAPSED, (uint64_t)a->ifelapsed);
+	lb_put64(area + A_EXPIREAFTER, (uint64_t)a->expireafter);
+	lb_put32(area + A_EXPIRIES, a->expiries);
+	put16(area + A_NAME_LEN, (unsigned)name_len);
+	put16(area + A_NRING, a->nring);
+	put16(area + A_RING_NEXT, a->ring_next);
+	memcpy(area + A_NAME, a->name, name_len);
+	for (i = 0; i < LB_ATOM_RING; i++) {
+		unsigned char *e = area + A_RING + i * A_ENTRY;
+
+		lb_put64(e, (uint64_t)a->ring[i].start_wall);
+		lb_put64(e + 8, (uint64_t)a->ring[i].duration);
+		lb_put32(e + 16, (uint32_t)a->ring[i].status);
+	}
+	lb_put32(area + A_SUM, checksum(area + A_FLAGS, LB_ATOM_USED - A_FLAGS));
+}
+
+void lb_atom_push(struct lb_atom *a, int64_t start_wall, int64_t duration,
+    int32_t status)
+{
+	struct lb_run *r = &a->ring[a->ring_next];
+
+	r->start_wall = start_wall;
+	r->duration = duration;
+	r->status = status;
+	a->ring_next = (a->ring_next + 1) % LB_ATOM_RING;
+	if (a->nring < LB_ATOM_RING)
+		a->nring++;
+}
+
+int lb_atom_same_boot(const struct lb_atom *a)
+{
+	uint8_t ours[16];
+
+	return lb_boot_id(ours) == 0 && memcmp(ours, a->boot_id, 16) == 0;
+}
+
+int64_t lb_atom_since_start(const struct lb_atom *a, int *future)
+{
+	int64_t since;
+
+	*future = 0;
+	if (a->start_wall == 0 && a->start_boot == 0)
+		return -1;
+	/*
+	 * The boot clock does not jump when the wall clock is set, so within
+	 * one boot it is the honest measure; across a reboot only the wall
+	 * clock is comparable.
+	 */
+	if (lb_atom_same_boot(a))
+		since = lb_now(CLOCK_BOOTTIME) - a->start_boot;
+	else
+		since = lb_now(CLOCK_REALTIME) - a->start_wall;
+	if (since < 0) {
+		*future = 1;
+		since = 0;
+	}
+	return since;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median)
+{
+	int64_t d[LB_ATOM_RING];
+	size_t i, n = 0;
+
+	for (i = 0; i < a->nring; i++)
+		if (a->ring[i].duration >= 0)
+			d[n++] = a->ring[i].duration;
+	*longest = *median = -1;
+	if (n == 0)
+		return 0;
+	qsort(d, n, sizeof *d, cmp_i64);
+	*longest = d[n - 1];
+	*median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+	return n;
+}

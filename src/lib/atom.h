@@ -1,0 +1,112 @@
+/* adaptive's run state: the atom area of a lock file's header, encoded and checked. */
+#ifndef LOCKBOX_ATOM_H
+#define LOCKBOX_ATOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Layout version 1 of the atom area (file bytes 64..4095 of the header;
+ * offsets below are from the start of the area). Every integer is
+ * little-endian and fixed-width; times are nanoseconds, "wall" on
+ * CLOCK_REALTIME since the epoch, "boot" on CLOCK_BOOTTIME of the boot
+ * named by the boot id.
+ *
+ *     0   8  magic "adaptive"
+ *     8   4  layout version (1)
+ *    12   4  checksum: FNV-1a (32 bit) of bytes 16..1919
+ *    16   4  flags: bit 0 a run started and its end is not recorded
+ *    20   4  supervisor PID of the last run
+ *    24  16  boot id at the last start
+ *    40   8  last start, wall
+ *    48   8  last start, boot
+ *    56   8  last end, wall (0: none recorded)
+ *    64   8  last duration (-1: unknown)
+ *    72   4  last status, signed: 0..255 exit status (128+n: signal n),
+ *            -1 unknown (the supervisor vanished), -2 expired (taken over)
+ *    76   4  command PID
+ *    80   8  command start time (clock ticks after boot)
+ *    88   4  command process group
+ *    92   4  runs started, ever (wraps)
+ *    96   8  IFELAPSED of the last run
+ *   104   8  EXPIREAFTER of the last run
+ *   112   4  expiries, ever (wraps)
+ *   116   2  length of NAME
+ *   118   2  entries in the ring (0..64)
+ *   120   2  ring slot the next entry goes to (0..63)
+ *   122   6  zero
+ *   128 256  NAME, exactly as given (not NUL-terminated when 256 bytes)
+ *   384  24  x 64 ring of recent runs, oldest overwritten first, each:
+ *            +0 start wall (8), +8 duration (8, -1 unknown),
+ *            +16 status (4, signed, as above), +20 zero (4)
+ *  1920      zero up to the end of the area (4032 bytes)
+ *
+ * An area of zeros is a new atom. Anything else that fails the magic,
+ * version, checksum or a bound is corrupt: reported and started afresh.
+ */
+#define LB_ATOM_MAGIC		"adaptive"
+#define LB_ATOM_VERSION		1
+#define LB_ATOM_NAME_MAX	256
+#define LB_ATOM_RING		64
+#define LB_ATOM_USED		1920
+
+#define LB_ATOM_RUNNING		UINT32_C(1)
+
+#define LB_STATUS_UNKNOWN	(-1)
+#define LB_STATUS_EXPIRED	(-2)
+
+struct lb_run {
+	int64_t start_wall;
+	int64_t duration;	/* -1: unknown */
+	int32_t status;
+};
+
+struct lb_atom {
+	uint32_t flags;
+	pid_t super_pid;
+	uint8_t boot_id[16];
+	int64_t start_wall, start_boot;
+	int64_t end_wall;
+	int64_t duration;
+	int32_t status;
+	pid_t cmd_pid;
+	uint64_t cmd_starttime;
+	pid_t cmd_pgid;
+	uint32_t runs;
+	int64_t ifelapsed, expireafter;
+	uint32_t expiries;
+	char name[LB_ATOM_NAME_MAX + 1];	/* NUL-terminated here */
+	size_t name_len;
+	unsigned nring, ring_next;
+	struct lb_run ring[LB_ATOM_RING];
+};
+
+/*
+ * Decode AREA into A: 1 a valid state, 0 a new atom (all zeros), -1 corrupt
+ * (*why names the first fault). A is usable (zeroed) in every case.
+ */
+int lb_atom_decode(const unsigned char *area, size_t len, struct lb_atom *a,
+    const char **why);
+
+/* Encode A into AREA (LEN at least LB_ATOM_USED), zeroing the rest. */
+void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a);
+
+/* Append a finished run to the ring. */
+void lb_atom_push(struct lb_atom *a, int64_t start_wall, int64_t duration,
+    int32_t status);
+
+/* Whether the last start is of this boot (its boot clock can be used). */
+int lb_atom_same_boot(const struct lb_atom *a);
+
+/*
+ * Time since the last start: on the boot clock when it was this boot, else
+ * on the wall clock. A start in the future counts as now: *future is set
+ * so the caller can store the clamped time. -1 when there was no start.
+ */
+int64_t lb_atom_since_start(const struct lb_atom *a, int *future);
+
+/* Longest and median of the known durations in the ring: count of them. */
+size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median);
+
+#endif

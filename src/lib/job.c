@@ -1,0 +1,328 @@
+/* The processes of a lock holder's job, verified, and signals sent only to them. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "proc.h"
+
+struct proc {
+	pid_t pid;
+	struct lb_proc_stat st;
+	int use;	/* LB_PROC_LOCKS, LB_PROC_OPEN, 0 */
+	int in;
+};
+
+struct table {
+	struct proc *v;
+	size_t n, cap;
+};
+
+/*
+ * pidfds (Linux 5.3): a descriptor for one process, which a later process
+ * reusing the PID never matches, so the process checked is the process
+ * signalled. Called through syscall(2): older C libraries lack wrappers.
+ */
+static int pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int pidfd_signal(int pidfd, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+	(void)pidfd;
+	(void)sig;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int lb_job_init(struct lb_job *job, int fd, off_t byte)
+{
+	struct stat st;
+
+	memset(job, 0, sizeof *job);
+	if (fstat(fd, &st) != 0)
+		return -1;
+	job->dev = st.st_dev;
+	job->ino = st.st_ino;
+	job->byte = byte;
+	return 0;
+}
+
+void lb_job_candidate(struct lb_job *job, pid_t pid, uint64_t starttime)
+{
+	if (pid > 1 && starttime != 0 && job->nrec < sizeof job->rec / sizeof job->rec[0]) {
+		job->rec[job->nrec].pid = pid;
+		job->rec[job->nrec++].starttime = starttime;
+	}
+}
+
+static int candidate(const struct lb_job *job, const struct proc *p)
+{
+	size_t i;
+
+	if (p->use == 0)
+		return 0;	/* it must have the lock file open */
+	for (i = 0; i < job->nrec; i++)
+		if (job->rec[i].pid == p->pid && job->rec[i].starttime == p->st.starttime)
+			return 1;
+	return 0;
+}
+
+static int table_add(struct table *t, const struct proc *p)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 256;
+		struct proc *v = realloc(t->v, cap * sizeof *v);
+
+		if (v == NULL)
+			return -1;
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n++] = *p;
+	return 0;
+}
+
+/* Every process but kernel threads and zombies, with its use of the file. */
+static int snapshot(struct lb_job *job, struct table *t)
+{
+	pid_t self = getpid();
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		struct proc p;
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+
+		if (*end != '\0' || v <= 1)
+			continue;
+		memset(&p, 0, sizeof p);
+		p.pid = (pid_t)v;
+		if (lb_proc_stat(p.pid, &p.st) != 0 || p.st.state == 'Z' ||
+		    p.st.ppid == 2 || p.pid == 2)
+			continue;
+		p.use = lb_proc_file_use(p.pid, job->dev, job->ino, job->byte);
+		if (p.pid == self) {
+			/* run from inside the holder's job: it can never free the lock */
+			job->self_holds = p.use == LB_PROC_LOCKS;
+			continue;
+		}
+		if (table_add(t, &p) != 0) {
+			closedir(d);
+			return -1;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static struct proc *find(struct table *t, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->v[i].pid == pid)
+			return &t->v[i];
+	return NULL;
+}
+
+/* Holders, then descendants and led groups until nothing changes. */
+static void select_job(struct lb_job *job, struct table *t)
+{
+	pid_t own = getpgrp();
+	size_t i;
+	int more = 1;
+
+	for (i = 0; i < t->n; i++)
+		t->v[i].in = t->v[i].use == LB_PROC_LOCKS || candidate(job, &t->v[i]);
+	while (more) {
+		more = 0;
+		for (i = 0; i < t->n; i++) {
+			struct proc *p = &t->v[i], *parent, *leader;
+
+			if (p->in)
+				continue;
+			parent = find(t, p->st.ppid);
+			leader = p->st.pgid > 1 && p->st.pgid != own ?
+			    find(t, p->st.pgid) : NULL;
+			/*
+			 * A group joins through its leader only (the command
+			 * adaptive started leads its own), never because a
+			 * record names it: a forged group id must not reach
+			 * strangers.
+			 */
+			if ((parent != NULL && parent->in) ||
+			    (leader != NULL && leader->in && leader != p)) {
+				p->in = 1;
+				more = 1;
+			}
+		}
+	}
+}
+
+static int member_of(const struct lb_job *job, const struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < job->n; i++)
+		if (job->v[i].pid == p->pid && job->v[i].starttime == p->st.starttime)
+			return 1;
+	return 0;
+}
+
+static int pin(struct lb_job *job, const struct proc *p)
+{
+	struct lb_job_member *m;
+	struct lb_proc_stat now;
+	int fd = pidfd_open_(p->pid);
+
+	if (fd < 0 && errno != ENOSYS)
+		return 0;	/* gone already */
+	/*
+	 * Checked after pinning: if the PID was reused between the scan and
+	 * pidfd_open, the start time differs and the stranger is dropped.
+	 */
+	if (lb_proc_stat(p->pid, &now) != 0 || now.starttime != p->st.starttime) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	if (job->n == job->cap) {
+		size_t cap = job->cap ? 2 * job->cap : 16;
+		struct lb_job_member *v = realloc(job->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		job->v = v;
+		job->cap = cap;
+	}
+	m = &job->v[job->n++];
+	m->pid = p->pid;
+	m->starttime = p->st.starttime;
+	m->pidfd = fd;
+	m->gone = 0;
+	return 0;
+}
+
+int lb_job_scan(struct lb_job *job)
+{
+	struct table t = { NULL, 0, 0 };
+	size_t i;
+	int rc = 0;
+
+	if (snapshot(job, &t) != 0) {
+		free(t.v);
+		return -1;
+	}
+	select_job(job, &t);
+	for (i = 0; i < t.n && rc == 0; i++)
+		if (t.v[i].in && !member_of(job, &t.v[i]))
+			rc = pin(job, &t.v[i]);
+	free(t.v);
+	if (rc != 0)
+		return -1;
+	return (int)lb_job_alive(job, NULL, 0);
+}
+
+static void append_pid(char *buf, size_t size, size_t *len, pid_t pid)
+{
+	int r;
+
+	if (buf == NULL || *len >= size)
+		return;
+	r = snprintf(buf + *len, size - *len, "%s%d", *len ? "," : "", (int)pid);
+	if (r > 0)
+		*len += (size_t)r;
+	if (*len >= size)
+		*len = size - 1;
+}
+
+static int alive(struct lb_job_member *m)
+{
+	struct lb_proc_stat st;
+
+	if (m->gone)
+		return 0;
+	if (lb_proc_stat(m->pid, &st) != 0 || st.starttime != m->starttime ||
+	    st.state == 'Z')
+		m->gone = 1;
+	return !m->gone;
+}
+
+size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size)
+{
+	size_t i, n = 0, len = 0;
+
+	if (pids != NULL && size > 0)
+		pids[0] = '\0';
+	for (i = 0; i < job->n; i++) {
+		struct lb_job_member *m = &job->v[i];
+		int r;
+
+		if (!alive(m))
+			continue;
+		if (m->pidfd >= 0)
+			r = pidfd_signal(m->pidfd, sig);
+		else
+			r = kill(m->pid, sig);	/* start time checked just above */
+		if (r != 0) {
+			if (errno == ESRCH)
+				m->gone = 1;
+			continue;
+		}
+		append_pid(pids, size, &len, m->pid);
+		n++;
+	}
+	return n;
+}
+
+size_t lb_job_alive(struct lb_job *job, char *pids, size_t size)
+{
+	size_t i, n = 0, len = 0;
+
+	if (pids != NULL && size > 0)
+		pids[0] = '\0';
+	for (i = 0; i < job->n; i++)
+		if (alive(&job->v[i])) {
+			append_pid(pids, size, &len, job->v[i].pid);
+			n++;
+		}
+	return n;
+}
+
+void lb_job_free(struct lb_job *job)
+{
+	size_t i;
+
+	for (i = 0; i < job->n; i++)
+		if (job->v[i].pidfd >= 0)
+			close(job->v[i].pidfd);
+	free(job->v);
+	job->v = NULL;
+	job->n = job->cap = 0;
+}

@@ -1,0 +1,63 @@
+/* The processes of a lock holder's job, verified, and signals sent only to them. */
+#ifndef LOCKBOX_JOB_H
+#define LOCKBOX_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct lb_job_member {
+	pid_t pid;
+	uint64_t starttime;	/* with pid, the process's identity */
+	int pidfd;		/* -1 when the kernel has no pidfds */
+	int gone;
+};
+
+struct lb_job {
+	dev_t dev;
+	ino_t ino;
+	off_t byte;		/* the lock byte held */
+	struct {
+		pid_t pid;
+		uint64_t starttime;
+	} rec[4];		/* processes a record names: candidates only */
+	size_t nrec;
+	int self_holds;		/* this process holds the lock itself */
+	struct lb_job_member *v;
+	size_t n, cap;
+};
+
+/* For the lock on BYTE of the file open on FD. 0, or -1 (errno). */
+int lb_job_init(struct lb_job *job, int fd, off_t byte);
+
+/*
+ * A process named by a record (the supervisor, the command). It joins the
+ * job only while its PID and start time match and it has the file open.
+ */
+void lb_job_candidate(struct lb_job *job, pid_t pid, uint64_t starttime);
+
+/*
+ * Find the job, adding what is new to it: every process that holds the
+ * lock (its /proc/PID/fdinfo shows the write lock held through one of its
+ * descriptors), each candidate that matches its record and has the file
+ * open, every descendant of those, and the members of any process group
+ * led by one of them. Nothing else: a PID in a record alone never makes a
+ * process a member. Each member is pinned by a pidfd where the kernel has them, and
+ * kept only if its start time, read after pinning, is what the scan saw.
+ * Returns the number of members alive, or -1 when /proc cannot be read.
+ */
+int lb_job_scan(struct lb_job *job);
+
+/*
+ * Send SIG to every member still alive, through its pidfd (or, without
+ * pidfds, after checking its start time once more). Their PIDs go to PIDS
+ * as "1,2,3". Returns how many were signalled.
+ */
+size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size);
+
+/* Members still alive (zombies do not count). */
+size_t lb_job_alive(struct lb_job *job, char *pids, size_t size);
+
+void lb_job_free(struct lb_job *job);
+
+#endif

@@ -1,0 +1,109 @@
+/* adaptive's transaction log: one line per event, to a file or to syslog. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "joblog.h"
+
+static int log_fd = -1;
+static int log_syslog;
+
+int lb_joblog_open(const char *path, int use_syslog)
+{
+	if (use_syslog) {
+		openlog(lb_prog, LOG_PID, LOG_USER);
+		log_syslog = 1;
+		return 0;
+	}
+	if (path == NULL)
+		return 0;
+	do
+		log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+	while (log_fd < 0 && errno == EINTR);
+	if (log_fd < 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	return 0;
+}
+
+const char *lb_joblog_escape(const char *s, int keep_spaces, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0;
+
+	for (; *p != '\0' && n + 5 < size; p++) {
+		if (*p < ' ' || (*p == ' ' && !keep_spaces) || *p == '\\' || *p >= 0x7f) {
+			buf[n++] = '\\';
+			buf[n++] = 'x';
+			buf[n++] = hex[*p >> 4];
+			buf[n++] = hex[*p & 15];
+		} else {
+			buf[n++] = (char)*p;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+void lb_joblog(int priority, const char *name, const char *fmt, ...)
+{
+	char line[4096], ename[1100];
+	struct tm tm;
+	time_t t;
+	va_list ap;
+	size_t n;
+	int r;
+
+	if (log_fd < 0 && !log_syslog)
+		return;
+	lb_joblog_escape(name, 0, ename, sizeof ename);
+	if (log_syslog) {
+		r = snprintf(line, sizeof line, "%s ", ename);
+		n = r < 0 ? 0 : (size_t)r;
+	} else {
+		t = (time_t)(lb_now(CLOCK_REALTIME) / 1000000000);
+		gmtime_r(&t, &tm);
+		n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		r = snprintf(line + n, sizeof line - n, " %s[%ld] %s ", lb_prog,
+		    (long)getpid(), ename);
+		n += r < 0 ? 0 : (size_t)r;
+	}
+	if (n < sizeof line) {
+		va_start(ap, fmt);
+		r = vsnprintf(line + n, sizeof line - n, fmt, ap);
+		va_end(ap);
+		n += r < 0 ? 0 : (size_t)r;
+	}
+	if (n > sizeof line - 2)
+		n = sizeof line - 2;
+	if (log_syslog) {
+		line[n] = '\0';
+		syslog(priority, "%s", line);
+		return;
+	}
+	/* one write(2) on an O_APPEND file: concurrent lines never interleave */
+	line[n++] = '\n';
+	while (write(log_fd, line, n) < 0 && errno == EINTR)
+		;
+}
+
+void lb_joblog_close(void)
+{
+	if (log_fd >= 0)
+		close(log_fd);
+	log_fd = -1;
+	if (log_syslog)
+		closelog();
+	log_syslog = 0;
+}

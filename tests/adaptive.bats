@@ -1,0 +1,478 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# adaptive: IfElapsed (too soon), busy, expiry of a hung job (CONT, INT,
+# TERM, KILL) that never reaches a stranger, supervision, the log, status,
+# corrupt state, and concurrent starts.
+
+load test_helper
+
+AGE_RE='[0-9]+(\.[0-9]+)?(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
+STAMP_RE='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
+
+setup() {
+	lockbox_setup
+	D=$T/state
+	LOG=$T/log
+	export LOCKBOX_DIR=$D
+}
+
+# ad ARG...: the applet with the test's log.
+ad() {
+	"$LOCKBOX" adaptive --log "$LOG" "$@"
+}
+
+# The state file of atom NAME (the only one with that prefix in $D).
+state_file() {
+	local f
+	for f in "$D/$1"-*.lock; do
+		printf '%s\n' "$f"
+	done
+}
+
+# A command for a holder: writes its PID to MARKER (atomically), then
+# runs BODY (default: sleeps). Its PIDs are tracked for teardown.
+marker_cmd() {
+	# shellcheck disable=SC2016 # expanded by the holder's sh
+	printf 'echo $$ >"%s.tmp" && mv "%s.tmp" "%s" && %s' "$1" "$1" "$1" "${2:-exec sleep 600}"
+}
+
+# start_run NAME [BODY] [OPTION...]: an adaptive run in the background,
+# waited for until its command runs. Sets RUN_PID (the supervisor) and
+# CMD_PID (the command, in its own process group).
+start_run() {
+	local name=$1 body=${2:-} marker
+	shift 2 || shift $#
+	HOLDERS=$((HOLDERS + 1))
+	marker=$T/cmd.$HOLDERS
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 "$@" "$name" sh -c "$(marker_cmd "$marker" "$body")"
+	RUN_PID=$SPAWN_PID
+	wait_for holder_ready "$marker" "$RUN_PID"
+	CMD_PID=$(cat "$marker")
+	track_pid "$CMD_PID"
+}
+
+# overdue NAME: status reports the run as older than its EXPIREAFTER.
+overdue() {
+	"$LOCKBOX" adaptive status "$1" | grep -q '^  state  *overdue$'
+}
+
+gone() {
+	! kill -0 "$1" 2>/dev/null || [[ $(ps -o stat= -p "$1") == Z* ]]
+}
+
+# The log's events for NAME, without stamps and PIDs.
+events() {
+	sed -E "s/^$STAMP_RE adaptive\\[[0-9]+\\] $1 //" "$LOG"
+}
+
+# Little-endian bytes as printf escapes: le BYTES VALUE.
+le() {
+	local n=$1 v=$2 i out=''
+	for ((i = 0; i < n; i++)); do
+		out+=$(printf '\\x%02x' $(((v >> (8 * i)) & 255)))
+	done
+	printf '%s' "$out"
+}
+
+# poke FILE OFFSET ESCAPES: overwrite bytes in place.
+poke() {
+	# shellcheck disable=SC2059 # the escapes are the format
+	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# reseal FILE: recompute the atom area's checksum (FNV-1a of area bytes
+# 16..1919, i.e. file bytes 80..1983), as a forger would.
+reseal() {
+	local h=2166136261 b
+	for b in $(od -An -v -tu1 -j80 -N1904 "$1"); do
+		h=$(((h ^ b) * 16777619 & 0xffffffff))
+	done
+	poke "$1" 76 "$(le 4 "$h")"
+}
+
+boot_id_escapes() {
+	local hex
+	hex=$(tr -d '-' </proc/sys/kernel/random/boot_id)
+	printf '%s' "$hex" | sed 's/../\\x&/g'
+}
+
+@test "runs COMMAND with its own status; the state file is NAME canonified plus a hash" {
+	run -3 --separate-stderr "$LOCKBOX" adaptive "edit:/etc/motd" sh -c 'echo out; exit 3'
+	assert_output out
+	assert_stderr ""
+	run -0 ls "$D"
+	assert_output --regexp '^edit__etc_motd-[0-9a-f]{8}\.lock$'
+	# a distinct NAME that canonifies the same gets its own file
+	run -0 "$LOCKBOX" adaptive "edit_/etc/motd" true
+	run -0 ls "$D"
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "the state directory is created, 0755 for root and 0700 for others" {
+	export LOCKBOX_DIR=$T/new/sub
+	run -0 "$LOCKBOX" adaptive a true
+	if (($(id -u) == 0)); then
+		assert_equal "$(stat -c %a "$T/new/sub")" 755
+	else
+		assert_equal "$(stat -c %a "$T/new/sub")" 700
+	fi
+	run -0 "$LOCKBOX" adaptive -d "$T/other" a true
+	assert [ -d "$T/other" ]
+}
+
+@test "too soon: 75 and when the next run is allowed; it runs once IFELAPSED has passed" {
+	run -0 ad -e 1h job touch "$T/first"
+	run -75 --separate-stderr ad -e 1h job touch "$T/second"
+	assert_stderr "adaptive: job: too soon; next run allowed in 1h"
+	assert [ ! -e "$T/second" ]
+	# a bare number is minutes
+	run -75 --separate-stderr ad -e 90 job true
+	assert_stderr 'adaptive: job: too soon; next run allowed in 1h30m'
+	# seconds: allowed again after a bounded wait
+	run -75 --separate-stderr ad -e 1s job true
+	assert_stderr_regex "^adaptive: job: too soon; next run allowed in ${AGE_RE}\$"
+	wait_for -t 10 ad -q -e 1s job touch "$T/second"
+	assert [ -e "$T/second" ]
+}
+
+@test "-E CODE replaces 75; -q silences the skip message" {
+	run -0 ad job true
+	run -0 --separate-stderr ad -E 0 job true
+	assert_stderr_regex '^adaptive: job: too soon; next run allowed in '
+	run -75 --separate-stderr ad -q job true
+	assert_stderr ""
+	run -0 --separate-stderr ad -q -E 0 job true
+	assert_stderr ""
+	# -E does not touch the command's own status
+	run -9 ad -e 0 -E 0 job sh -c 'exit 9'
+}
+
+@test "busy: 75 naming the running supervisor and its age; mutex list shows it" {
+	start_run job
+	run -75 --separate-stderr ad -e 0 job touch "$T/ran"
+	assert_stderr_regex "^adaptive: job: already running \\(PID $RUN_PID, $AGE_RE\\)\$"
+	assert [ ! -e "$T/ran" ]
+	run -0 "$LOCKBOX" mutex "$(state_file job)" list
+	assert_regex "${lines[1]}" "^1 +$RUN_PID +$AGE_RE +sh -c "
+	# too soon is told before busy, as in the paper
+	run -75 --separate-stderr ad -e 1h job true
+	assert_stderr "adaptive: job: too soon; next run allowed in 1h"
+}
+
+@test "expiry: a holder ignoring INT and TERM dies by KILL, in order, and the new run proceeds" {
+	# shellcheck disable=SC2016
+	start_run hung 'trap "" INT TERM; while :; do sleep 1; done' -x 1s
+	wait_for overdue hung
+	run -0 --separate-stderr ad -e 0 -x 1s -g 300ms hung touch "$T/took"
+	assert [ -e "$T/took" ]
+	wait_for gone "$CMD_PID"
+	wait_for gone "$RUN_PID"
+	run -0 events hung
+	assert_output --regexp "expire pid=$RUN_PID age=$AGE_RE
+signal sig=CONT pids=[0-9,]+
+signal sig=INT pids=[0-9,]+
+signal sig=TERM pids=[0-9,]+
+signal sig=KILL pids=[0-9,]+
+expired pid=$RUN_PID after=KILL
+ran pid=[0-9]+ command=touch $T/took
+finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
+	# the supervisor and the command were both signalled
+	run -0 grep -c "signal sig=KILL pids=.*\\b$CMD_PID\\b" "$LOG"
+	run -0 "$LOCKBOX" adaptive status hung
+	assert_line --regexp '^  last status +0$'
+	assert_line --regexp '^  runs +2 \(1 expired\); last 2: median .*, longest .*$'
+}
+
+@test "expiry: a SIGSTOPped holder gets CONT first, and is gone" {
+	start_run stopped '' -x 1s
+	kill -STOP "$CMD_PID" "$RUN_PID"
+	wait_for overdue stopped
+	run -0 --separate-stderr ad -e 0 -x 1s -g 2s stopped touch "$T/took"
+	assert [ -e "$T/took" ]
+	wait_for gone "$CMD_PID"
+	run -0 events stopped
+	assert_line --index 0 --regexp "^ran pid=$CMD_PID "
+	assert_line --index 1 --regexp "^expire pid=$RUN_PID "
+	assert_line --index 2 --regexp '^signal sig=CONT '
+	assert_line --index 3 --regexp '^signal sig=INT '
+	# spawned in the background, both ignore INT: TERM ends them, and the
+	# woken supervisor records how, then lets go
+	assert_line --index 4 --regexp '^signal sig=TERM '
+	assert_line --index 5 --regexp '^finished status=143 '
+	assert_line --index 6 "expired pid=$RUN_PID after=TERM"
+}
+
+@test "expiry: a child of the command that ignores every catchable signal is killed too" {
+	local child
+	# (with classic POSIX locks the lock dies with the supervisor, and the
+	# expiry stops there)
+	need_ofd
+	# shellcheck disable=SC2016
+	start_run orphan 'sh -c '\''trap "" INT TERM HUP; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 600'\'' sh '"\"$T/child\""' & wait' -x 1s
+	wait_for test -s "$T/child"
+	child=$(cat "$T/child")
+	track_pid "$child"
+	wait_for overdue orphan
+	run -0 --separate-stderr ad -e 0 -x 1s -g 300ms orphan touch "$T/took"
+	assert [ -e "$T/took" ]
+	# no orphan is left holding the lock, or running at all
+	wait_for gone "$child"
+	run -0 events orphan
+	assert_line --regexp "^signal sig=KILL pids=(.*,)?$child(,.*)?\$"
+	assert_line --regexp "^expired pid=$RUN_PID after=KILL\$"
+}
+
+@test "a forged holder record never gets an unrelated process signalled" {
+	need_lockhold
+	local victim vstart f
+	spawn sleep 600
+	victim=$SPAWN_PID
+	wait_for test -n "$(proc_starttime "$victim")"
+	vstart=$(proc_starttime "$victim")
+	run -0 ad x true
+	f=$(state_file x)
+	# somebody else holds the lock, and the record claims the victim, long ago
+	lockhold "$f" 4096 1
+	poke "$f" 4096 "$(le 4 0x444c4f48)$(le 4 "$victim")$(le 8 "$vstart")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
+	# and the run state claims it as the command, with a valid checksum
+	poke "$f" 140 "$(le 4 "$victim")$(le 8 "$vstart")$(le 4 "$victim")"
+	poke "$f" 84 "$(le 4 "$victim")"
+	reseal "$f"
+	run -0 --separate-stderr ad -e 0 -x 1s -g 300ms x touch "$T/took"
+	assert [ -e "$T/took" ]
+	# the forged state passed its checks (it was read, not reset)
+	# shellcheck disable=SC2154 # set by bats' run
+	refute_regex "$stderr" unreadable
+	# the real holder was signalled, the victim was not
+	kill -0 "$victim"
+	assert_equal "$(proc_starttime "$victim")" "$vstart"
+	run -1 grep -E "pids=(.*,)?$victim(,|\$)" "$LOG"
+	run -0 grep -E "signal sig=(CONT|INT) pids=$LOCKHOLD_PID\$" "$LOG"
+}
+
+@test "a forged record with no verifiable holder: refused, nobody signalled" {
+	local victim vstart f
+	spawn sleep 600
+	victim=$SPAWN_PID
+	wait_for test -n "$(proc_starttime "$victim")"
+	vstart=$(proc_starttime "$victim")
+	run -0 ad x true
+	f=$(state_file x)
+	# the lock is free: the stale record is ignored and the run goes ahead
+	poke "$f" 4096 "$(le 4 0x444c4f48)$(le 4 "$victim")$(le 8 "$vstart")$(le 8 1)$(le 8 1)"
+	run -0 ad -e 0 -x 1s x touch "$T/took"
+	assert [ -e "$T/took" ]
+	assert_equal "$(proc_starttime "$victim")" "$vstart"
+	run -1 grep -E 'signal|expire' "$LOG"
+}
+
+@test "the wall clock moved forward a day: a young holder is not expired" {
+	command -v faketime >/dev/null || skip "faketime is not installed"
+	# an ASan build refuses to start under faketime's LD_PRELOAD
+	faketime -f +0 "$LOCKBOX" --version >/dev/null 2>&1 || skip "the binary does not run under faketime"
+	start_run clock '' -x 1h
+	run -75 --separate-stderr env FAKETIME_DONT_FAKE_MONOTONIC=1 \
+		faketime -f +1d "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1h clock true
+	assert_stderr_regex "^adaptive: clock: already running \\(PID $RUN_PID, ${AGE_RE}\\)\$"
+	# shellcheck disable=SC2154 # set by bats' run
+	refute_regex "$stderr" '[0-9]+d|[0-9]+h'
+	kill -0 "$CMD_PID"
+	run -1 grep -E 'expire|signal' "$LOG"
+	# nor does a day's jump make a run "not too soon"
+	stop_pid "$CMD_PID"
+	wait_for -t 10 held_is "$(state_file clock)" 0
+	run -75 --separate-stderr env FAKETIME_DONT_FAKE_MONOTONIC=1 \
+		faketime -f +1d "$LOCKBOX" adaptive -e 1h clock true
+	assert_stderr_regex '^adaptive: clock: too soon; next run allowed in (1h|59m[0-9]+s)$'
+}
+
+@test "a last start in the future (clock set back, other boot) blocks for IFELAPSED at most" {
+	local f future
+	run -0 ad fut true
+	f=$(state_file fut)
+	future=$(($(date +%s) + 365 * 86400))000000000
+	# another boot's start, a year ahead on the wall clock
+	poke "$f" 88 "$(printf '\\x00%.0s' {1..16})$(le 8 "$future")"
+	reseal "$f"
+	run -75 --separate-stderr ad -e 1s fut true
+	assert_stderr_regex "^adaptive: fut: too soon; next run allowed in (1s|[0-9]+ms)\$"
+	wait_for -t 10 ad -q -e 1s fut touch "$T/ran"
+}
+
+@test "50 concurrent starts of one atom: exactly one runs" {
+	local i pids=() st ok=0 skipped=0
+	for ((i = 0; i < 50; i++)); do
+		"$LOCKBOX" adaptive -q -e 1h many sh -c "echo run >>'$T/runs'" 3>&- &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		st=0
+		wait "$i" || st=$?
+		case $st in
+		0) ok=$((ok + 1)) ;;
+		75) skipped=$((skipped + 1)) ;;
+		*) fail "unexpected status $st" ;;
+		esac
+	done
+	assert_equal "$ok" 1
+	assert_equal "$skipped" 49
+	assert_equal "$(wc -l <"$T/runs")" 1
+}
+
+@test "corrupt run state: one warning, a fresh start, never a crash" {
+	local f
+	run -0 ad c true
+	f=$(state_file c)
+	head -c 4032 /dev/urandom | dd of="$f" bs=1 seek=64 conv=notrunc status=none
+	run -0 --separate-stderr ad -e 1h c touch "$T/ran"
+	assert_stderr "adaptive: c: $f: run state unreadable (bad magic); starting afresh"
+	assert [ -e "$T/ran" ]
+	# reset and recorded: the next start is too soon, with no warning
+	run -75 --separate-stderr ad -e 1h c true
+	assert_stderr "adaptive: c: too soon; next run allowed in 1h"
+	# a flipped byte fails the checksum
+	poke "$f" 300 '\x01'
+	run -0 --separate-stderr ad -e 0 c true
+	assert_stderr "adaptive: c: $f: run state unreadable (checksum mismatch); starting afresh"
+	# truncated inside the atom area
+	truncate -s 120 "$f"
+	run -0 --separate-stderr ad -e 0 c true
+	assert_stderr "adaptive: c: $f: run state unreadable (checksum mismatch); starting afresh"
+	run -0 "$LOCKBOX" adaptive status c
+	# truncated inside the magic: not a lockbox file, refused untouched
+	truncate -s 10 "$f"
+	run -125 --separate-stderr ad -e 0 c true
+	assert_stderr "adaptive: $f: not a lockbox lock file; refusing to touch it"
+	assert_equal "$(stat -c %s "$f")" 10
+	# emptied: adopted afresh
+	truncate -s 0 "$f"
+	run -0 --separate-stderr ad -e 0 c true
+	assert_stderr ""
+}
+
+@test "status: idle, running and overdue, with history; --json" {
+	run -4 ad -e 10m st sh -c 'exit 4'
+	run -0 --separate-stderr "$LOCKBOX" adaptive status st
+	assert_stderr ""
+	assert_line --index 0 st
+	assert_line --regexp '^  state +idle$'
+	assert_line --regexp '^  pid +-$'
+	assert_line --regexp "^  last start +$STAMP_RE\$"
+	assert_line --regexp "^  last end +$STAMP_RE\$"
+	assert_line --regexp '^  last status +4$'
+	assert_line --regexp "^  last duration +$AGE_RE\$"
+	assert_line --regexp '^  next run +in (10m|9m[0-9]+s)$'
+	assert_line --regexp '^  if elapsed +10m$'
+	assert_line --regexp '^  expire after +2h$'
+	assert_line --regexp "^  runs +1 \\(0 expired\\); last 1: median $AGE_RE, longest $AGE_RE\$"
+	assert_line --regexp "^  file +$(re_quote "$(state_file st)")\$"
+	run -0 "$LOCKBOX" adaptive --json status st
+	valid_json <<<"$output"
+	assert_output --regexp '"name":"st","file":"[^"]+","state":"idle","pid":null,'
+	assert_output --partial '"last_status":4,"last_outcome":"exited"'
+	assert_output --regexp '"median_duration_seconds":[0-9.]+,"longest_duration_seconds":[0-9.]+'
+	assert_output --regexp '"history":\[\{"start":"[^"]+","duration_seconds":[0-9.]+,"status":4\}\]'
+
+	start_run st2 '' -x 1s
+	run -0 "$LOCKBOX" adaptive status st2
+	assert_line --regexp '^  state +(running|overdue)$'
+	assert_line --regexp "^  pid +$RUN_PID\$"
+	assert_line --regexp '^  last status +-$'
+	wait_for overdue st2
+	# every atom in DIR, sorted by file, when no NAME is given
+	run -0 "$LOCKBOX" adaptive --json status
+	valid_json <<<"$output"
+	assert_output --regexp '^\[\{"name":"st",.*\},\{"name":"st2",.*"state":"overdue","pid":'"$RUN_PID"','
+	# a NAME never run is idle; status creates nothing
+	run -0 "$LOCKBOX" adaptive -d "$T/none" status nothing
+	assert_line --regexp '^  last start +never$'
+	assert [ ! -e "$T/none" ]
+}
+
+@test "the log: one line per transaction, ISO-8601 UTC stamp, adaptive[PID], NAME" {
+	run -0 ad -e 1h "a b" true
+	run -75 ad -e 1h "a b" true
+	start_run busy
+	run -75 ad -e 0 busy true
+	run -1 grep -cvE "^$STAMP_RE adaptive\\[[0-9]+\\] (a\\\\x20b|busy) (ran|finished|skipped-too-soon|skipped-busy) " "$LOG"
+	assert_output 0
+	run -0 events 'a\\x20b'
+	assert_line --index 0 --regexp '^ran pid=[0-9]+ command=true$'
+	assert_line --index 1 --regexp '^finished status=0 duration=[0-9]+\.[0-9]{3}s$'
+	assert_line --index 2 'skipped-too-soon next=1h'
+	run -0 grep -E "busy skipped-busy pid=$RUN_PID age=$AGE_RE\$" "$LOG"
+}
+
+@test "signals are passed on to the command; status 128+n" {
+	local sig n
+	# (INT and QUIT are ignored by background jobs of a script, so by these)
+	for sig in TERM HUP USR1 USR2; do
+		start_run "sig$sig"
+		kill "-$sig" "$RUN_PID"
+		reap "$RUN_PID"
+		n=$(kill -l "$sig")
+		assert_equal "$REAP_STATUS" $((128 + n))
+		gone "$CMD_PID"
+	done
+	run -0 grep -E 'sigTERM finished status=143 ' "$LOG"
+}
+
+@test "the supervisor SIGKILLed: the lock stays held while the command runs" {
+	need_ofd
+	start_run kept
+	kill -KILL "$RUN_PID"
+	reap "$RUN_PID"
+	kill -0 "$CMD_PID"
+	run -0 "$LOCKBOX" mutex "$(state_file kept)" check
+	assert_output 1
+	run -75 --separate-stderr ad -e 0 kept true
+	assert_stderr_regex "^adaptive: kept: already running \\(PID $RUN_PID, $AGE_RE\\)\$"
+	# it is still the job's: expiry finds the command through the lock
+	run -0 ad -e 0 -x 1ms -g 300ms kept true
+	wait_for gone "$CMD_PID"
+}
+
+@test "exit statuses: 126, 127, 128+n, and usage errors 125" {
+	run -127 --separate-stderr "$LOCKBOX" adaptive a nosuchcommand-xyz
+	assert_stderr "adaptive: cannot run 'nosuchcommand-xyz': No such file or directory"
+	printf 'x' >"$T/noexec"
+	run -126 --separate-stderr "$LOCKBOX" adaptive -e 0 a "$T/noexec"
+	assert_stderr "adaptive: cannot run '$T/noexec': Permission denied"
+	run -137 "$LOCKBOX" adaptive -e 0 a sh -c 'kill -KILL $$'
+	run -0 "$LOCKBOX" adaptive -e 0 a -- true
+	local usage=(
+		"missing NAME|"
+		"missing COMMAND|a"
+		"missing COMMAND|a --"
+		"invalid duration '1x'|-e 1x a true"
+		"invalid duration 'x'|-x x a true"
+		"invalid exit code '300': expected 0 to 255|-E 300 a true"
+		"invalid option '-z'|-z a true"
+		"invalid option '--bogus'|--bogus a true"
+		"option '-e' needs an argument|-e"
+		"--json goes with status|--json a true"
+		"--log and --syslog do not go together|--log $T/l --syslog a true"
+	)
+	local u msg args
+	for u in "${usage[@]}"; do
+		msg=${u%%|*}
+		args=${u#*|}
+		# shellcheck disable=SC2086 # split on purpose
+		run -125 --separate-stderr "$LOCKBOX" adaptive $args
+		assert_stderr "adaptive: $msg"$'\n'"Try 'lockbox adaptive --help'."
+	done
+	run -125 --separate-stderr "$LOCKBOX" adaptive -g '' a true
+	assert_stderr "adaptive: invalid duration ''"$'\n'"Try 'lockbox adaptive --help'."
+	run -125 --separate-stderr "$LOCKBOX" adaptive "" true
+	assert_stderr "adaptive: invalid NAME '': expected 1 to 256 bytes"$'\n'"Try 'lockbox adaptive --help'."
+	run -0 "$LOCKBOX" adaptive --help
+	assert_line --index 0 --regexp '^usage: adaptive '
+}
+
+@test "-v narrates; --syslog is accepted" {
+	run -0 --separate-stderr "$LOCKBOX" adaptive -v n true
+	assert_stderr_regex "^adaptive: n: running true \\(PID [0-9]+\\)
+adaptive: n: finished with status 0 after $AGE_RE\$"
+	run -0 --separate-stderr "$LOCKBOX" adaptive --syslog -e 0 n true
+	assert_stderr ""
+}
