@@ -1,0 +1,300 @@
+/*
+ * handoff: how long a waiter blocked on a lock takes to start its command
+ * once the holder exits.
+ *
+ *   handoff measure K LOCKFILE OUT HOLDER... -- WAITER...
+ *   handoff wait      (the holder's command)
+ *   handoff stamp     (the waiter's command)
+ *
+ * measure runs K rounds of:
+ *   1. start HOLDER... SELF wait; its command writes "R" on stdout once it
+ *      runs, that is once the lock is held, then waits for EOF on stdin;
+ *   2. start WAITER... SELF stamp and wait until the kernel lists a blocked
+ *      lock request on LOCKFILE's inode in /proc/locks: the waiter is queued
+ *      (no fixed sleep anywhere);
+ *   3. read CLOCK_MONOTONIC (t0) and close the holder's stdin, so it exits;
+ *   4. the waiter takes the lock and runs its command, whose first act is to
+ *      read CLOCK_MONOTONIC (t1) and print it.
+ * The latency t1 - t0 covers the holder's exit, the kernel's wake-up, the
+ * waiter's own work and the exec of its command. Every sample goes to OUT
+ * (nanoseconds, one a line); stdout gets one line of statistics:
+ *   n=K median_ns=.. p99_ns=.. mean_ns=.. min_ns=.. max_ns=..
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BOUND_MS	10000	/* any single step taking this long is a failure */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("handoff: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static int stamp(int64_t t1)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%" PRId64 "\n", t1);
+
+	return write(1, buf, (size_t)n) == n ? 0 : 1;
+}
+
+static int hold(void)
+{
+	char c;
+	ssize_t n;
+
+	if (write(1, "R", 1) != 1)
+		return 1;
+	do
+		n = read(0, &c, 1);
+	while (n > 0 || (n < 0 && errno == EINTR));
+	return 0;
+}
+
+/* Start ARGV with stdin IN and stdout OUT; every other fd is close-on-exec. */
+static pid_t spawn(char **argv, int in, int out)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0)
+			_exit(125);
+		execvp(argv[0], argv);
+		fprintf(stderr, "handoff: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Read up to SIZE-1 bytes until EOF, or fail after BOUND_MS. */
+static size_t read_all(int fd, char *buf, size_t size, const char *what)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	for (;;) {
+		ssize_t n;
+		int r = poll(&p, 1, BOUND_MS);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("no answer from the %s within %d ms", what, BOUND_MS);
+		n = read(fd, buf + got, size - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			die("read: %s", strerror(errno));
+		if (n == 0 || (got += (size_t)n) == size - 1)
+			break;
+	}
+	buf[got] = '\0';
+	return got;
+}
+
+/* Is a lock request on DEVINO (" MAJ:MIN:INO ") blocked, per /proc/locks? */
+static int queued(const char *devino)
+{
+	static char *line;
+	static size_t cap;
+	FILE *f = fopen("/proc/locks", "re");
+	int found = 0;
+
+	if (f == NULL)
+		die("/proc/locks: %s", strerror(errno));
+	while (!found && getline(&line, &cap, f) > 0)
+		found = strstr(line, " -> ") != NULL && strstr(line, devino) != NULL;
+	fclose(f);
+	return found;
+}
+
+static void reap(pid_t pid, const char *what)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("the %s ended with status %d", what,
+		    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static char **with_tail(char **prefix, int n, const char *self, const char *mode)
+{
+	char **v = calloc((size_t)n + 3, sizeof *v);
+	int i;
+
+	if (v == NULL)
+		die("out of memory");
+	for (i = 0; i < n; i++)
+		v[i] = prefix[i];
+	v[n] = (char *)self;
+	v[n + 1] = (char *)mode;
+	return v;
+}
+
+static void one_round(char **holder, char **waiter, const char *lockfile, int64_t *lat)
+{
+	int rel[2], ready[2], out[2], devnull;
+	char buf[64], devino[64], *end;
+	pid_t h, w;
+	struct stat st;
+	int64_t t0, t1, until;
+	int status;
+
+	if (pipe2(rel, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0 ||
+	    pipe2(out, O_CLOEXEC) != 0)
+		die("pipe: %s", strerror(errno));
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0)
+		die("/dev/null: %s", strerror(errno));
+
+	h = spawn(holder, rel[0], ready[1]);
+	close(rel[0]);
+	close(ready[1]);
+	if (read_all(ready[0], buf, 2, "holder") != 1)
+		die("the holder did not take the lock");
+
+	if (stat(lockfile, &st) != 0)
+		die("%s: %s", lockfile, strerror(errno));
+	snprintf(devino, sizeof devino, " %02x:%02x:%ju ", major(st.st_dev),
+	    minor(st.st_dev), (uintmax_t)st.st_ino);
+
+	w = spawn(waiter, devnull, out[1]);
+	close(out[1]);
+	close(devnull);
+	until = mono_ns() + (int64_t)BOUND_MS * 1000000;
+	while (!queued(devino)) {
+		struct timespec pause = { 0, 50000 };
+
+		if (waitpid(w, &status, WNOHANG) == w)
+			die("the waiter ended before it queued (status %d)",
+			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		if (mono_ns() > until)
+			die("the waiter never queued on %s", lockfile);
+		nanosleep(&pause, NULL);
+	}
+
+	t0 = mono_ns();
+	close(rel[1]);	/* the holder's read ends: it exits, the lock goes */
+
+	read_all(out[0], buf, sizeof buf, "waiter");
+	errno = 0;
+	t1 = strtoll(buf, &end, 10);
+	if (end == buf || *end != '\n' || errno != 0)
+		die("the waiter's command printed '%s', not a time", buf);
+	close(out[0]);
+	close(ready[0]);
+	reap(h, "holder");
+	reap(w, "waiter");
+	*lat = t1 - t0;
+}
+
+static int measure(int argc, char **argv)
+{
+	char self[PATH_MAX], **holder, **waiter;
+	int64_t *lat, sum = 0;
+	long k, i;
+	int sep, nh, nw;
+	ssize_t n;
+	FILE *f;
+
+	if (argc < 7)
+		die("usage: handoff measure K LOCKFILE OUT HOLDER... -- WAITER...");
+	k = strtol(argv[2], NULL, 10);
+	if (k < 1 || k > 1000000)
+		die("bad K '%s'", argv[2]);
+	for (sep = 5; sep < argc && strcmp(argv[sep], "--") != 0; sep++)
+		;
+	nh = sep - 5;
+	nw = argc - sep - 1;
+	if (nh < 1 || nw < 1)
+		die("need a HOLDER and a WAITER command, split by --");
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n < 0)
+		die("/proc/self/exe: %s", strerror(errno));
+	self[n] = '\0';
+	holder = with_tail(argv + 5, nh, self, "wait");
+	waiter = with_tail(argv + sep + 1, nw, self, "stamp");
+	signal(SIGPIPE, SIG_IGN);
+
+	lat = calloc((size_t)k, sizeof *lat);
+	f = fopen(argv[4], "w");
+	if (lat == NULL || f == NULL)
+		die("%s: %s", argv[4], strerror(errno));
+	for (i = 0; i < k; i++) {
+		one_round(holder, waiter, argv[3], &lat[i]);
+		fprintf(f, "%" PRId64 "\n", lat[i]);
+		sum += lat[i];
+	}
+	if (fclose(f) != 0)
+		die("%s: %s", argv[4], strerror(errno));
+	qsort(lat, (size_t)k, sizeof *lat, cmp_i64);
+	/* nearest rank: the smallest sample with at least 99% at or below it */
+	printf("n=%ld median_ns=%" PRId64 " p99_ns=%" PRId64 " mean_ns=%" PRId64
+	    " min_ns=%" PRId64 " max_ns=%" PRId64 "\n", k,
+	    k % 2 ? lat[k / 2] : (lat[k / 2 - 1] + lat[k / 2]) / 2,
+	    lat[(99 * k + 99) / 100 - 1], sum / k, lat[0], lat[k - 1]);
+	free(lat);
+	free(holder);
+	free(waiter);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	/* first, before anything else: the stamp marks the command's start */
+	int64_t now = mono_ns();
+
+	if (argc == 2 && strcmp(argv[1], "stamp") == 0)
+		return stamp(now);
+	if (argc == 2 && strcmp(argv[1], "wait") == 0)
+		return hold();
+	if (argc >= 2 && strcmp(argv[1], "measure") == 0)
+		return measure(argc, argv);
+	fputs("usage: handoff measure K LOCKFILE OUT HOLDER... -- WAITER...\n"
+	    "       handoff wait | handoff stamp\n", stderr);
+	return 2;
+}
