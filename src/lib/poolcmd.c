@@ -218,7 +218,8 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	struct lb_pool *pool;
 	struct lb_ident who;
 	unsigned max = 0, slot;
-	char name[32];
+	char link[64], name[PATH_MAX];
+	ssize_t n;
 	int status;
 
 	if (o->fd < 0)
@@ -232,7 +233,13 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	}
 	if (i < argc)
 		lb_usage_error("unexpected argument '%s'", argv[i]);
-	snprintf(name, sizeof name, "fd %d", o->fd);
+	/* messages name the file the caller opened, as it knows it */
+	snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
+	n = readlink(link, name, sizeof name - 1);
+	if (n > 0 && name[0] == '/')
+		name[n] = '\0';
+	else
+		snprintf(name, sizeof name, "fd %d", o->fd);
 	pool = lb_pool_from_fd(o->fd, name);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
