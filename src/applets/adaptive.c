@@ -116,15 +116,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-static int64_t duration_arg(const char *s, int64_t bare_unit)
-{
-	int64_t v;
-
-	if (lb_parse_duration(s, bare_unit, &v) != 0)
-		lb_usage_error("invalid duration '%s'", s);
-	return v;
-}
-
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
@@ -135,9 +126,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	while ((c = lb_getopt(argc, argv, "+:E:d:e:g:hqvx:", longopts)) != -1) {
 		switch (c) {
 		case 'E':
-			if (lb_parse_uint(optarg, 0, 255, &v) != 0)
-				lb_usage_error("invalid exit code '%s': expected 0 to 255", optarg);
-			o->busy_status = (int)v;
+			o->busy_status = lb_opt_exit_code(optarg);
 			break;
 		case 'd':
 			if (*optarg == '\0')
@@ -145,15 +134,13 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			o->dir = optarg;
 			break;
 		case 'e':
-			o->ifelapsed = duration_arg(optarg, LB_NS_PER_MIN);
+			o->ifelapsed = lb_opt_duration(optarg, LB_NS_PER_MIN);
 			break;
 		case 'g':
-			o->grace = duration_arg(optarg, LB_NS_PER_S);
+			o->grace = lb_opt_duration(optarg, LB_NS_PER_S);
 			break;
 		case 'h':
-			printf("%s\n%s", USAGE, HELP);
-			lb_close_stdout();
-			exit(LB_EXIT_OK);
+			lb_help(USAGE, HELP);
 		case 'q':
 			o->quiet = 1;
 			break;
@@ -161,7 +148,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			o->verbose = 1;
 			break;
 		case 'x':
-			o->expireafter = duration_arg(optarg, LB_NS_PER_MIN);
+			o->expireafter = lb_opt_duration(optarg, LB_NS_PER_MIN);
 			break;
 		case OPT_JSON:
 			o->json = 1;

@@ -54,13 +54,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-static _Noreturn void help(void)
-{
-	printf("%s\n%s", USAGE, HELP);
-	lb_close_stdout();
-	exit(LB_EXIT_OK);
-}
-
 /* "1,75": whole numbers 0 to 255, each through the one strict parser */
 static void parse_list(struct opts *o, const char *list)
 {
@@ -113,7 +106,7 @@ static char **parse_args(struct opts *o, int argc, char **argv)
 	while ((c = lb_getopt(argc, argv, "+:hqv", longopts)) != -1) {
 		switch (c) {
 		case 'h':
-			help();
+			lb_help(USAGE, HELP);
 		case 'q':
 			o->quiet = 1;
 			break;

@@ -1,10 +1,14 @@
 /* Option parsing with the house's one-line usage errors. */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
+#include "exitcodes.h"
 #include "opts.h"
+#include "parse.h"
 
 void lb_getopt_reset(void)
 {
@@ -37,4 +41,29 @@ int lb_getopt(int argc, char **argv, const char *shortopts,
 	if (c == '?' || c == ':')
 		bad_option(argv[word], c);
 	return c;
+}
+
+int lb_opt_exit_code(const char *arg)
+{
+	uint64_t v;
+
+	if (lb_parse_uint(arg, 0, 255, &v) != 0)
+		lb_usage_error("invalid exit code '%s': expected 0 to 255", arg);
+	return (int)v;
+}
+
+int64_t lb_opt_duration(const char *arg, int64_t bare_unit)
+{
+	int64_t ns;
+
+	if (lb_parse_duration(arg, bare_unit, &ns) != 0)
+		lb_usage_error("invalid duration '%s'", arg);
+	return ns;
+}
+
+void lb_help(const char *usage, const char *rest)
+{
+	printf("%s\n%s", usage, rest);
+	lb_close_stdout();
+	exit(LB_EXIT_OK);
 }

@@ -3,6 +3,7 @@
 #define LOCKBOX_OPTS_H
 
 #include <getopt.h>
+#include <stdint.h>
 
 /*
  * getopt_long for applets: SHORTOPTS must start with "+:" (stop at the
@@ -14,5 +15,12 @@
 void lb_getopt_reset(void);
 int lb_getopt(int argc, char **argv, const char *shortopts,
     const struct option *longopts);
+
+/* Option arguments every applet shares; a bad one is a usage error. */
+int lb_opt_exit_code(const char *arg);			/* -E: 0 to 255 */
+int64_t lb_opt_duration(const char *arg, int64_t bare_unit);	/* in ns */
+
+/* --help: the usage line(s), then the rest, on stdout; exit 0. */
+_Noreturn void lb_help(const char *usage, const char *rest);
 
 #endif

@@ -39,13 +39,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-static _Noreturn void help(const struct lb_poolcmd *cmd)
-{
-	printf("%s\n%s", cmd->usage, cmd->help);
-	lb_close_stdout();
-	exit(LB_EXIT_OK);
-}
-
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
     char **argv)
@@ -57,12 +50,10 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 	while ((c = lb_getopt(argc, argv, "+:E:hqvw:", longopts)) != -1) {
 		switch (c) {
 		case 'E':
-			if (lb_parse_uint(optarg, 0, 255, &v) != 0)
-				lb_usage_error("invalid exit code '%s': expected 0 to 255", optarg);
-			o->busy_status = (int)v;
+			o->busy_status = lb_opt_exit_code(optarg);
 			break;
 		case 'h':
-			help(cmd);
+			lb_help(cmd->usage, cmd->help);
 		case 'q':
 			o->quiet = 1;
 			break;
@@ -70,8 +61,7 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 			o->verbose = 1;
 			break;
 		case 'w':
-			if (lb_parse_duration(optarg, LB_NS_PER_S, &o->wait) != 0)
-				lb_usage_error("invalid duration '%s'", optarg);
+			o->wait = lb_opt_duration(optarg, LB_NS_PER_S);
 			break;
 		case OPT_FD:
 			if (lb_parse_uint(optarg, 0, INT_MAX, &v) != 0)
