@@ -1,0 +1,314 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# The multicall binary: dispatch, --help/--version/--list, every exit
+# status of the table, and bad input refused with one line and no side
+# effect.
+
+load test_helper
+
+# expect_usage MESSAGE APPLET ARG...: status 125, the two usage lines on
+# stderr, nothing on stdout, and no lock file created.
+expect_usage() {
+	local msg=$1 applet=$2
+	shift 2
+	run -125 --separate-stderr "$LOCKBOX" "$applet" "$@"
+	assert_stderr "$applet: $msg"$'\n'"Try 'lockbox $applet --help'."
+	assert_equal "$output" ""
+	assert [ ! -e "$F" ]
+}
+
+# The APPLETS list of Makefile.am: the links the build installs.
+makefile_applets() {
+	awk '/^APPLETS =/ { on = 1; next }
+	    on { gsub(/[\\ \t]/, ""); if ($0 == "") exit; print }' "$1"
+}
+
+# --- dispatch ---------------------------------------------------------
+
+@test "lockbox slots runs the command holding a slot" {
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SAY_SLOT"
+	assert_output "slot 1"
+	assert_stderr ""
+	assert [ -f "$F" ]
+}
+
+@test "a link named slots is the slots applet, and its messages say slots:" {
+	ln -s "$LOCKBOX" "$T/slots"
+	run -0 --separate-stderr "$T/slots" "$F" 2 sh -c "$SAY_SLOT"
+	assert_output "slot 1"
+	run -125 --separate-stderr "$T/slots" "$F" 0 true
+	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000"$'\n'"Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$T/slots"
+	assert_stderr "slots: missing LOCKFILE"$'\n'"Try 'lockbox slots --help'."
+	run -0 --separate-stderr "$T/slots" --help
+	assert_line --index 0 --regexp '^usage: slots '
+}
+
+@test "a link named mutex is the mutex applet" {
+	ln -s "$LOCKBOX" "$T/mutex"
+	run -0 --separate-stderr "$T/mutex" "$F" sh -c "$SAY_SLOT"
+	assert_output "slot 1"
+	run -125 --separate-stderr "$T/mutex"
+	assert_stderr "mutex: missing LOCKFILE"$'\n'"Try 'lockbox mutex --help'."
+}
+
+@test "a link with an unknown name: unknown applet, 127" {
+	ln -s "$LOCKBOX" "$T/frobnicate"
+	run -127 --separate-stderr "$T/frobnicate" "$F" 1 true
+	assert_stderr "lockbox: unknown applet: frobnicate"
+	assert_equal "$output" ""
+	assert [ ! -e "$F" ]
+}
+
+@test "an unknown applet: exact message, 127" {
+	run -127 --separate-stderr "$LOCKBOX" foo "$F" 1 true
+	assert_stderr "lockbox: unknown applet: foo"
+	assert_equal "$output" ""
+	assert [ ! -e "$F" ]
+}
+
+@test "lockbox alone: usage on stderr, 125" {
+	run -125 --separate-stderr "$LOCKBOX"
+	assert_output ""
+	assert_stderr_regex "^usage: lockbox APPLET \\[ARG\\.\\.\\.\\]"$'\n'"       lockbox --help \\| --version \\| --list"
+}
+
+@test "--help for lockbox goes to stdout, status 0" {
+	local opt
+	for opt in --help -h; do
+		run -0 --separate-stderr "$LOCKBOX" "$opt"
+		assert_stderr ""
+		assert_line --index 0 "usage: lockbox APPLET [ARG...]"
+		assert_line --regexp '^Applets: '
+	done
+}
+
+@test "--help for every applet goes to stdout, status 0" {
+	local applet opt
+	for applet in slots mutex; do
+		for opt in --help -h; do
+			run -0 --separate-stderr "$LOCKBOX" "$applet" "$opt"
+			assert_stderr ""
+			assert_line --index 0 --regexp "^usage: $applet "
+			assert_output --partial "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed"
+		done
+	done
+	assert [ ! -e "$F" ]
+}
+
+@test "--version names the version and the lock kind" {
+	run -0 --separate-stderr "$LOCKBOX" --version
+	assert_stderr ""
+	assert_output --regexp '^lockbox [0-9]+\.[0-9]+[^ ]* \((open-file-description|classic POSIX) locks\)$'
+}
+
+@test "--list prints exactly the applets there are, one a line" {
+	run -0 --separate-stderr "$LOCKBOX" --list
+	assert_stderr ""
+	local listed=$output applet names=("${lines[@]}")
+	# today's applets are there, sorted, once each
+	assert_line mutex
+	assert_line slots
+	assert_equal "$listed" "$(printf '%s\n' "${names[@]}" | LC_ALL=C sort -u)"
+	# --help names the same set
+	run -0 "$LOCKBOX" --help
+	assert_line "Applets: $(printf '%s\n' "$listed" | paste -sd' ')"
+	# each one listed is an applet that runs
+	for applet in "${names[@]}"; do
+		run -0 --separate-stderr "$LOCKBOX" "$applet" --help
+		assert_line --index 0 --regexp "^usage: $applet "
+	done
+	# and they are the applets the build installs as links
+	if [[ -n ${LOCKBOX_SRCDIR:-} && -f $LOCKBOX_SRCDIR/Makefile.am ]]; then
+		run -0 makefile_applets "$LOCKBOX_SRCDIR/Makefile.am"
+		assert_equal "$(printf '%s\n' "${lines[@]}" | LC_ALL=C sort)" "$listed"
+	fi
+}
+
+# --- the exit status table --------------------------------------------
+
+@test "exit 0: the command succeeded" {
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 true
+	assert_stderr ""
+}
+
+@test "exit N: the command's own status passes through (it was exec'd)" {
+	run -3 --separate-stderr "$LOCKBOX" slots "$F" 1 sh -c 'exit 3'
+	assert_stderr ""
+	run -42 "$LOCKBOX" mutex "$F" sh -c 'exit 42'
+	# the command is exec'd: it runs as the lockbox process itself
+	run -0 --separate-stderr sh -c "$SHOW_PID_THEN_RUN" sh "$LOCKBOX" "$F"
+	assert_equal "${lines[0]}" "${lines[1]}"
+}
+
+@test "exit 75: busy" {
+	start_holder "$F" 1
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "-E CODE picks the busy status, -E 0 included" {
+	start_holder "$F" 1
+	local code
+	for code in 0 1 42 255; do
+		run -"$code" --separate-stderr "$LOCKBOX" slots -E "$code" "$F" 1 touch "$T/ran"
+		assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+		# busy means the command did not run, whatever the status
+		assert [ ! -e "$T/ran" ]
+	done
+	run -0 --separate-stderr "$LOCKBOX" slots -q -E 0 "$F" 1 touch "$T/ran"
+	assert_stderr ""
+	run -9 --separate-stderr "$LOCKBOX" mutex --conflict-exit-code 9 -q "$F" touch "$T/ran"
+	assert_stderr ""
+	assert [ ! -e "$T/ran" ]
+	# -E changes only the busy status: a free lock still runs the command
+	stop_pid "$HOLDER_PID"
+	run -3 "$LOCKBOX" slots -E 0 "$F" 1 sh -c 'exit 3'
+}
+
+@test "exit 125: lockbox itself failed" {
+	run -125 --separate-stderr "$LOCKBOX" slots "$T/nodir/lock" 1 true
+	assert_stderr "slots: $T/nodir/lock: No such file or directory"
+	assert [ ! -e "$T/nodir" ]
+}
+
+@test "exit 126: the command is not executable" {
+	printf 'echo hi\n' >"$T/script"
+	chmod 0644 "$T/script"
+	run -126 --separate-stderr "$LOCKBOX" slots "$F" 1 "$T/script"
+	assert_stderr "slots: cannot run '$T/script': Permission denied"
+	assert_equal "$output" ""
+	run -126 --separate-stderr "$LOCKBOX" mutex "$F" "$T"
+	assert_stderr "mutex: cannot run '$T': Permission denied"
+	# the slot went with the failed exec
+	run -0 held "$F"
+	assert_output 0
+}
+
+@test "exit 127: the command is not found" {
+	run -127 --separate-stderr "$LOCKBOX" slots "$F" 1 lockbox-no-such-command
+	assert_stderr "slots: cannot run 'lockbox-no-such-command': No such file or directory"
+	run -127 --separate-stderr "$LOCKBOX" slots "$F" 1 "$T/missing"
+	assert_stderr "slots: cannot run '$T/missing': No such file or directory"
+	run -0 held "$F"
+	assert_output 0
+}
+
+@test "options stop at the first positional: the command's options are its own" {
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 sh -c 'echo "$@"' sh -q -w 1 -E 3 --json
+	assert_output "-q -w 1 -E 3 --json"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 -- sh -c 'echo ran'
+	assert_output "ran"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" -- sh -c 'echo ran'
+	assert_output "ran"
+}
+
+# --- bad input: one line (+ the Try line), 125, nothing created -------
+
+@test "bad MAX is a usage error and creates nothing" {
+	local max
+	for max in 0 -1 abc 3abc 2.5 '' 99999999999999999999 10001 ' 2' +2 0x2; do
+		expect_usage "invalid MAX '$max': expected a whole number from 1 to 10000" \
+			slots "$F" "$max" touch "$T/ran"
+	done
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "bad input leaves an existing lock file unchanged" {
+	run -0 "$LOCKBOX" slots "$F" 3 true
+	local before bad nl=$'\n'
+	local -a args
+	before=$(sha "$F")
+	local -a cases=(
+		"slots|$F|3abc|touch|$T/ran"
+		"slots|$F|0|touch|$T/ran"
+		"slots|$F|3"
+		"slots|-w|1x|$F|3|touch|$T/ran"
+		"slots|-E|300|$F|3|touch|$T/ran"
+		"slots|--json|$F|3|touch|$T/ran"
+		"slots|$F|check|extra"
+		"mutex|-w|-1|$F|touch|$T/ran"
+		"mutex|$F"
+	)
+	for bad in "${cases[@]}"; do
+		IFS='|' read -ra args <<<"$bad"
+		run -125 --separate-stderr "$LOCKBOX" "${args[@]}"
+		# one line, then the Try line
+		assert_stderr_regex "^${args[0]}: [^$nl]+$nl$(re_quote "Try 'lockbox ${args[0]} --help'.")\$"
+		assert_equal "$(sha "$F")" "$before"
+	done
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "the largest MAX is accepted" {
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 10000 sh -c "$SHOW_SLOT"
+	assert_output 1
+}
+
+@test "missing arguments are usage errors" {
+	expect_usage "missing LOCKFILE" slots
+	expect_usage "missing MAX" slots "$F"
+	expect_usage "missing COMMAND" slots "$F" 2
+	expect_usage "missing COMMAND" slots "$F" 2 --
+	expect_usage "missing COMMAND" slots -w 1 -q "$F" 2
+	expect_usage "missing LOCKFILE" mutex
+	expect_usage "missing COMMAND" mutex "$F"
+	expect_usage "missing COMMAND" mutex "$F" --
+}
+
+@test "a lock path in a missing directory: one line, 125, nothing created" {
+	local applet
+	for applet in slots mutex; do
+		run -125 --separate-stderr "$LOCKBOX" "$applet" "$T/nodir/lock" 1 touch "$T/ran"
+		assert_stderr "$applet: $T/nodir/lock: No such file or directory"
+	done
+	assert [ ! -e "$T/nodir" ]
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "bad -w durations are usage errors" {
+	local dur
+	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d; do
+		expect_usage "invalid duration '$dur'" slots -w "$dur" "$F" 2 touch "$T/ran"
+		expect_usage "invalid duration '$dur'" mutex --wait "$dur" "$F" touch "$T/ran"
+	done
+	expect_usage "option '-w' needs an argument" slots -w
+	expect_usage "option '--wait' needs an argument" slots --wait
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "good -w durations are accepted" {
+	local dur
+	for dur in 0 5 .5 1.5s 250ms 1m 1h30m 2d; do
+		run -0 --separate-stderr "$LOCKBOX" slots -w "$dur" "$F" 2 true
+		assert_stderr ""
+	done
+}
+
+@test "bad -E codes are usage errors" {
+	local code
+	for code in 256 300 -1 abc '' 1.5 0x1 +1 ' 1' 99999999999999999999; do
+		expect_usage "invalid exit code '$code': expected 0 to 255" slots -E "$code" "$F" 2 touch "$T/ran"
+	done
+	expect_usage "option '-E' needs an argument" slots -E
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "unknown options and misplaced words are usage errors" {
+	expect_usage "invalid option '-z'" slots -z "$F" 2 true
+	expect_usage "invalid option '--bogus'" slots --bogus "$F" 2 true
+	expect_usage "invalid option '-z'" mutex -z "$F" true
+	expect_usage "--json goes with check or list" slots --json "$F" 2 true
+	expect_usage "--json and --fd do not go with COMMAND" slots --fd 0 "$F" 2 true
+	expect_usage "unexpected argument 'extra'" slots "$F" check extra
+	expect_usage "unexpected argument 'extra'" slots "$F" list extra
+	expect_usage "acquire needs --fd FD" slots acquire 2
+	expect_usage "release needs --fd FD" slots release
+	expect_usage "invalid file descriptor 'x'" slots acquire --fd x 2
+	expect_usage "invalid file descriptor '-1'" slots acquire --fd -1 2
+	expect_usage "unexpected argument '2'" slots release --fd 0 2
+	expect_usage "unexpected argument '2'" mutex acquire --fd 0 2
+	expect_usage "unexpected argument 'x'" slots acquire --fd 0 2 x
+	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000" slots acquire --fd 0 0
+}

@@ -1,0 +1,303 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# Hostile and broken lock paths: directories, FIFOs, symlinks, files that
+# are not lock files, corrupt headers, read-only files seen by another
+# user, and a header lock held by a stopped process. lockbox must refuse
+# or cope, never hang, and never change a file that is not its own.
+
+load test_helper
+
+# refused MESSAGE PATH: slots (a command), check, list and mutex all refuse
+# PATH with 125 and "APPLET: PATH: MESSAGE", without blocking.
+refused() {
+	local msg=$1 path=$2
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" 2 touch "$T/ran"
+	assert_stderr "slots: $path: $msg"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots -w 5 "$path" 2 touch "$T/ran"
+	assert_stderr "slots: $path: $msg"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" check
+	assert_stderr "slots: $path: $msg"
+	assert_output ""
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots --json "$path" list
+	assert_stderr "slots: $path: $msg"
+	assert_output ""
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" mutex "$path" touch "$T/ran"
+	assert_stderr "mutex: $path: $msg"
+	assert [ ! -e "$T/ran" ]
+}
+
+# magic_file NAME FILL: the 16-byte magic, then 4080 bytes of FILL (zero,
+# ff or text) to make up the header.
+magic_file() {
+	{
+		printf 'lockbox lock v1\n'
+		case $2 in
+		zero) head -c 4080 /dev/zero ;;
+		ff) head -c 4080 /dev/zero | tr '\0' '\377' ;;
+		text) yes 'this is not a header, just text.' | head -c 4080 ;;
+		esac
+	} >"$1"
+	assert_equal "$(stat -c %s "$1")" 4096
+}
+
+# as_nobody CMD...: run CMD as an unprivileged user with no groups.
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+# A new directory others can read but not write, removed in teardown
+# (the per-test temp dir is private to root).
+world_readable_dir() {
+	local d
+	d=$(mktemp -d "${TMPDIR:-/tmp}/lockbox-ro.XXXXXX")
+	chmod 0755 "$d"
+	printf '%s\n' "$d" >>"$T/.cleanup"
+	printf '%s\n' "$d"
+}
+
+need_root_and_nobody() {
+	((EUID == 0)) || skip "needs root to switch to an unprivileged user"
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	as_nobody "$LOCKBOX" --version >/dev/null 2>&1 ||
+		skip "the unprivileged user cannot run $LOCKBOX"
+}
+
+@test "a directory is refused, not a lock file" {
+	mkdir "$T/dir"
+	refused "not a regular file" "$T/dir"
+	run -0 ls -A "$T/dir"
+	assert_output ""
+}
+
+@test "a FIFO is refused without hanging" {
+	mkfifo "$T/fifo"
+	refused "not a regular file" "$T/fifo"
+	assert [ -p "$T/fifo" ]
+}
+
+@test "a device is refused" {
+	[[ -c /dev/null ]] || skip "no /dev/null"
+	refused "not a regular file" /dev/null
+	assert [ -c /dev/null ]
+}
+
+@test "a dangling symlink is not followed: its target is never created" {
+	ln -s "$T/target" "$T/link"
+	refused "is a symbolic link; refusing to follow it" "$T/link"
+	assert [ ! -e "$T/target" ]
+	assert [ -L "$T/link" ]
+}
+
+@test "a symlink to an existing file is not followed: the file is unchanged" {
+	printf 'precious data\n' >"$T/target"
+	ln -s "$T/target" "$T/link"
+	local before
+	before=$(sha "$T/target")
+	refused "is a symbolic link; refusing to follow it" "$T/link"
+	assert_equal "$(sha "$T/target")" "$before"
+	# nor to an existing lock file
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	before=$(sha "$F")
+	ln -s "$F" "$T/link2"
+	refused "is a symbolic link; refusing to follow it" "$T/link2"
+	assert_equal "$(sha "$F")" "$before"
+}
+
+@test "a file that is not a lock file is left byte-identical" {
+	local name before
+	printf 'line one\nline two\n' >"$T/text"
+	head -c 6000 /dev/urandom >"$T/random"
+	printf '\n' >"$T/newline"
+	printf 'lockbox lock v1' >"$T/short-magic"
+	{
+		printf 'lockbox lock v2\n'
+		head -c 4080 /dev/zero
+	} >"$T/other-version"
+	{
+		printf 'lockbox lock v1\n'
+		head -c 4080 /dev/zero
+	} | tr 'l' 'L' >"$T/other-case"
+	for name in text random newline short-magic other-version other-case; do
+		before=$(sha "$T/$name")
+		refused "not a lockbox lock file; refusing to touch it" "$T/$name"
+		assert_equal "$(sha "$T/$name")" "$before"
+	done
+}
+
+@test "a file of zero bytes (not empty) is not a lock file and stays so" {
+	local size before
+	for size in 1 16 4096 5000; do
+		head -c "$size" /dev/zero >"$T/zeros"
+		before=$(sha "$T/zeros")
+		refused "not a lockbox lock file; refusing to touch it" "$T/zeros"
+		assert_equal "$(sha "$T/zeros")" "$before"
+		assert_equal "$(stat -c %s "$T/zeros")" "$size"
+	done
+}
+
+@test "an empty existing file is adopted" {
+	: >"$F"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 1
+	run -0 head -c 16 "$F"
+	assert_output "lockbox lock v1"
+}
+
+@test "a new lock file is created with mode 0666 minus the umask" {
+	run -0 sh -c 'umask 022 && exec "$@"' sh "$LOCKBOX" slots "$F" 1 true
+	assert_equal "$(stat -c %a "$F")" 644
+	run -0 sh -c 'umask 077 && exec "$@"' sh "$LOCKBOX" slots "$T/private" 1 true
+	assert_equal "$(stat -c %a "$T/private")" 600
+}
+
+@test "a corrupt header (magic intact) still works and never hangs" {
+	local fill lf
+	for fill in zero ff text; do
+		lf=$T/lock.$fill
+		magic_file "$lf" "$fill"
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
+		assert_output 1
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" check
+		assert_output 0
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" list
+		assert_output "SLOT  PID      AGE     COMMAND"
+		# and again with a holder in it, the header rewritten to garbage
+		start_holder "$lf" 3
+		magic_file "$T/fresh" "$fill"
+		dd if="$T/fresh" of="$lf" bs=16 skip=1 seek=1 count=255 conv=notrunc status=none
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" check
+		assert_output 1
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" list
+		assert_regex "${lines[1]}" "^1 +$HOLDER_PID "
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
+		assert_output 2
+		run -75 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" 1 true
+		assert_stderr "slots: $lf: held (PID $HOLDER_PID)"
+		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots -w 10 "$lf" 2 true
+		stop_pid "$HOLDER_PID"
+	done
+}
+
+@test "garbage holder records are never trusted over the locks" {
+	{
+		printf 'lockbox lock v1\n'
+		head -c 4080 /dev/zero
+		head -c 2048 /dev/zero | tr '\0' '\377'
+	} >"$F"
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" check
+	assert_output 0
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 1
+	# records copied from a live holder's file name a live PID, yet no
+	# lock backs them
+	start_holder "$T/real" 2
+	cp "$T/real" "$T/copy"
+	run -0 "$LOCKBOX" slots "$T/copy" check
+	assert_output 0
+	run -0 "$LOCKBOX" slots "$T/copy" list
+	assert_output "SLOT  PID      AGE     COMMAND"
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$T/copy" 1 sh -c "$SHOW_SLOT"
+	assert_output 1
+}
+
+@test "a slot locked by a foreign program counts as held" {
+	need_lockhold
+	# a header and no records: the lock byte of slot 1 is locked with no
+	# holder record behind it
+	magic_file "$F" zero
+	lockhold "$F" 4096 1
+	run -0 "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 2
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: held (PID ?)"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$LOCKHOLD_PID"
+	run -0 "$LOCKBOX" slots "$F" 1 sh -c "$SHOW_SLOT"
+	assert_output 1
+}
+
+@test "check and list on a read-only file work for another user" {
+	need_root_and_nobody
+	local d before
+	d=$(world_readable_dir)
+	local lf=$d/lock
+	start_holder "$lf" 2
+	chmod 0444 "$lf"
+	before=$(sha "$lf")
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots "$lf" check
+	assert_output 1
+	assert_stderr ""
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots "$lf" list
+	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex --json "$lf" check
+	assert_output "{\"file\":\"$lf\",\"held\":1}"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots --json "$lf" list
+	valid_json <<<"$output"
+	# taking a slot needs write access: a clear refusal, no change
+	run -125 --separate-stderr as_nobody "$LOCKBOX" slots "$lf" 2 true
+	assert_stderr "slots: $lf: Permission denied"
+	assert_equal "$(sha "$lf")" "$before"
+	assert_equal "$(stat -c %u:%a "$lf")" 0:444
+}
+
+@test "check and list of a missing file, as another user: 0, nothing, not created" {
+	need_root_and_nobody
+	local d
+	d=$(world_readable_dir)
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots "$d/missing" check
+	assert_output 0
+	assert_stderr ""
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots "$d/missing" list
+	assert_output "SLOT  PID      AGE     COMMAND"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots --json "$d/missing" list
+	assert_output "[]"
+	run -125 --separate-stderr as_nobody "$LOCKBOX" slots "$d/missing" 2 true
+	assert_stderr "slots: $d/missing: Permission denied"
+	assert [ ! -e "$d/missing" ]
+	run -0 ls -A "$d"
+	assert_output ""
+}
+
+# stuck_header: a lock file with one holder, whose header lock is then
+# held by a process that is stopped.
+stuck_header() {
+	need_lockhold
+	start_holder "$F" 2
+	lockhold "$F" 0 4096
+	kill -STOP "$LOCKHOLD_PID"
+}
+
+@test "a header locked by a stopped process: slots gives up with 125, not hanging" {
+	stuck_header
+	local t0 t1
+	t0=$SECONDS
+	run -125 --separate-stderr timeout 30 "$LOCKBOX" slots "$F" 2 touch "$T/ran"
+	t1=$SECONDS
+	assert_stderr "slots: $F: header locked for 5s by a stuck process (stopped?); giving up"
+	assert [ ! -e "$T/ran" ]
+	assert [ $((t1 - t0)) -ge 4 ]
+	assert [ $((t1 - t0)) -le 15 ]
+	# a longer -w does not lengthen that bound
+	run -125 --separate-stderr timeout 30 "$LOCKBOX" slots -w 1m "$F" 2 touch "$T/ran"
+	assert_stderr "slots: $F: header locked for 5s by a stuck process (stopped?); giving up"
+	assert [ $((SECONDS - t1)) -le 15 ]
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a header locked by a stopped process: check and list still answer" {
+	stuck_header
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
+}
+
+@test "a header locked by a stopped process: a short -w times out, blaming the header" {
+	stuck_header
+	run -75 --separate-stderr timeout 30 "$LOCKBOX" slots -w 2 "$F" 2 touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+	# one slot of two is held: "all 2 slots busy" would be false
+	assert_stderr "slots: $F: timed out after 2s; the lock file's header stayed locked (a stopped process?)"
+}

@@ -1,0 +1,465 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# slots (and mutex, a pool of one): LOCKBOX_SLOT, check and list, busy
+# messages, waiting, killed holders, mixed MAX, and --fd from a shell.
+
+load test_helper
+
+# busy_pids PID...: "PID 7" or "PIDs 7, 9" as the busy messages list them.
+busy_pids() {
+	local IFS=,
+	if (($# == 1)); then
+		printf 'PID %s' "$1"
+	else
+		printf 'PIDs %s' "$*" | sed 's/,/, /g'
+	fi
+}
+
+# spawn_sleeper APPLET ARG...: a holder whose command is plainly
+# `sleep 600`, once `check` shows it; its PID in SLEEPER_PID.
+spawn_sleeper() {
+	local before
+	before=$(held "$F")
+	spawn "$LOCKBOX" "$@" sleep 600
+	SLEEPER_PID=$SPAWN_PID
+	wait_for held_is "$F" $((before + 1))
+}
+
+@test "LOCKBOX_SLOT is 1..MAX and distinct while held" {
+	local pids=() slots=() i
+	for i in 1 2 3 4; do
+		start_holder "$F" 4
+		pids[HOLDER_SLOT]=$HOLDER_PID
+		slots+=("$HOLDER_SLOT")
+	done
+	assert_equal "$(printf '%s\n' "${slots[@]}" | sort -n | paste -sd' ')" "1 2 3 4"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 4 touch "$T/ran"
+	assert_stderr "slots: $F: all 4 slots busy ($(busy_pids "${pids[1]}" "${pids[2]}" "${pids[3]}" "${pids[4]}"))"
+	assert [ ! -e "$T/ran" ]
+	# the one slot freed is the one the next caller gets
+	stop_pid "${pids[2]}"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 sh -c "$SHOW_SLOT"
+	assert_output 2
+}
+
+@test "check and list while holders run" {
+	local pids=() i
+	for i in 1 2 3; do
+		spawn_sleeper slots "$F" 5
+		pids+=("$SLEEPER_PID")
+	done
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 3
+	assert_stderr ""
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_stderr ""
+	assert_equal "${#lines[@]}" 4
+	assert_equal "${lines[0]}" "SLOT  PID      AGE     COMMAND"
+	for i in 1 2 3; do
+		assert_regex "${lines[i]}" "^$i +${pids[i - 1]} +[0-9]+(ms|s|m[0-9]*s?) +sleep 600\$"
+	done
+	# mutex sees the same holders
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 3
+	stop_pid "${pids[1]}"
+	run -0 "$LOCKBOX" slots "$F" check
+	assert_output 2
+	run -0 "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[1]}" "^1 +${pids[0]} "
+	assert_regex "${lines[2]}" "^3 +${pids[2]} "
+}
+
+@test "check and list --json while holders run" {
+	local pids=() i
+	for i in 1 2; do
+		spawn_sleeper slots "$F" 5
+		pids+=("$SLEEPER_PID")
+	done
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" check
+	assert_output "{\"file\":\"$F\",\"held\":2}"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	assert_stderr ""
+	assert_equal "${#lines[@]}" 1
+	valid_json <<<"$output"
+	local json=$output
+	if command -v python3 >/dev/null; then
+		run -0 python3 -c '
+import json, os, socket, sys
+v = json.loads(sys.argv[1])
+for x in v:
+    assert sorted(x) == ["age_seconds", "command", "host", "pid", "slot", "started", "uid"], x
+    assert x["uid"] == os.getuid() and x["host"] == socket.gethostname(), x
+    assert x["command"] == "sleep 600" and 0 <= x["age_seconds"] < 600, x
+    assert isinstance(x["started"], int) and x["started"] > 1500000000, x
+    print(x["slot"], x["pid"])
+' "$json"
+		assert_equal "$output" "1 ${pids[0]}"$'\n'"2 ${pids[1]}"
+	else
+		assert_regex "$json" "^\[\{\"slot\":1,\"pid\":${pids[0]},.*\},\{\"slot\":2,\"pid\":${pids[1]},.*\}\]\$"
+	fi
+}
+
+@test "check and list on a missing file: 0 and no holders, file not created" {
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 0
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_output "SLOT  PID      AGE     COMMAND"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" check
+	assert_output "{\"file\":\"$F\",\"held\":0}"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
+	assert_output "[]"
+	assert_stderr ""
+	assert [ ! -e "$F" ]
+}
+
+@test "busy: the message names the holders' PIDs" {
+	local a b c
+	start_holder "$F" 3
+	a=$HOLDER_PID
+	start_holder "$F" 3
+	b=$HOLDER_PID
+	start_holder "$F" 3
+	c=$HOLDER_PID
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: all 3 slots busy (PIDs $a, $b, $c)"
+	assert_equal "$output" ""
+	stop_pid "$b"
+	stop_pid "$c"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: held (PID $a)"
+	start_holder "$F" 2
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 touch "$T/ran"
+	assert_stderr "slots: $F: all 2 slots busy (PIDs $a, $HOLDER_PID)"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "-q silences the busy message, not the status" {
+	start_holder "$F" 1
+	run -75 --separate-stderr "$LOCKBOX" slots -q "$F" 1 touch "$T/ran"
+	assert_stderr ""
+	run -75 --separate-stderr "$LOCKBOX" slots --quiet -w 100ms "$F" 1 touch "$T/ran"
+	assert_stderr ""
+	run -75 --separate-stderr "$LOCKBOX" mutex -q "$F" touch "$T/ran"
+	assert_stderr ""
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "-v says which slot was taken, on stderr" {
+	start_holder "$F" 4
+	run -0 --separate-stderr "$LOCKBOX" slots -v "$F" 4 sh -c "$SAY_SLOT"
+	assert_stderr "slots: $F: took slot 2 of 4"
+	assert_output "slot 2"
+	run -0 --separate-stderr "$LOCKBOX" slots --verbose "$F" 4 true
+	assert_stderr "slots: $F: took slot 2 of 4"
+}
+
+@test "-E CODE with a wait that times out" {
+	start_holder "$F" 1
+	run -7 --separate-stderr "$LOCKBOX" slots -E 7 -w 200ms "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: timed out after 200ms; held (PID $HOLDER_PID)"
+	run -0 --separate-stderr "$LOCKBOX" slots -qE 0 -w 100ms "$F" 1 touch "$T/ran"
+	assert_stderr ""
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "-w waits and takes the slot a holder frees" {
+	start_holder "$F" 1
+	local holder=$HOLDER_PID
+	spawn "$LOCKBOX" slots -w 60 "$F" 1 sh -c "$SLOT_TO_FILE" sh "$T/waiter.ran"
+	local waiter=$SPAWN_PID
+	# the waiter is blocked in the kernel on the held slot
+	wait_for waiting_on "$F" 1
+	assert [ ! -e "$T/waiter.ran" ]
+	kill -TERM "$holder"
+	wait_for test -s "$T/waiter.ran"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/waiter.ran")" 1
+	run -0 held "$F"
+	assert_output 0
+}
+
+@test "-w times out with 75 and the timed-out message" {
+	local a b t0 t1
+	start_holder "$F" 2
+	a=$HOLDER_PID
+	start_holder "$F" 2
+	b=$HOLDER_PID
+	t0=${EPOCHREALTIME/./}
+	run -75 --separate-stderr "$LOCKBOX" slots -w 500ms "$F" 2 touch "$T/ran"
+	t1=${EPOCHREALTIME/./}
+	assert_stderr "slots: $F: timed out after 500ms; all 2 slots busy (PIDs $a, $b)"
+	# it did wait, and gave up at the deadline rather than hanging
+	assert [ $((t1 - t0)) -ge 490000 ]
+	assert [ $((t1 - t0)) -lt 20000000 ]
+	run -75 --separate-stderr "$LOCKBOX" slots --wait 1 "$F" 2 touch "$T/ran"
+	assert_stderr "slots: $F: timed out after 1s; all 2 slots busy (PIDs $a, $b)"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "SIGKILL of a holder frees its slot at once" {
+	local pids=() slot=() i
+	for i in 1 2 3; do
+		start_holder "$F" 3
+		pids+=("$HOLDER_PID")
+		slot+=("$HOLDER_SLOT")
+	done
+	kill -KILL "${pids[1]}"
+	reap "${pids[1]}"
+	assert_equal "$REAP_STATUS" 137
+	# no polling: the kernel dropped the lock before the holder was reaped
+	run -0 held "$F"
+	assert_output 2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 3 sh -c "$SHOW_SLOT"
+	assert_output "${slot[1]}"
+}
+
+@test "a waiter takes the slot of a SIGKILLed holder" {
+	local a b
+	start_holder "$F" 2
+	a=$HOLDER_PID
+	start_holder "$F" 2
+	b=$HOLDER_PID
+	local slot_b=$HOLDER_SLOT
+	spawn "$LOCKBOX" slots -w 60 "$F" 2 sh -c "$SLOT_TO_FILE" sh "$T/waiter.ran"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	assert [ ! -e "$T/waiter.ran" ]
+	kill -KILL "$b"
+	wait_for test -s "$T/waiter.ran"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/waiter.ran")" "$slot_b"
+	run -0 held "$F"
+	assert_output 1
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
+	assert_stderr "slots: $F: held (PID $a)"
+}
+
+@test "the count stays right when callers use different MAX on one file" {
+	local pids=() i
+	for i in 1 2 3; do
+		start_holder "$F" 5
+		pids+=("$HOLDER_PID")
+	done
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 touch "$T/ran"
+	assert_stderr "slots: $F: all 2 slots busy ($(busy_pids "${pids[@]}"))"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: all 3 slots busy ($(busy_pids "${pids[@]}"))"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 sh -c "$SHOW_SLOT"
+	assert_output 4
+	# a holder at MAX 4 fills the pool for MAX 4 but not for MAX 5
+	start_holder "$F" 4
+	assert_equal "$HOLDER_SLOT" 4
+	run -75 "$LOCKBOX" slots "$F" 4 true
+	run -0 "$LOCKBOX" slots "$F" 5 sh -c "$SHOW_SLOT"
+	assert_output 5
+}
+
+@test "a shrunk MAX counts holders, not slot numbers" {
+	local pids=() i
+	for i in 1 2 3 4 5; do
+		start_holder "$F" 5
+		pids[HOLDER_SLOT]=$HOLDER_PID
+	done
+	stop_pid "${pids[1]}"
+	stop_pid "${pids[2]}"
+	stop_pid "${pids[3]}"
+	# slots 4 and 5 held: two holders, whatever their numbers
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 touch "$T/ran"
+	assert_stderr "slots: $F: all 2 slots busy ($(busy_pids "${pids[4]}" "${pids[5]}"))"
+	assert [ ! -e "$T/ran" ]
+	run -0 "$LOCKBOX" slots "$F" 3 sh -c "$SHOW_SLOT"
+	assert_output 1
+	start_holder "$F" 3
+	assert_equal "$HOLDER_SLOT" 1
+	run -75 "$LOCKBOX" slots "$F" 3 true
+	run -0 held "$F"
+	assert_output 3
+}
+
+@test "a background child of the command keeps the slot (OFD)" {
+	need_ofd
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 sh -c 'sleep 600 </dev/null >/dev/null 2>&1 3>&- & echo "$!"'
+	local child=$output
+	track_pid "$child"
+	run -0 held "$F"
+	assert_output 1
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+	kill -KILL "$child"
+	wait_for held_is "$F" 0
+	run -0 "$LOCKBOX" slots "$F" 1 true
+}
+
+@test "the command opening and closing the lock file does not drop its slot (OFD)" {
+	need_ofd
+	# shellcheck disable=SC2016 # for the holder's sh
+	spawn "$LOCKBOX" slots "$F" 1 sh -c '
+		: <"$1"
+		exec 7<"$1"
+		exec 7<&-
+		exec 8<>"$1"
+		exec 8>&-
+		touch "$2"
+		exec sleep 600' sh "$F" "$T/closed"
+	wait_for test -e "$T/closed"
+	run -0 held "$F"
+	assert_output 1
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: held (PID $SPAWN_PID)"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "acquire --fd and release --fd from bash" {
+	need_ofd
+	local fd fd2 fd3 slot
+	exec {fd}<>"$F"
+	# the helper exits; the lock stays with this shell's open file
+	slot=$("$LOCKBOX" slots acquire --fd "$fd" 2)
+	assert_equal "$slot" 1
+	run -0 held "$F"
+	assert_output 1
+	# a second acquire elsewhere sees it
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 2
+	exec {fd2}<>"$F"
+	"$LOCKBOX" slots acquire --fd "$fd2" 2 >"$T/slot2"
+	assert_equal "$(cat "$T/slot2")" 2
+	# the holder recorded is the caller, the helper's parent
+	run -0 "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[2]}" "^2 +$BASHPID "
+	exec {fd3}<>"$F"
+	run -75 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd3" 2
+	assert_output ""
+	# messages name the file the fd is open on
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy \\(PIDs [0-9]+, $BASHPID\\)\$"
+	# release frees it
+	run -0 --separate-stderr "$LOCKBOX" slots release --fd "$fd"
+	assert_stderr ""
+	assert_output ""
+	run -0 held "$F"
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd3" 2
+	assert_output 1
+	run -0 "$LOCKBOX" slots release --fd "$fd3"
+	run -0 "$LOCKBOX" slots release --fd "$fd2"
+	run -0 held "$F"
+	assert_output 0
+	# releasing what is not held is harmless
+	run -0 --separate-stderr "$LOCKBOX" slots release --fd "$fd"
+	exec {fd}>&- {fd2}>&- {fd3}>&-
+}
+
+@test "mutex acquire --fd and release --fd from bash" {
+	need_ofd
+	local fd fd2
+	exec {fd}<>"$F" {fd2}<>"$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd"
+	assert_output 1
+	run -75 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd2"
+	assert_output ""
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+	run -0 "$LOCKBOX" mutex release --fd "$fd"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
+	exec {fd}>&- {fd2}>&-
+}
+
+@test "acquire -E 0 when busy prints no slot (it took none)" {
+	need_ofd
+	start_holder "$F" 1
+	local fd
+	exec {fd}<>"$F"
+	run -0 --separate-stderr "$LOCKBOX" slots acquire -E 0 --fd "$fd" 1
+	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	assert_output ""
+	exec {fd}>&-
+}
+
+@test "acquire --fd refuses a read-only fd, a bad fd, a foreign file" {
+	need_ofd
+	local ro other before
+	printf 'precious\n' >"$T/other"
+	before=$(sha "$T/other")
+	exec {ro}<"$T/other"
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$ro" 2
+	assert_stderr "slots: $T/other: not open for writing"
+	assert_output ""
+	exec {ro}<&-
+	: >"$F"
+	exec {ro}<"$F"
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$ro" 2
+	assert_stderr "slots: $F: not open for writing"
+	exec {ro}<&-
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd 987 2
+	assert_stderr "slots: fd 987: Bad file descriptor"
+	exec {other}<>"$T/other"
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$other" 2
+	assert_stderr "slots: $T/other: not a lockbox lock file; refusing to touch it"
+	run -125 --separate-stderr "$LOCKBOX" slots release --fd "$other"
+	assert_stderr "slots: $T/other: not a lockbox lock file; refusing to touch it"
+	exec {other}>&-
+	assert_equal "$(sha "$T/other")" "$before"
+}
+
+@test "--fd on a classic POSIX lock build: refused with 125" {
+	if ofd_build; then
+		skip "this build has open-file-description locks"
+	fi
+	local fd
+	exec {fd}<>"$F"
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" 2
+	assert_stderr "slots: $F: --fd needs open file description locks, which this build lacks"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" mutex release --fd "$fd"
+	assert_stderr "mutex: $F: --fd needs open file description locks, which this build lacks"
+	exec {fd}>&-
+}
+
+@test "mutex and slots F 1 exclude each other and list each other's holders" {
+	spawn_sleeper mutex "$F"
+	local m=$SLEEPER_PID
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: held (PID $m)"
+	run -0 "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^1 +$m +[0-9]+m?s +sleep 600\$"
+	stop_pid "$m"
+	spawn_sleeper slots "$F" 1
+	local s=$SLEEPER_PID
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $s \\(sleep 600, [0-9]+m?s\\)\$"
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[1]}" "^1 +$s +[0-9]+m?s +sleep 600\$"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	assert [ ! -e "$T/ran" ]
+	# a pool of two still has room beside the mutex holder
+	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 2
+}
+
+@test "mutex busy message names the holder's PID, command and age" {
+	spawn_sleeper mutex "$F"
+	local m=$SLEEPER_PID f
+	f=$(re_quote "$F")
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr_regex "^mutex: $f: held by PID $m \\(sleep 600, [0-9]+m?s\\)\$"
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
+	assert_stderr_regex "^mutex: $f: timed out after 300ms; held by PID $m \\(sleep 600, [0-9]+m?s\\)\$"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "mutex runs a command named check after --" {
+	printf '#!/bin/sh\necho "my check ran"\n' >"$T/check"
+	chmod +x "$T/check"
+	PATH=$T:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" -- check
+	assert_output "my check ran"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}

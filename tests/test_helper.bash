@@ -1,0 +1,254 @@
+# shellcheck shell=bash
+# Shared setup for the lockbox bats suite: the binary under test, a private
+# temp dir per test, bounded waits on observable state, background holders
+# and their cleanup.
+
+bats_require_minimum_version 1.5.0
+bats_load_library bats-support
+bats_load_library bats-assert
+
+# The binary under test: $LOCKBOX (make check exports it), else the build
+# tree's, else the one beside this directory (an in-tree build).
+if [[ -z ${LOCKBOX_BUILDDIR:-} ]]; then
+	LOCKBOX_BUILDDIR=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+fi
+: "${LOCKBOX:=$LOCKBOX_BUILDDIR/lockbox}"
+if [[ $LOCKBOX == */* && $LOCKBOX != /* ]]; then
+	LOCKBOX=$PWD/$LOCKBOX
+fi
+LOCKHOLD=$LOCKBOX_BUILDDIR/tests/lockhold
+export LOCKBOX LOCKBOX_BUILDDIR LOCKHOLD
+
+# Generous, for a loaded machine: a bound that only a real hang exceeds.
+WAIT_LIMIT=${LOCKBOX_TEST_WAIT_LIMIT:-30}
+
+# The common setup; a file with a setup of its own calls lockbox_setup.
+setup() {
+	lockbox_setup
+}
+
+lockbox_setup() {
+	T=$BATS_TEST_TMPDIR
+	# shellcheck disable=SC2034 # the lock file the test files use
+	F=$T/lock
+	PIDFILE=$T/.pids
+	: >"$PIDFILE"
+	# paths outside $T that teardown removes (also: lines of $T/.cleanup,
+	# for helpers that run in a subshell)
+	CLEANUP_DIRS=()
+	HOLDERS=0
+}
+
+teardown() {
+	kill_tracked
+	# paths made outside $T go too
+	local d
+	for d in "${CLEANUP_DIRS[@]+"${CLEANUP_DIRS[@]}"}"; do
+		rm -rf -- "$d"
+	done
+	if [[ -f ${T:-}/.cleanup ]]; then
+		while read -r d; do
+			rm -rf -- "$d"
+		done <"$T/.cleanup"
+	fi
+}
+
+# The start time of a process (field 22 of /proc/PID/stat), or nothing.
+proc_starttime() {
+	local stat fields
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	read -ra fields <<<"$stat"
+	printf '%s\n' "${fields[19]}"
+}
+
+# Remember a PID this test started (a child or a grandchild), together
+# with its start time, so teardown never signals a recycled PID.
+track_pid() {
+	printf '%s %s\n' "$1" "$(proc_starttime "$1")" >>"$PIDFILE"
+}
+
+kill_tracked() {
+	local pid st
+	[[ -f ${PIDFILE:-} ]] || return 0
+	while read -r pid st; do
+		if [[ -n $st && $(proc_starttime "$pid") == "$st" ]]; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done <"$PIDFILE"
+	# reap our own children; wait returns at once for anyone else's
+	while read -r pid st; do
+		wait "$pid" 2>/dev/null || true
+	done <"$PIDFILE"
+	: >"$PIDFILE"
+}
+
+# wait_for [-t SECONDS] CMD [ARG...]: poll CMD every 20ms until it
+# succeeds; fail the test if it has not within the limit, or at once when
+# CMD returns 2 (it saw that the state it waits for can never come).
+wait_for() {
+	local limit=$WAIT_LIMIT rc
+	if [[ $1 == -t ]]; then
+		limit=$2
+		shift 2
+	fi
+	local deadline=$((SECONDS + limit + 1))
+	while :; do
+		"$@" && return 0
+		rc=$?
+		if ((rc == 2)); then
+			fail "wait_for: gave up: $*"
+			return 1
+		fi
+		if ((SECONDS >= deadline)); then
+			fail "wait_for: still false after ${limit}s: $*"
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
+# spawn CMD [ARG...]: run CMD in the background, its output in
+# $T/spawn.N.out and .err; the PID in SPAWN_PID (tracked for teardown).
+# fd 3 is closed so that bats never waits on it.
+SPAWNS=0
+spawn() {
+	SPAWNS=$((SPAWNS + 1))
+	SPAWN_OUT=$T/spawn.$SPAWNS.out
+	SPAWN_ERR=$T/spawn.$SPAWNS.err
+	"$@" </dev/null >"$SPAWN_OUT" 2>"$SPAWN_ERR" 3>&- &
+	SPAWN_PID=$!
+	track_pid "$SPAWN_PID"
+}
+
+# The command a holder runs once it has its slot: it records LOCKBOX_SLOT
+# in MARKER (atomically) and then execs a long sleep, so the holder's PID
+# stays the lockbox PID until the test kills it.
+# shellcheck disable=SC2016 # expanded by the holder's sh, not here
+HOLD_SCRIPT='printf "%s\n" "$LOCKBOX_SLOT" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600'
+
+# start_holder_with APPLET [OPTION...] LOCKFILE [MAX]: hold a slot in the
+# background and wait until it is held. Sets HOLDER_PID and HOLDER_SLOT.
+start_holder_with() {
+	HOLDERS=$((HOLDERS + 1))
+	local marker=$T/holder.$HOLDERS
+	spawn "$LOCKBOX" "$@" sh -c "$HOLD_SCRIPT" sh "$marker"
+	HOLDER_PID=$SPAWN_PID
+	wait_for holder_ready "$marker" "$HOLDER_PID" || return 1
+	# shellcheck disable=SC2034 # for the test files
+	HOLDER_SLOT=$(cat "$marker")
+}
+
+# start_holder LOCKFILE MAX: the same with `lockbox slots LOCKFILE MAX`.
+start_holder() {
+	start_holder_with slots "$@"
+}
+
+holder_ready() {
+	[[ -s $1 ]] && return 0
+	# a holder that exited (refused, failed) will never be ready
+	if ! kill -0 "$2" 2>/dev/null; then
+		printf 'holder %s exited before taking its slot: %s\n' "$2" "$(cat "$SPAWN_ERR")" >&2
+		return 2
+	fi
+	return 1
+}
+
+# stop_pid PID: SIGKILL a background process of ours and reap it.
+stop_pid() {
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# held LOCKFILE: the number of held slots, as `check` reports it.
+held() {
+	"$LOCKBOX" slots "$1" check
+}
+
+held_is() {
+	[[ $(held "$1") == "$2" ]]
+}
+
+# lock_waiters LOCKFILE: how many lock requests the kernel has blocked on
+# LOCKFILE (the "->" lines of /proc/locks for its inode).
+lock_waiters() {
+	local ino
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") { n++ } END { print n + 0 }' /proc/locks
+}
+
+# waiting_on LOCKFILE N: at least N blocked lock requests on LOCKFILE.
+waiting_on() {
+	(($(lock_waiters "$1") >= $2))
+}
+
+# True when the binary uses open-file-description locks.
+ofd_build() {
+	"$LOCKBOX" --version | grep -q 'open-file-description'
+}
+
+need_ofd() {
+	ofd_build || skip "needs open-file-description locks; this build has classic POSIX locks"
+}
+
+# tests/lockhold plays a foreign or stuck lock holder (built by make check).
+need_lockhold() {
+	[[ -x $LOCKHOLD ]] || skip "tests/lockhold is not built (make tests/lockhold)"
+	[[ -r /proc/locks ]] || skip "no /proc/locks"
+}
+
+# lockhold FILE START LEN: lock bytes of FILE from another process; sets
+# LOCKHOLD_PID once the lock is held. A POSIX build's helper needs -p.
+lockhold() {
+	local ready=$T/lockhold.$SPAWNS.ready mode=()
+	ofd_build || mode=(-p)
+	spawn "$LOCKHOLD" "${mode[@]}" "$1" "$2" "$3" "$ready"
+	# shellcheck disable=SC2034 # for the test files
+	LOCKHOLD_PID=$SPAWN_PID
+	wait_for test -e "$ready"
+}
+
+sha() {
+	sha256sum "$1" | cut -d' ' -f1
+}
+
+# A JSON document on stdin is well-formed (python3 when there is one).
+valid_json() {
+	if command -v python3 >/dev/null; then
+		python3 -m json.tool >/dev/null
+	else
+		grep -Eq '^[[{].*[]}]$'
+	fi
+}
+
+# A string quoted for use inside an extended regular expression.
+re_quote() {
+	printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'
+}
+
+# reap PID: wait for a background process of ours; its status in
+# REAP_STATUS (`run wait` would wait in a subshell, which cannot).
+reap() {
+	local st=0
+	wait "$1" || st=$?
+	# shellcheck disable=SC2034 # for the test files
+	REAP_STATUS=$st
+}
+
+# run --separate-stderr leaves the command's stderr in $stderr.
+assert_stderr() {
+	# shellcheck disable=SC2154 # set by bats' run
+	assert_equal "$stderr" "$1"
+}
+
+assert_stderr_regex() {
+	assert_regex "$stderr" "$1"
+}
+
+# Commands for lockbox to run, expanded by their own sh, not here.
+# shellcheck disable=SC2016,SC2034
+SHOW_SLOT='echo "$LOCKBOX_SLOT"'
+# shellcheck disable=SC2016,SC2034
+SAY_SLOT='echo "slot $LOCKBOX_SLOT"'
+# shellcheck disable=SC2016,SC2034
+SLOT_TO_FILE='echo "$LOCKBOX_SLOT" >"$1"'
