@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "applets.h"
 #include "err.h"
@@ -11,7 +12,7 @@
 
 #define USAGE \
 	"usage: lockbox APPLET [ARG...]\n" \
-	"       lockbox --help | --version | --list"
+	"       lockbox --help | --version | --list | --shell-lib"
 
 struct applet {
 	const char *name;
@@ -45,6 +46,32 @@ static int run(const char *name, int argc, char **argv)
 	return a->main(argc, argv);
 }
 
+/*
+ * The bash library's path: the installed copy for the installed binary, else
+ * the source tree's, so '. "$(./lockbox --shell-lib)"' works in a build tree.
+ */
+static int shell_lib(void)
+{
+	char *self = realpath("/proc/self/exe", NULL);
+	char *installed = realpath(LOCKBOX_BINDIR "/" PACKAGE, NULL);
+	int is_installed = self != NULL && installed != NULL && strcmp(self, installed) == 0;
+	const char *path = NULL;
+
+	free(self);
+	free(installed);
+	if (!is_installed && access(LOCKBOX_SRC_SHELL_LIB, R_OK) == 0)
+		path = LOCKBOX_SRC_SHELL_LIB;
+	else if (access(LOCKBOX_SHELL_LIB, R_OK) == 0)
+		path = LOCKBOX_SHELL_LIB;
+	if (path == NULL) {
+		lb_warnx("no shell library at %s", LOCKBOX_SHELL_LIB);
+		return LB_EXIT_FAIL;
+	}
+	printf("%s\n", path);
+	lb_close_stdout();
+	return LB_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
@@ -62,6 +89,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < NAPPLETS; i++)
 			printf(" %s", applets[i].name);
 		printf("\nRun 'lockbox APPLET --help' for one; see lockbox(1).\n");
+		printf("'lockbox --shell-lib' prints the bash library's path; see lockbox-shell(7).\n");
 		lb_close_stdout();
 		return LB_EXIT_OK;
 	}
@@ -74,6 +102,8 @@ int main(int argc, char **argv)
 		lb_close_stdout();
 		return LB_EXIT_OK;
 	}
+	if (strcmp(argv[1], "--shell-lib") == 0)
+		return shell_lib();
 	if (strcmp(argv[1], "--list") == 0) {
 		for (i = 0; i < NAPPLETS; i++)
 			printf("%s\n", applets[i].name);

@@ -1,0 +1,747 @@
+# lockbox.bash: mutexes, slots and waitfor for bash scripts, on lockbox's kernel-held locks.
+# shellcheck shell=bash
+#
+# Source it at the top level of a script (not from inside a function: its
+# state is global), with bash 4.1 or later:
+#
+#     . "$(lockbox --shell-lib)"
+#     acquire_mutex /run/lock/nightly.lock || exit 0
+#
+# The shell opens the lock file; the lockbox binary locks the open file
+# (an open-file-description lock), so the lock lives exactly as long as this
+# shell keeps the fd or until it is released. See lockbox-shell(7).
+#
+# Public: acquire_mutex, release_mutex, mutex, acquire_slot, release_slot,
+# waitfor, and a wrapper for the trap builtin that keeps the release on EXIT
+# chained with the script's own EXIT trap. Everything else is _lockbox_*.
+
+if [[ -n ${_lockbox_loaded-} ]]; then
+	return 0
+fi
+if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 1))); then
+	printf 'lockbox.bash: needs bash 4.1 or later, this is %s\n' "$BASH_VERSION" >&2
+	return 125
+fi
+
+# The binary, resolved once: a later change of PATH or LOCKBOX does not matter.
+_lockbox_bin=${LOCKBOX:-lockbox}
+if [[ $_lockbox_bin != */* ]]; then
+	_lockbox_bin=$(type -P "$_lockbox_bin") || _lockbox_bin=
+fi
+if [[ -z $_lockbox_bin || ! -x $_lockbox_bin ]]; then
+	printf 'lockbox.bash: cannot find the lockbox binary (%s)\n' "${LOCKBOX:-lockbox}" >&2
+	return 125
+fi
+
+# Per lock, keyed by the lock file's absolute path. Plain declare at the top
+# level is global when this file is sourced at the top level (declare -g
+# needs bash 4.2). An entry is live only while _lockbox_pid[F] is $BASHPID:
+# a subshell inherits the arrays but not the ownership.
+declare -A _lockbox_fd=()	# F -> the fd this shell opened on F
+declare -A _lockbox_pid=()	# F -> $BASHPID of the shell that holds F
+declare -A _lockbox_kind=()	# F -> mutex or slots
+declare -A _lockbox_slot=()	# F -> the slot number held on F
+_lockbox_slot_file=		# the F that LOCKBOX_SLOT came from
+_lockbox_r=			# a function's result (no subshell needed)
+
+# The EXIT trap: _lockbox_exit_pid is the $BASHPID whose real EXIT trap is
+# _lockbox_on_exit; _lockbox_exit_cmd is the script's own EXIT command, which
+# that handler runs after releasing the locks (_lockbox_exit_set: it has one).
+_lockbox_exit_pid=
+_lockbox_exit_cmd=
+_lockbox_exit_set=0
+# An EXIT trap set through the trap wrapper before the first acquire, by
+# shell $_lockbox_seen_pid (in a subshell, trap -p still shows the parent's).
+_lockbox_seen_pid=
+_lockbox_seen_cmd=
+_lockbox_seen_set=0
+
+_lockbox_loaded=1
+
+_lockbox_warn() {
+	printf '%s\n' "$*" >&2
+}
+
+# Status N, for $? in code that runs next.
+_lockbox_status() {
+	return "$1"
+}
+
+# _lockbox_r: FILE made absolute (the key of the state arrays).
+_lockbox_key() {
+	if [[ $1 == /* ]]; then
+		_lockbox_r=$1
+	else
+		_lockbox_r=${PWD%/}/$1
+	fi
+}
+
+# _lockbox_r: the default lock file, from $LOCKBOX_MUTEX_FILE or the script's name.
+_lockbox_default_file() {
+	local name dir
+	if [[ -n ${LOCKBOX_MUTEX_FILE-} ]]; then
+		_lockbox_r=$LOCKBOX_MUTEX_FILE
+		return 0
+	fi
+	name=${0##*/}
+	name=${name#-}
+	name=${name//[^A-Za-z0-9._-]/_}
+	if [[ -z $name || $name == . || $name == .. ]]; then
+		name=lockbox
+	fi
+	if [[ -d /run/lock && -w /run/lock ]]; then
+		dir=/run/lock
+	elif [[ -n ${XDG_RUNTIME_DIR-} && -d $XDG_RUNTIME_DIR && -w $XDG_RUNTIME_DIR ]]; then
+		dir=$XDG_RUNTIME_DIR
+	else
+		dir=/tmp
+	fi
+	_lockbox_r=$dir/$name.lock
+}
+
+# _lockbox_held FILE: whether this shell holds the lock on FILE (the key).
+_lockbox_held() {
+	[[ -n ${_lockbox_fd[$1]-} && ${_lockbox_pid[$1]-} == "$BASHPID" ]]
+}
+
+# _lockbox_open APPLET FILE: _lockbox_r is a new read-write fd on FILE.
+# bash would follow a symlink and block on a FIFO: refuse them first.
+_lockbox_open() {
+	local app=$1 file=$2 fd msg
+	if [[ -L $file ]]; then
+		_lockbox_warn "$app: $file: is a symbolic link; refusing to follow it"
+		return 125
+	fi
+	if [[ -e $file && ! -f $file ]]; then
+		_lockbox_warn "$app: $file: not a regular file"
+		return 125
+	fi
+	if { exec {fd}<>"$file"; } 2>/dev/null; then
+		_lockbox_r=$fd
+		return 0
+	fi
+	# bash's own words for why, without its "script: line N:" prefix
+	msg=$({ exec {fd}<>"$file"; } 2>&1) || :
+	msg=${msg##*"$file": }
+	_lockbox_warn "$app: $file: ${msg:-cannot open}"
+	return 125
+}
+
+# _lockbox_close FD
+_lockbox_close() {
+	local fd=$1
+	exec {fd}>&-
+}
+
+# _lockbox_acquire APPLET QUIET FILE [MAX]: take a slot (mutex: the one slot).
+_lockbox_acquire() {
+	local app=$1 quiet=$2 file=$3 key fd out slot rc=0
+	local -a args=("$app" acquire)
+	if ((quiet)); then
+		args+=(-q)
+	fi
+	_lockbox_key "$file"
+	key=$_lockbox_r
+	if _lockbox_held "$key"; then
+		# already ours: taking it again changes nothing
+		if [[ $app == slots ]]; then
+			LOCKBOX_SLOT=${_lockbox_slot[$key]}
+			_lockbox_slot_file=$key
+			export LOCKBOX_SLOT
+		fi
+		return 0
+	fi
+	_lockbox_open "$app" "$file" || return
+	fd=$_lockbox_r
+	args+=(--fd "$fd")
+	if [[ $app == slots ]]; then
+		args+=("$4")
+	fi
+	# exec: the binary's parent is this shell, whatever the bash version
+	# does with $(...), so the holder recorded is $BASHPID. Without -v the
+	# binary prints the slot on stdout only on success and messages on
+	# stderr, so one capture of both can be told apart.
+	out=$(exec "$_lockbox_bin" "${args[@]}" 2>&1) || rc=$?
+	if ((rc != 0)); then
+		_lockbox_close "$fd"
+		if [[ -n $out ]]; then
+			_lockbox_warn "$out"
+		fi
+		return "$rc"
+	fi
+	slot=${out##*$'\n'}
+	if [[ $out == *$'\n'* ]]; then
+		_lockbox_warn "${out%$'\n'*}"
+	fi
+	if [[ ! $slot =~ ^[0-9]+$ ]]; then
+		_lockbox_warn "$app: $file: no slot number from $_lockbox_bin"
+		"$_lockbox_bin" "$app" release --fd "$fd" 2>/dev/null || :
+		_lockbox_close "$fd"
+		return 125
+	fi
+	_lockbox_fd[$key]=$fd
+	_lockbox_pid[$key]=$BASHPID
+	_lockbox_kind[$key]=$app
+	_lockbox_slot[$key]=$slot
+	if [[ $app == slots ]]; then
+		LOCKBOX_SLOT=$slot
+		_lockbox_slot_file=$key
+		export LOCKBOX_SLOT
+	fi
+	_lockbox_arm
+	return 0
+}
+
+# _lockbox_drop KEY: unlock, then close. The explicit unlock matters: a
+# background child that inherited the fd shares the open file, and closing
+# our copy alone would leave the lock with it.
+_lockbox_drop() {
+	local key=$1 fd=${_lockbox_fd[$1]} rc=0
+	"$_lockbox_bin" "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
+	_lockbox_close "$fd"
+	_lockbox_fd[$key]=
+	_lockbox_pid[$key]=
+	_lockbox_slot[$key]=
+	if [[ $_lockbox_slot_file == "$key" ]]; then
+		_lockbox_slot_file=
+		unset LOCKBOX_SLOT
+	fi
+	return "$rc"
+}
+
+# _lockbox_release KIND [FILE]: FILE's lock, or with no FILE every lock of
+# KIND this shell holds. Not holding it (a lock of the parent shell, seen
+# from a subshell, included) is no error and changes nothing.
+_lockbox_release() {
+	local kind=$1 key rc=0
+	if (($# > 1)); then
+		_lockbox_key "$2"
+		key=$_lockbox_r
+		if _lockbox_held "$key"; then
+			_lockbox_drop "$key" || rc=$?
+		fi
+		return "$rc"
+	fi
+	if ((${#_lockbox_fd[@]} == 0)); then
+		return 0
+	fi
+	for key in "${!_lockbox_fd[@]}"; do
+		if [[ ${_lockbox_kind[$key]} == "$kind" ]] && _lockbox_held "$key"; then
+			_lockbox_drop "$key" || rc=$?
+		fi
+	done
+	return "$rc"
+}
+
+# Every lock this shell holds, mutexes and slots (the EXIT trap does this;
+# a script that replaces the EXIT trap with 'builtin trap' can call it).
+_lockbox_release_all() {
+	local key rc=0
+	if ((${#_lockbox_fd[@]} == 0)); then
+		return 0
+	fi
+	for key in "${!_lockbox_fd[@]}"; do
+		if _lockbox_held "$key"; then
+			_lockbox_drop "$key" || rc=$?
+		fi
+	done
+	return "$rc"
+}
+
+# The real EXIT trap once a lock was taken: release, then run the script's
+# own EXIT command with $? still the exit status. Releasing first means a
+# script command that calls exit, fails under set -e, or hangs cannot keep
+# the lock held by a background child. bash exits with the status it had
+# before the trap unless the script's command calls exit.
+_lockbox_on_exit() {
+	local _lockbox_rc=$?
+	_lockbox_release_all || :
+	if ((_lockbox_exit_set)) && [[ -n $_lockbox_exit_cmd ]]; then
+		if ((_lockbox_rc == 0)); then
+			eval "$_lockbox_exit_cmd"
+		else
+			_lockbox_status "$_lockbox_rc" || eval "$_lockbox_exit_cmd"
+		fi
+	fi
+}
+
+# _lockbox_trap_cmd: _lockbox_r is the command of the real EXIT trap, or "";
+# returns 1 when there is none.
+_lockbox_trap_cmd() {
+	local p
+	local -a words
+	p=$(builtin trap -p EXIT)
+	if [[ -z $p ]]; then
+		_lockbox_r=
+		return 1
+	fi
+	# "trap -- 'CMD' EXIT": bash's own quoting, read back by eval
+	eval "words=(${p#trap })"
+	_lockbox_r=${words[1]}
+}
+
+# Install the EXIT handler in this shell, once, taking over an EXIT trap
+# already set: at the top level bash shows the real one; in a subshell it
+# shows the parent's, which does not run here, so only a trap this
+# subshell set through the wrapper counts.
+_lockbox_arm() {
+	if [[ $_lockbox_exit_pid == "$BASHPID" ]]; then
+		return 0
+	fi
+	_lockbox_exit_cmd=
+	_lockbox_exit_set=0
+	if [[ $_lockbox_seen_pid == "$BASHPID" ]]; then
+		_lockbox_exit_cmd=$_lockbox_seen_cmd
+		_lockbox_exit_set=$_lockbox_seen_set
+	elif [[ $BASHPID == "$$" ]] && _lockbox_trap_cmd; then
+		_lockbox_exit_cmd=$_lockbox_r
+		_lockbox_exit_set=1
+	fi
+	builtin trap -- _lockbox_on_exit EXIT
+	_lockbox_exit_pid=$BASHPID
+}
+
+# Whether a trap signal spec names EXIT (bash takes exit in any case, and 0).
+_lockbox_is_exit() {
+	local s=$1
+	[[ ${s^^} == EXIT ]] || [[ $s =~ ^[0-9]+$ && $((10#$s)) -eq 0 ]]
+}
+
+# _lockbox_trap_print [SIG...]: trap -p, with the script's own EXIT command
+# in place of the library's handler. In a subshell bash still shows the
+# parent's traps until one is set, and so does this: $(trap -p) works.
+_lockbox_trap_print() {
+	local out rc=0 mine="trap -- '_lockbox_on_exit' EXIT" view='' q="'\\''" sq="'"
+	if (($#)); then
+		out=$(builtin trap -p "$@") || rc=$?
+	else
+		out=$(builtin trap -p) || rc=$?
+	fi
+	if [[ $out == *"$mine"* ]]; then
+		if ((_lockbox_exit_set)); then
+			view="trap -- '${_lockbox_exit_cmd//$sq/$q}' EXIT"
+			out=${out/"$mine"/$view}
+		else
+			out=${out/"$mine"$'\n'/}
+			out=${out/$'\n'"$mine"/}
+			out=${out/"$mine"/}
+		fi
+	fi
+	if [[ -n $out ]]; then
+		printf '%s\n' "$out"
+	fi
+	return "$rc"
+}
+
+# The trap builtin, except that once this shell's EXIT trap releases locks,
+# setting, resetting or printing the EXIT trap acts on the script's own
+# command, which the handler runs after the release: a script may set its
+# EXIT trap before or after acquiring, and both run. Other signals go
+# straight to the builtin. (bash in POSIX mode finds the builtin first.)
+trap() {
+	local print=0 reset=0 exit_hit=0 action s rc=0
+	local -a others=()
+	while (($#)); do
+		case $1 in
+		--)
+			shift
+			break
+			;;
+		-p)
+			print=1
+			shift
+			;;
+		-?*)
+			# shellcheck disable=SC2064 # the caller's own words, passed through
+			builtin trap "$@"
+			return
+			;;
+		*)
+			break
+			;;
+		esac
+	done
+	if ((print)) || (($# == 0)); then
+		_lockbox_trap_print "$@"
+		return
+	fi
+	if (($# == 1)); then
+		if ! _lockbox_is_exit "$1"; then
+			# shellcheck disable=SC2064 # the caller's own word, passed through
+			builtin trap "$1"
+			return
+		fi
+		set -- - "$1"
+	fi
+	action=$1
+	shift
+	if [[ $action == - ]]; then
+		reset=1
+	fi
+	for s; do
+		if _lockbox_is_exit "$s"; then
+			exit_hit=1
+		else
+			others+=("$s")
+		fi
+	done
+	if [[ $_lockbox_exit_pid != "$BASHPID" ]]; then
+		# not armed here: the builtin does it all; remember an EXIT trap
+		# for _lockbox_arm, since trap -p in a subshell shows the parent's
+		# shellcheck disable=SC2064 # the caller's own words, passed through
+		builtin trap -- "$action" "$@" || return
+		if ((exit_hit)); then
+			_lockbox_seen_pid=$BASHPID
+			_lockbox_seen_cmd=$action
+			_lockbox_seen_set=$((!reset))
+			if ((reset)); then
+				_lockbox_seen_cmd=
+			fi
+		fi
+		return 0
+	fi
+	if ((${#others[@]})); then
+		builtin trap -- "$action" "${others[@]}" || rc=$?
+	fi
+	if ((exit_hit)); then
+		if ((reset)); then
+			_lockbox_exit_cmd=
+			_lockbox_exit_set=0
+		else
+			_lockbox_exit_cmd=$action
+			_lockbox_exit_set=1
+		fi
+	fi
+	return "$rc"
+}
+
+# acquire_mutex [-q] [FILE]: take the exclusive lock on FILE without waiting;
+# 75 (and the holder named on stderr, unless -q) when it is held.
+acquire_mutex() {
+	local quiet=0
+	if [[ ${1-} == -q ]]; then
+		quiet=1
+		shift
+	fi
+	if (($# > 1)); then
+		_lockbox_warn "acquire_mutex: unexpected argument '$2'"
+		return 125
+	fi
+	if (($# == 0)); then
+		_lockbox_default_file
+		set -- "$_lockbox_r"
+	fi
+	_lockbox_acquire mutex "$quiet" "$1"
+}
+
+# release_mutex [FILE]: drop FILE's lock, or with no FILE every mutex this shell holds.
+release_mutex() {
+	if (($# > 1)); then
+		_lockbox_warn "release_mutex: unexpected argument '$2'"
+		return 125
+	fi
+	_lockbox_release mutex "$@"
+}
+
+# mutex acquire [-q] [FILE] | mutex release [FILE]: the seed's spelling.
+mutex() {
+	local op=${1-}
+	case $op in
+	acquire)
+		shift
+		acquire_mutex "$@"
+		;;
+	release)
+		shift
+		release_mutex "$@"
+		;;
+	*)
+		_lockbox_warn "mutex: usage: mutex acquire [-q] [FILE] | mutex release [FILE]"
+		return 125
+		;;
+	esac
+}
+
+# acquire_slot [-q] FILE MAX: take one of MAX slots without waiting; sets
+# and exports LOCKBOX_SLOT (1..MAX). 75 when all are busy.
+acquire_slot() {
+	local quiet=0
+	if [[ ${1-} == -q ]]; then
+		quiet=1
+		shift
+	fi
+	if (($# != 2)); then
+		_lockbox_warn "acquire_slot: usage: acquire_slot [-q] FILE MAX"
+		return 125
+	fi
+	_lockbox_acquire slots "$quiet" "$1" "$2"
+}
+
+# release_slot [FILE]: drop FILE's slot, or with no FILE every slot this shell holds.
+release_slot() {
+	if (($# > 1)); then
+		_lockbox_warn "release_slot: unexpected argument '$2'"
+		return 125
+	fi
+	_lockbox_release slots "$@"
+}
+
+# _lockbox_now: _lockbox_r is a monotonic time in ms (the boot clock from
+# /proc/uptime, in centiseconds; $SECONDS where there is no /proc).
+_lockbox_now() {
+	local up rest
+	if { read -r up rest </proc/uptime; } 2>/dev/null && [[ $up =~ ^([0-9]+)\.([0-9]{2})$ ]]; then
+		_lockbox_r=$((10#${BASH_REMATCH[1]} * 1000 + 10#${BASH_REMATCH[2]} * 10))
+	else
+		_lockbox_r=$((SECONDS * 1000))
+	fi
+}
+
+# _lockbox_duration TEXT BARE_MS: _lockbox_r is TEXT in ms, by lockbox's
+# grammar (terms NUMBER[UNIT], NUMBER with an optional fraction, units ms s m
+# h d; a bare number only alone, in BARE_MS units). 1 if malformed, 2 if too long.
+_lockbox_duration() {
+	local s=$1 bare=$2 total=0 whole frac unit term n=0
+	local max=$((100 * 366 * 86400 * 1000))
+	if [[ -z $s ]]; then
+		return 1
+	fi
+	while [[ -n $s ]]; do
+		if [[ ! $s =~ ^([0-9]*)(\.([0-9]*))?(ms|s|m|h|d)?(.*)$ ]]; then
+			return 1
+		fi
+		whole=${BASH_REMATCH[1]}
+		frac=${BASH_REMATCH[3]}
+		unit=${BASH_REMATCH[4]}
+		s=${BASH_REMATCH[5]}
+		if [[ -z $whole$frac ]]; then
+			return 1
+		fi
+		case $unit in
+		ms) unit=1 ;;
+		s) unit=1000 ;;
+		m) unit=60000 ;;
+		h) unit=3600000 ;;
+		d) unit=86400000 ;;
+		*)
+			if [[ -n $s ]] || ((n > 0)); then
+				return 1
+			fi
+			unit=$bare
+			;;
+		esac
+		# leading zeros off; anything longer than the maximum in ms is too long
+		[[ $whole =~ ^0*([0-9]*)$ ]]
+		whole=${BASH_REMATCH[1]:-0}
+		if ((${#whole} > 13 || whole > max / unit)); then
+			return 2
+		fi
+		term=$((whole * unit))
+		# the fraction, to the ms (finer is dropped)
+		frac=${frac:0:9}
+		if [[ -n $frac ]]; then
+			term=$((term + 10#$frac * unit / 10 ** ${#frac}))
+		fi
+		total=$((total + term))
+		if ((term > max || total > max)); then
+			return 2
+		fi
+		n=$((n + 1))
+	done
+	_lockbox_r=$total
+}
+
+# _lockbox_fmt_ms MS: _lockbox_r is lockbox's human duration ("850ms", "3m12s").
+_lockbox_fmt_ms() {
+	local ms=$1 sec i
+	local -a names=(d h m s) secs=(86400 3600 60 1)
+	if ((ms < 1000)); then
+		_lockbox_r=${ms}ms
+		return 0
+	fi
+	sec=$((ms / 1000))
+	for ((i = 0; i < 3 && sec < secs[i]; i++)); do
+		:
+	done
+	if ((i == 3 || sec % secs[i] == 0)); then
+		_lockbox_r=$((sec / secs[i]))${names[i]}
+	else
+		_lockbox_r=$((sec / secs[i]))${names[i]}$((sec % secs[i] / secs[i + 1]))${names[i + 1]}
+	fi
+}
+
+_lockbox_waitfor_usage() {
+	_lockbox_warn "waitfor: $1"
+	_lockbox_warn "Try 'lockbox waitfor --help'."
+	return 125
+}
+
+# waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]:
+# lockbox's waitfor(1), but COMMAND runs in this shell, so it can be a
+# function that changes the shell (waitfor 3 5 mutex acquire keeps the lock).
+waitfor() {
+	local quiet=0 verbose=0 listed=0 list='' timeout interval deadline wake now left
+	local rc n s i what took
+	local -A retry=()
+	while (($#)); do
+		case $1 in
+		--)
+			shift
+			break
+			;;
+		-h | --help)
+			printf '%s\n' "usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]" \
+				"" \
+				"Run COMMAND (a shell function too, in this shell) until it succeeds: again" \
+				"after INTERVAL each time it fails, for at most TIMEOUT. A bare TIMEOUT is" \
+				"minutes, a bare INTERVAL seconds; units ms s m h d. See lockbox-shell(7)."
+			return 0
+			;;
+		--quiet) quiet=1 ;;
+		--verbose) verbose=1 ;;
+		--retry-on)
+			if (($# < 2)); then
+				_lockbox_waitfor_usage "option '--retry-on' needs an argument"
+				return
+			fi
+			listed=1
+			list=$2
+			shift
+			;;
+		--retry-on=*)
+			listed=1
+			list=${1#--retry-on=}
+			;;
+		--?*)
+			_lockbox_waitfor_usage "invalid option '$1'"
+			return
+			;;
+		-?*)
+			# bundled letters: -qv
+			for ((i = 1; i < ${#1}; i++)); do
+				case ${1:i:1} in
+				q) quiet=1 ;;
+				v) verbose=1 ;;
+				*)
+					_lockbox_waitfor_usage "invalid option '-${1:i:1}'"
+					return
+					;;
+				esac
+			done
+			;;
+		*) break ;;
+		esac
+		shift
+	done
+	if ((listed)); then
+		if [[ ! $list =~ ^[0-9]{1,7}(,[0-9]{1,7})*$ ]]; then
+			_lockbox_waitfor_usage "invalid --retry-on list '$list': expected statuses 0 to 255, comma-separated"
+			return
+		fi
+		for s in ${list//,/ }; do
+			if ((10#$s > 255)); then
+				_lockbox_waitfor_usage "invalid --retry-on list '$list': expected statuses 0 to 255, comma-separated"
+				return
+			fi
+			retry[$((10#$s))]=1
+		done
+	fi
+	if (($# == 0)); then
+		_lockbox_waitfor_usage "missing TIMEOUT"
+		return
+	fi
+	_lockbox_duration "$1" 60000 || {
+		if (($? == 2)); then
+			_lockbox_waitfor_usage "invalid TIMEOUT '$1': longer than 36600d"
+		else
+			_lockbox_waitfor_usage "invalid TIMEOUT '$1': expected a duration like 3 (minutes), 90s or 1h30m"
+		fi
+		return
+	}
+	timeout=$_lockbox_r
+	shift
+	if (($# == 0)); then
+		_lockbox_waitfor_usage "missing INTERVAL"
+		return
+	fi
+	_lockbox_duration "$1" 1000 || {
+		if (($? == 2)); then
+			_lockbox_waitfor_usage "invalid INTERVAL '$1': longer than 36600d"
+		else
+			_lockbox_waitfor_usage "invalid INTERVAL '$1': expected a duration like 5 (seconds), 500ms or 1m"
+		fi
+		return
+	}
+	interval=$_lockbox_r
+	shift
+	if [[ ${1-} == -- ]]; then
+		shift
+	fi
+	if (($# == 0)); then
+		_lockbox_waitfor_usage "missing COMMAND"
+		return
+	fi
+	# as the applet: a command that cannot run is not retried
+	if [[ $1 == */* ]]; then
+		if [[ ! -e $1 ]]; then
+			_lockbox_warn "waitfor: cannot run '$1': No such file or directory"
+			return 127
+		fi
+		if [[ -d $1 || ! -x $1 ]]; then
+			_lockbox_warn "waitfor: cannot run '$1': Permission denied"
+			return 126
+		fi
+	elif [[ -z $(type -t "$1") ]]; then
+		_lockbox_warn "waitfor: cannot run '$1': No such file or directory"
+		return 127
+	fi
+	_lockbox_now
+	deadline=$((_lockbox_r + timeout))
+	for ((n = 1; ; n++)); do
+		rc=0
+		"$@" || rc=$?
+		if ((rc == 0)); then
+			if ((verbose)); then
+				_lockbox_warn "waitfor: attempt $n succeeded"
+			fi
+			return 0
+		fi
+		what="exited $rc"
+		if ((listed)) && [[ -z ${retry[$rc]-} ]]; then
+			if ((verbose)); then
+				_lockbox_warn "waitfor: attempt $n $what; not a --retry-on status, stopping"
+			fi
+			return "$rc"
+		fi
+		_lockbox_now
+		now=$_lockbox_r
+		left=$((deadline - now))
+		if ((left <= 0)); then
+			if ((verbose)); then
+				_lockbox_warn "waitfor: attempt $n $what; out of time"
+			fi
+			if ((!quiet)); then
+				_lockbox_fmt_ms "$timeout"
+				took=$_lockbox_r
+				s=s
+				if ((n == 1)); then
+					s=
+				fi
+				_lockbox_warn "waitfor: gave up after $took ($n attempt$s); last status $rc"
+			fi
+			return "$rc"
+		fi
+		wake=$interval
+		if ((wake > left)); then
+			wake=$left
+		fi
+		if ((verbose)); then
+			_lockbox_fmt_ms "$wake"
+			_lockbox_warn "waitfor: attempt $n $what; next in $_lockbox_r"
+		fi
+		if ((wake > 0)); then
+			printf -v s '%d.%03d' $((wake / 1000)) $((wake % 1000))
+			sleep "$s" || return
+		fi
+	done
+}

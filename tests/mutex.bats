@@ -1,0 +1,197 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# mutex: run mode, the busy message naming the holder, -w, -E, -q, check,
+# list and --json, acquire/release --fd from bash, and mutex F = slots F 1.
+
+load test_helper
+
+# A holder age as lockbox prints it: 850ms, 42s, 3m12s.
+AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
+
+# hold_sleep APPLET ARG...: `APPLET ARG... sleep 600` in the background,
+# once the lock is held; its PID (the sleep's, exec'd in place) in HOLD_PID.
+hold_sleep() {
+	spawn "$LOCKBOX" "$@" sleep 600
+	HOLD_PID=$SPAWN_PID
+	wait_for held_is "$F" 1
+}
+
+# busy_re PID CMD: the exact busy message, the age as a pattern.
+busy_re() {
+	printf '^mutex: %s: held by PID %s \\(%s, %s\\)$' "$(re_quote "$F")" "$1" "$(re_quote "$2")" "$AGE_RE"
+}
+
+@test "run mode: the command runs in place, holding the lock, with its own status" {
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -7 --separate-stderr "$LOCKBOX" mutex "$F" bash -c \
+		'echo "slot=$LOCKBOX_SLOT pid=$$"; "$1" mutex "$2" check; exit 7' sh "$LOCKBOX" "$F"
+	# shellcheck disable=SC2154 # set by bats' run
+	assert_equal "$stderr" ""
+	assert_equal "${lines[0]%% *}" "slot=1"
+	assert_equal "${lines[1]}" 1
+	# no process in between: the command's PID is the one mutex ran as
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" mutex "$F" sh -c 'echo "$$"; "$1" mutex "$2" list' sh "$LOCKBOX" "$F"
+	assert_regex "${lines[2]}" "^1 +${lines[0]} +$AGE_RE +sh -c "
+}
+
+@test "busy: 75 at once, the message names the holder's PID, command and age" {
+	hold_sleep mutex "$F"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_equal "$output" ""
+	assert_regex "$stderr" "$(busy_re "$HOLD_PID" "sleep 600")"
+	assert [ ! -e "$T/ran" ]
+	# the command line as the holder was started, arguments and all
+	spawn "$LOCKBOX" mutex "$T/other" sleep 599
+	wait_for held_is "$T/other" 1
+	run -75 --separate-stderr "$LOCKBOX" mutex "$T/other" true
+	assert_regex "$stderr" "^mutex: $(re_quote "$T/other"): held by PID $SPAWN_PID \\(sleep 599, $AGE_RE\\)\$"
+}
+
+@test "-q: 75 and no message; -E CODE: that status, the message kept" {
+	hold_sleep mutex "$F"
+	run -75 --separate-stderr "$LOCKBOX" mutex -q "$F" touch "$T/ran"
+	assert_equal "$stderr" ""
+	# -E 0 makes "busy" a success status; the command still must not run
+	run -0 --separate-stderr "$LOCKBOX" mutex -E 0 "$F" touch "$T/ran"
+	assert_regex "$stderr" "$(busy_re "$HOLD_PID" "sleep 600")"
+	assert [ ! -e "$T/ran" ]
+	run -3 --separate-stderr "$LOCKBOX" mutex -qE 3 "$F" touch "$T/ran"
+	assert_equal "$stderr" ""
+	assert [ ! -e "$T/ran" ]
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 256 "$F" true
+	assert_equal "$stderr" "mutex: invalid exit code '256': expected 0 to 255
+Try 'lockbox mutex --help'."
+}
+
+@test "-w times out with 75 and says so, naming the holder" {
+	hold_sleep mutex "$F"
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $HOLD_PID \\(sleep 600, $AGE_RE\\)\$"
+	run -4 --separate-stderr "$LOCKBOX" mutex -q -w 100ms -E 4 "$F" true
+	assert_equal "$stderr" ""
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "-w takes the lock as soon as the holder goes" {
+	hold_sleep mutex "$F"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	need_lockhold
+	wait_for waiting_on "$F" 1
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" 1
+}
+
+@test "check, list and --json while held and after" {
+	hold_sleep mutex "$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" check
+	assert_output "{\"file\":\"$F\",\"held\":1}"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_equal "${lines[0]}" "SLOT  PID      AGE     COMMAND"
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +sleep 600\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
+	printf '%s\n' "$output" | valid_json
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"[^\"]*\",\"command\":\"sleep 600\"\\}\\]\$"
+	stop_pid "$HOLD_PID"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	run -0 "$LOCKBOX" mutex --json "$F" list
+	assert_output "[]"
+	run -125 --separate-stderr "$LOCKBOX" mutex --json "$F" true
+	assert_equal "$stderr" "mutex: --json goes with check or list
+Try 'lockbox mutex --help'."
+}
+
+@test "acquire --fd and release --fd from bash: the holder is the shell" {
+	need_ofd
+	cat >"$T/script" <<'EOF'
+exec {fd}<>"$1"
+"$LOCKBOX" mutex acquire --fd "$fd" || exit
+printf 'me %s\n' "$$"
+"$LOCKBOX" mutex "$1" list
+# a second open file of the same process is another holder: busy
+exec {fd2}<>"$1"
+"$LOCKBOX" mutex acquire --fd "$fd2" && exit 9
+"$LOCKBOX" mutex release --fd "$fd" || exit
+"$LOCKBOX" mutex "$1" check
+EOF
+	run -0 --separate-stderr bash "$T/script" "$F"
+	# acquire prints the slot it took
+	assert_equal "${lines[0]}" 1
+	local me=${lines[1]#me }
+	assert_regex "$me" '^[0-9]+$'
+	assert_regex "${lines[3]}" "^1 +$me +$AGE_RE +bash $(re_quote "$T/script") "
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $me \\(bash $(re_quote "$T/script")"
+	assert_equal "${lines[4]}" 0
+	# outside the script, the kernel dropped nothing left behind
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+@test "acquire and release need --fd and take no other argument" {
+	run -125 --separate-stderr "$LOCKBOX" mutex acquire
+	assert_equal "$stderr" "mutex: acquire needs --fd FD
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex acquire --fd 0 1
+	assert_equal "$stderr" "mutex: unexpected argument '1'
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex release --fd x
+	assert_equal "$stderr" "mutex: invalid file descriptor 'x'
+Try 'lockbox mutex --help'."
+}
+
+@test "mutex F and slots F 1 exclude each other and list each other's holders" {
+	hold_sleep slots "$F" 1
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_regex "$stderr" "$(busy_re "$HOLD_PID" "sleep 600")"
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +sleep 600\$"
+	stop_pid "$HOLD_PID"
+	hold_sleep mutex "$F"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_equal "$stderr" "slots: $F: held (PID $HOLD_PID)"
+	run -0 "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +sleep 600\$"
+	run -0 "$LOCKBOX" slots "$F" check
+	assert_output 1
+	# a bigger pool on the same file sees the mutex holder in slot 1
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" slots "$F" 2 sh -c 'echo "$LOCKBOX_SLOT"'
+	assert_output 2
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "mutex F -- check runs a command named check" {
+	mkdir "$T/bin"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	printf '#!/bin/sh\necho "ran check $LOCKBOX_SLOT"\nexit 4\n' >"$T/bin/check"
+	chmod +x "$T/bin/check"
+	PATH=$T/bin:$PATH run -4 --separate-stderr "$LOCKBOX" mutex "$F" -- check
+	assert_output "ran check 1"
+	# without --, check is the query
+	PATH=$T/bin:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+@test "usage errors: 125 and two lines" {
+	run -125 --separate-stderr "$LOCKBOX" mutex
+	assert_equal "$stderr" "mutex: missing LOCKFILE
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex "$F"
+	assert_equal "$stderr" "mutex: missing COMMAND
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex -w 1x "$F" true
+	assert_equal "$stderr" "mutex: invalid duration '1x'
+Try 'lockbox mutex --help'."
+	assert [ ! -e "$F" ]
+}

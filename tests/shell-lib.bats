@@ -1,0 +1,550 @@
+#!/usr/bin/env bats
+# shellcheck shell=bats
+# The bash library (lockbox --shell-lib): scripts that source it, each run
+# twice, with `bash -u` and with `set -euo pipefail` at the top.
+
+load test_helper
+
+AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
+
+# both FUNCTION: run a scenario once per mode; F and the scripts per mode.
+both() {
+	local mode
+	for mode in u strict; do
+		MODE=$mode
+		F=$T/$MODE.lock
+		export MODE F T
+		"$@"
+		kill_tracked
+	done
+}
+
+# script NAME: stdin becomes $T/NAME.$MODE, a script that sources the library.
+script() {
+	local lib
+	lib=$("$LOCKBOX" --shell-lib)
+	{
+		if [[ $MODE == strict ]]; then
+			printf '%s\n' 'set -euo pipefail'
+		fi
+		printf '. %q\n' "$lib"
+		cat
+	} >"$T/$1.$MODE"
+}
+
+# cmd NAME: the command line that runs script NAME in this mode, in CMD;
+# the shell alone in SH.
+cmd() {
+	if [[ $MODE == strict ]]; then
+		SH=(bash)
+	else
+		SH=(bash -u)
+	fi
+	CMD=("${SH[@]}" "$T/$1.$MODE")
+}
+
+# The holder: takes the mutex on $F, with "child" also starts a background
+# sleep that inherits the fd, says it is ready, then waits with no child of
+# its own (read on a FIFO nobody writes).
+hold_script() {
+	mkfifo "$T/fifo.$MODE"
+	script hold <<'EOF'
+acquire_mutex "$F" || exit
+if [[ ${1-} == child ]]; then
+	sleep 600 >/dev/null 2>&1 3>&- &
+	printf '%s\n' "$!" >"$T/child.$MODE"
+fi
+printf '%s\n' "$$" >"$T/ready.$MODE.tmp"
+mv "$T/ready.$MODE.tmp" "$T/ready.$MODE"
+read -r -t 600 _ <>"$T/fifo.$MODE" || :
+EOF
+	cmd hold
+}
+
+# start_hold [child]: run the holder in the background until it holds $F.
+start_hold() {
+	rm -f "$T/ready.$MODE" "$T/child.$MODE"
+	spawn "${CMD[@]}" "$@"
+	HOLD_PID=$SPAWN_PID
+	wait_for holder_ready "$T/ready.$MODE" "$HOLD_PID"
+	assert_equal "$(cat "$T/ready.$MODE")" "$HOLD_PID"
+	if [[ ${1-} == child ]]; then
+		CHILD_PID=$(cat "$T/child.$MODE")
+		track_pid "$CHILD_PID"
+	fi
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "lockbox --shell-lib prints the library's path, the source tree's in a build tree" {
+	run -0 --separate-stderr "$LOCKBOX" --shell-lib
+	# shellcheck disable=SC2154 # set by bats' run
+	assert_equal "$stderr" ""
+	assert [ -f "$output" ]
+	if [[ -n ${LOCKBOX_SRCDIR-} && $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" ]]; then
+		assert_equal "$output" "$LOCKBOX_SRCDIR/shell/lockbox.bash"
+	fi
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 bash -c '. "$("$LOCKBOX" --shell-lib)" && type -t acquire_mutex'
+	assert_output function
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_busy_then_kill() {
+	hold_script
+	start_hold
+	local start=$SECONDS
+	run -75 --separate-stderr "${CMD[@]}"
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $HOLD_PID \\($(re_quote "${CMD[*]}"), $AGE_RE\\)\$"
+	# fast: no waiting on the holder
+	assert [ $((SECONDS - start)) -lt 5 ]
+	# SIGKILL, no child of its own: the kernel frees the lock at once
+	stop_pid "$HOLD_PID"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	start_hold
+	stop_pid "$HOLD_PID"
+}
+
+@test "a second copy fails fast with 75; after SIGKILL of the first, the next copy gets it" {
+	both scenario_busy_then_kill
+}
+
+scenario_kill_with_child() {
+	hold_script
+	start_hold child
+	stop_pid "$HOLD_PID"
+	# the sleep shares the open file: the lock stays held while it runs
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	run -75 --separate-stderr "${CMD[@]}"
+	stop_pid "$CHILD_PID"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	start_hold
+}
+
+@test "after SIGKILL, a child that inherited the fd keeps the lock until it exits" {
+	need_ofd
+	both scenario_kill_with_child
+}
+
+scenario_own_trap_before() {
+	script trap-before <<'EOF'
+trap 'printf "mine %s\n" "$?" >>"$T/log.$MODE"' EXIT
+acquire_mutex "$F"
+sleep 600 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child.$MODE"
+"$LOCKBOX" mutex "$F" check
+exit 3
+EOF
+	cmd trap-before
+	run -3 --separate-stderr "${CMD[@]}"
+	track_pid "$(cat "$T/child.$MODE")"
+	assert_output 1
+	assert_equal "$stderr" ""
+	assert_equal "$(cat "$T/log.$MODE")" "mine 3"
+	# released although the background sleep still has the fd
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "a script's EXIT trap set before acquiring: both it and the release run, status kept" {
+	both scenario_own_trap_before
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_own_trap_after() {
+	rm -f "$T/log.$MODE"
+	script trap-after <<'EOF'
+acquire_mutex "$F"
+trap 'printf "mine %s\n" "$?" >>"$T/log.$MODE"' EXIT
+trap -p EXIT
+# the usual save and restore, through a subshell
+saved=$(trap -p EXIT)
+trap - EXIT
+eval "$saved"
+printf '%s\n' "$saved"
+sleep 600 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child.$MODE"
+false
+EOF
+	cmd trap-after
+	run -1 --separate-stderr "${CMD[@]}"
+	track_pid "$(cat "$T/child.$MODE")"
+	# the script sees its own trap, not the library's
+	local want="trap -- 'printf \"mine %s\\n\" \"\$?\" >>\"\$T/log.\$MODE\"' EXIT"
+	assert_equal "${lines[*]}" "$want $want"
+	assert_equal "$(cat "$T/log.$MODE")" "mine 1"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+@test "a script's EXIT trap set after acquiring: both it and the release run" {
+	both scenario_own_trap_after
+}
+
+scenario_trap_exit_calls_exit() {
+	rm -f "$T/log.$MODE"
+	# the seed's pattern: the script's trap ends with exit; trap - EXIT
+	# before it drops only the script's command, never the release
+	script trap-exit <<'EOF'
+trap 'echo gone >>"$T/log.$MODE"' EXIT
+acquire_mutex "$F"
+trap - EXIT
+trap 'rc=$?; echo "rc $rc" >>"$T/log.$MODE"; exit 7' 0
+sleep 600 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child.$MODE"
+exit 5
+EOF
+	cmd trap-exit
+	run -7 "${CMD[@]}"
+	track_pid "$(cat "$T/child.$MODE")"
+	assert_equal "$(cat "$T/log.$MODE")" "rc 5"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "a script's EXIT trap that calls exit, and trap - EXIT, keep the release" {
+	both scenario_trap_exit_calls_exit
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_background_release() {
+	script bg <<'EOF'
+acquire_mutex "$F"
+sleep 300 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child.$MODE"
+release_mutex
+"$LOCKBOX" mutex "$F" check
+# and when the script exits holding it, with a child still running
+acquire_mutex "$F"
+sleep 300 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child2.$MODE"
+"$LOCKBOX" mutex "$F" check
+EOF
+	cmd bg
+	run -0 --separate-stderr "${CMD[@]}"
+	track_pid "$(cat "$T/child.$MODE")"
+	track_pid "$(cat "$T/child2.$MODE")"
+	assert_equal "$stderr" ""
+	assert_equal "${lines[*]}" "0 1"
+	# both sleeps still run and still have the lock file open
+	kill -0 "$(cat "$T/child.$MODE")"
+	kill -0 "$(cat "$T/child2.$MODE")"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	run -0 "$LOCKBOX" mutex "$F" true
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "release_mutex, and exit, free the lock although a background child has the fd" {
+	need_ofd
+	both scenario_background_release
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_subshell_release() {
+	script sub <<'EOF'
+release_mutex "$F"
+printf 'unheld %s\n' "$?"
+acquire_mutex "$F"
+( release_mutex "$F"; printf 'sub %s\n' "$?" )
+( release_mutex; mutex release; printf 'sub2 %s\n' "$?" )
+"$LOCKBOX" mutex "$F" check
+# a subshell cannot take it either: the parent holds it
+( acquire_mutex "$F" ) && exit 9
+printf 'sub acquire 75\n'
+# taking it again in the shell that holds it changes nothing
+acquire_mutex "$F"
+release_mutex "$F"
+release_mutex "$F"
+printf 'twice %s\n' "$?"
+"$LOCKBOX" mutex "$F" check
+EOF
+	cmd sub
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "unheld 0 sub 0 sub2 0 1 sub acquire 75 twice 0 0"
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID [0-9]+ "
+}
+
+@test "release_mutex in a subshell keeps the parent's lock; without holding it is a no-op" {
+	both scenario_subshell_release
+}
+
+scenario_waitfor_takes_it() {
+	script wait <<'EOF'
+waitfor -v 30s 500ms mutex acquire -q "$F"
+printf '%s\n' "$EPOCHREALTIME" >"$T/got.$MODE"
+"$LOCKBOX" mutex "$F" list
+EOF
+	cmd wait
+	spawn "$LOCKBOX" mutex "$F" sleep 600
+	local holder=$SPAWN_PID
+	wait_for held_is "$F" 1
+	spawn "${CMD[@]}"
+	local waiter=$SPAWN_PID out=$SPAWN_OUT err=$SPAWN_ERR
+	wait_for grep -q 'attempt 2 exited 75; next in 500ms' "$err"
+	local freed=$EPOCHREALTIME
+	stop_pid "$holder"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	# within one interval (500ms) of the release, plus slack for a busy machine
+	local ms=$((${freed/./} / 1000)) got
+	got=$(cat "$T/got.$MODE")
+	got=$((${got/./} / 1000))
+	assert [ $((got - ms)) -lt 1500 ]
+	assert_regex "$(sed -n 2p "$out")" "^1 +$waiter +$AGE_RE +bash "
+	assert_regex "$(tail -n 1 "$err")" '^waitfor: attempt [0-9]+ succeeded$'
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "waitfor TIMEOUT INTERVAL mutex acquire waits and takes the lock within one interval" {
+	both scenario_waitfor_takes_it
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_waitfor_gives_up() {
+	script give-up <<'EOF'
+start=$EPOCHREALTIME
+rc=0
+waitfor 1s 200ms mutex acquire "$F" || rc=$?
+end=$EPOCHREALTIME
+printf '%s %s\n' "$rc" $(((${end/./} - ${start/./}) / 1000))
+exit "$rc"
+EOF
+	cmd give-up
+	spawn "$LOCKBOX" mutex "$F" sleep 600
+	wait_for held_is "$F" 1
+	run -75 --separate-stderr "${CMD[@]}"
+	local took=${output#75 }
+	assert [ "$took" -ge 1000 ]
+	assert [ "$took" -lt 3000 ]
+	assert_regex "$stderr" "mutex: $(re_quote "$F"): held by PID $SPAWN_PID \\(sleep 600"
+	assert_regex "${stderr##*$'\n'}" '^waitfor: gave up after 1s \([0-9]+ attempts\); last status 75$'
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "waitfor gives up with 75 when the holder outlives the timeout" {
+	both scenario_waitfor_gives_up
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_waitfor_args() {
+	script waitfor-args <<'EOF'
+count=0
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+bump() { count=$((count + 1)); ((count >= 3)) || return 4; }
+waitfor 3 5ms bump
+printf 'count %s\n' "$count"
+count=-10
+rc=0; waitfor --retry-on 1 1m 1ms bump || rc=$?
+printf 'stop %s %s\n' "$rc" "$count"
+rc=0; waitfor -q 0 1 false || rc=$?
+printf 'once %s\n' "$rc"
+rc=0; waitfor 1 x true || rc=$?
+printf 'bad %s\n' "$rc"
+rc=0; waitfor 1 1 nosuchcommand || rc=$?
+printf 'missing %s\n' "$rc"
+EOF
+	cmd waitfor-args
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "count 3 stop 4 -9 once 1 bad 125 missing 127"
+	assert_equal "$stderr" "waitfor: invalid INTERVAL 'x': expected a duration like 5 (seconds), 500ms or 1m
+Try 'lockbox waitfor --help'.
+waitfor: cannot run 'nosuchcommand': No such file or directory"
+}
+
+@test "waitfor runs shell functions in this shell; --retry-on, -q, bad arguments" {
+	both scenario_waitfor_args
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "waitfor's usage messages are the applet's" {
+	"$LOCKBOX" --list | grep -qx waitfor || skip "no waitfor applet in this build"
+	local lib args
+	lib=$("$LOCKBOX" --shell-lib)
+	for args in "" "1" "1 1" "x 1 true" "1 5q true" "1 1h30 true" "99999999999999 1 true" \
+		"--retry-on 300 1 1 true" "--retry-on= 1 1 true" "-z 1 1 true" "--bogus 1 1 true"; do
+		# shellcheck disable=SC2086 # split into arguments on purpose
+		run --separate-stderr "$LOCKBOX" waitfor $args
+		local want_status=$status want=$stderr
+		# shellcheck disable=SC2016,SC2086 # expanded by the child shell; split into arguments on purpose
+		run --separate-stderr bash -uc '. "$1"; shift; waitfor "$@"' sh "$lib" $args
+		assert_equal "$status $stderr" "$want_status $want"
+	done
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_slots_and_several() {
+	script several <<'EOF'
+acquire_slot "$F.slots" 2
+printf 'slot %s\n' "$LOCKBOX_SLOT"
+sh -c 'printf "child sees %s\n" "$LOCKBOX_SLOT"'
+acquire_mutex "$F.a"
+acquire_mutex "$F.b"
+for f in "$F.slots" "$F.a" "$F.b"; do
+	"$LOCKBOX" slots "$f" list | awk -v me="$$" 'NR > 1 && $2 == me { m = 1 } END { print m ? "mine" : "other" }'
+done
+release_slot "$F.slots"
+printf 'after %s\n' "${LOCKBOX_SLOT-unset}"
+"$LOCKBOX" slots "$F.slots" check
+"$LOCKBOX" mutex "$F.a" check
+release_mutex
+"$LOCKBOX" mutex "$F.a" check
+"$LOCKBOX" mutex "$F.b" check
+acquire_slot "$F.slots" 2
+acquire_slot "$F.slots" 2
+printf 'again %s\n' "$LOCKBOX_SLOT"
+rc=0; acquire_slot "$F.slots" || rc=$?
+printf 'usage %s\n' "$rc"
+EOF
+	cmd several
+	# slot 1 is someone else's: the script gets slot 2
+	spawn "$LOCKBOX" slots "$F.slots" 2 sleep 600
+	wait_for held_is "$F.slots" 1
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "slot 2 child sees 2 mine mine mine after unset 1 1 0 0 again 2 usage 125"
+	assert_equal "$stderr" "acquire_slot: usage: acquire_slot [-q] FILE MAX"
+	run -0 "$LOCKBOX" slots "$F.slots" check
+	assert_output 1
+	# a full pool: 75, the binary's words with the file's name
+	cmd several
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_slot "$1" 1' sh "$F.slots"
+	assert_equal "$stderr" "slots: $F.slots: held (PID $SPAWN_PID)"
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "acquire_slot sets LOCKBOX_SLOT; release_slot; several locks at once" {
+	need_ofd
+	both scenario_slots_and_several
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_holder_pid() {
+	script pid <<'EOF'
+acquire_mutex "$F"
+printf 'me %s\n' "$$"
+"$LOCKBOX" mutex "$F" list | sed -n 2p
+# from a function inside a subshell, the holder is that subshell
+( acquire_slot "$F.s" 3; printf 'sub %s\n' "$BASHPID"; "$LOCKBOX" slots "$F.s" list | sed -n 2p )
+EOF
+	cmd pid
+	run -0 --separate-stderr "${CMD[@]}"
+	local me=${lines[0]#me }
+	assert_regex "${lines[1]}" "^1 +$me +$AGE_RE +bash "
+	local sub=${lines[2]#sub }
+	assert [ "$sub" != "$me" ]
+	assert_regex "${lines[3]}" "^1 +$sub +$AGE_RE +bash "
+	assert_equal "$stderr" ""
+}
+
+@test "the holder recorded is the shell that called the function" {
+	need_ofd
+	both scenario_holder_pid
+}
+
+scenario_refusals() {
+	script refuse <<'EOF'
+rc=0; acquire_mutex "$1" || rc=$?
+printf '%s\n' "$rc"
+EOF
+	cmd refuse
+	ln -s "$T/target" "$T/link.$MODE"
+	run -0 --separate-stderr "${CMD[@]}" "$T/link.$MODE"
+	assert_output 125
+	assert_equal "$stderr" "mutex: $T/link.$MODE: is a symbolic link; refusing to follow it"
+	assert [ ! -e "$T/target" ]
+	mkfifo "$T/fifo.$MODE"
+	run -0 --separate-stderr timeout 20 "${CMD[@]}" "$T/fifo.$MODE"
+	assert_output 125
+	assert_equal "$stderr" "mutex: $T/fifo.$MODE: not a regular file"
+	printf 'precious\n' >"$T/text.$MODE"
+	run -0 --separate-stderr "${CMD[@]}" "$T/text.$MODE"
+	assert_output 125
+	assert_equal "$stderr" "mutex: $T/text.$MODE: not a lockbox lock file; refusing to touch it"
+	assert_equal "$(cat "$T/text.$MODE")" precious
+	run -0 --separate-stderr "${CMD[@]}" "$T/nodir/x.lock"
+	assert_output 125
+	assert_equal "$stderr" "mutex: $T/nodir/x.lock: No such file or directory"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; mutex grab; echo "$?"'
+	assert_output 125
+	assert_equal "$stderr" "mutex: usage: mutex acquire [-q] [FILE] | mutex release [FILE]"
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "refusals: symlink, FIFO, a foreign file, a missing directory, bad usage" {
+	need_ofd
+	both scenario_refusals
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_default_file() {
+	script default <<'EOF'
+acquire_mutex
+"$LOCKBOX" mutex "$LOCKBOX_MUTEX_FILE" check
+release_mutex
+"$LOCKBOX" mutex "$LOCKBOX_MUTEX_FILE" check
+EOF
+	cmd default
+	LOCKBOX_MUTEX_FILE=$F run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "1 0"
+	# no LOCKBOX_MUTEX_FILE: a file named for the script, in /run/lock when
+	# this user may write there, else $XDG_RUNTIME_DIR, else /tmp
+	local name=job-$$-$BATS_TEST_NUMBER-$MODE.sh dir=/tmp
+	if [[ -d /run/lock && -w /run/lock ]]; then
+		dir=/run/lock
+	elif [[ -n ${XDG_RUNTIME_DIR-} && -d $XDG_RUNTIME_DIR && -w $XDG_RUNTIME_DIR ]]; then
+		dir=$XDG_RUNTIME_DIR
+	fi
+	cp "$T/default.$MODE" "$T/$name"
+	CLEANUP_DIRS+=("$dir/$name.lock")
+	LOCKBOX_MUTEX_FILE=$dir/$name.lock run -0 "${SH[@]}" "$T/$name"
+	assert_equal "${lines[*]}" "1 0"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 --separate-stderr env -u LOCKBOX_MUTEX_FILE "${SH[@]}" -c \
+		'. "$("$LOCKBOX" --shell-lib)"; acquire_mutex; "$LOCKBOX" mutex "$1" check' "$T/$name" "$dir/$name.lock"
+	assert_output 1
+}
+
+@test "the default lock file: LOCKBOX_MUTEX_FILE, else one named for the script" {
+	both scenario_default_file
+}
+
+@test "200 concurrent scripts count exactly to 200" {
+	MODE=strict
+	export T
+	F=$T/count.lock
+	export F
+	printf '0\n' >"$T/counter"
+	script count <<'EOF'
+if (($1 % 2)); then
+	waitfor -q 30s 10ms mutex acquire -q "$F"
+else
+	until acquire_mutex -q "$F"; do sleep 0.01; done
+fi
+n=$(<"$T/counter")
+sleep 0.002
+printf '%s\n' $((n + 1)) >"$T/counter"
+release_mutex
+EOF
+	local i running=0 failed=0
+	for ((i = 1; i <= 200; i++)); do
+		if ((running >= 30)); then
+			wait -n || failed=$((failed + 1))
+			running=$((running - 1))
+		fi
+		bash "$T/count.$MODE" "$i" 3>&- &
+		running=$((running + 1))
+	done
+	while ((running > 0)); do
+		wait -n || failed=$((failed + 1))
+		running=$((running - 1))
+	done
+	assert_equal "$failed" 0
+	assert_equal "$(cat "$T/counter")" 200
+}
