@@ -119,7 +119,6 @@ static const struct option longopts[] = {
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
-	uint64_t v;
 	int c;
 
 	lb_getopt_reset();
