@@ -522,10 +522,11 @@ EOF
 	export F
 	printf '0\n' >"$T/counter"
 	script count <<'EOF'
+# generous: 200 turns in a row take long on a loaded or sanitizer build
 if (($1 % 2)); then
-	waitfor -q 30s 10ms mutex acquire -q "$F"
+	waitfor -q 5m 20ms mutex acquire -q "$F"
 else
-	until acquire_mutex -q "$F"; do sleep 0.01; done
+	until acquire_mutex -q "$F"; do sleep 0.05; done
 fi
 n=$(<"$T/counter")
 sleep 0.002
