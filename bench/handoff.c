@@ -3,6 +3,7 @@
  * once the holder exits.
  *
  *   handoff measure K LOCKFILE OUT HOLDER... -- WAITER...
+ *   handoff measure-poll K LOCKFILE OUT MARKER INTERVAL_US HOLDER... -- WAITER...
  *   handoff wait      (the holder's command)
  *   handoff stamp     (the waiter's command)
  *
@@ -19,6 +20,17 @@
  * waiter's own work and the exec of its command. Every sample goes to OUT
  * (nanoseconds, one a line); stdout gets one line of statistics:
  *   n=K median_ns=.. p99_ns=.. mean_ns=.. min_ns=.. max_ns=..
+ *
+ * measure-poll is the same for a waiter that polls (tries without blocking,
+ * sleeps, tries again) and so never shows in /proc/locks. Step 2 becomes:
+ * the harness removes MARKER and starts WAITER... SELF stamp with its
+ * stderr in a file of its own (MARKER.err); it waits until MARKER exists
+ * (the waiter creates it right before it starts polling) and then until
+ * that stderr file is not empty (its first attempt failed and said so: it
+ * is polling now, asleep or about to be); then it waits a random time,
+ * uniform in [0, INTERVAL_US) microseconds, so that the release lands at a
+ * random point of the waiter's sleep instead of always at its start. t0 is
+ * read after that delay, as in step 3.
  */
 #define _GNU_SOURCE
 
@@ -83,21 +95,29 @@ static int hold(void)
 	return 0;
 }
 
-/* Start ARGV with stdin IN and stdout OUT; every other fd is close-on-exec. */
-static pid_t spawn(char **argv, int in, int out)
+/*
+ * Start ARGV with stdin IN, stdout OUT and, unless ERR is -1, stderr ERR;
+ * every other fd is close-on-exec.
+ */
+static pid_t spawn_err(char **argv, int in, int out, int err)
 {
 	pid_t pid = fork();
 
 	if (pid < 0)
 		die("fork: %s", strerror(errno));
 	if (pid == 0) {
-		if (dup2(in, 0) < 0 || dup2(out, 1) < 0)
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || (err >= 0 && dup2(err, 2) < 0))
 			_exit(125);
 		execvp(argv[0], argv);
 		fprintf(stderr, "handoff: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t spawn(char **argv, int in, int out)
+{
+	return spawn_err(argv, in, out, -1);
 }
 
 /* Read up to SIZE-1 bytes until EOF, or fail after BOUND_MS. */
@@ -175,9 +195,44 @@ static char **with_tail(char **prefix, int n, const char *self, const char *mode
 	return v;
 }
 
-static void one_round(char **holder, char **waiter, const char *lockfile, int64_t *lat)
+/* The polling waiter's readiness signals (measure-poll); NULL: /proc/locks. */
+struct poll_ready {
+	const char *marker;	/* the waiter creates it right before polling */
+	const char *errfile;	/* the waiter's stderr: not empty once it failed */
+	long interval_us;	/* the release comes at random in [0, this) */
+};
+
+/* Wait until PR's marker exists and the waiter's stderr file is not empty. */
+static void wait_polling(const struct poll_ready *pr, int errfd, pid_t w)
 {
-	int rel[2], ready[2], out[2], devnull;
+	struct stat st;
+	int64_t until = mono_ns() + (int64_t)BOUND_MS * 1000000;
+	int status, marked = 0;
+
+	for (;;) {
+		struct timespec pause = { 0, 50000 };
+
+		if (!marked)
+			marked = access(pr->marker, F_OK) == 0;
+		if (marked) {
+			if (fstat(errfd, &st) != 0)
+				die("%s: %s", pr->errfile, strerror(errno));
+			if (st.st_size > 0)
+				return;
+		}
+		if (waitpid(w, &status, WNOHANG) == w)
+			die("the waiter ended before it polled (status %d)",
+			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		if (mono_ns() > until)
+			die("the waiter never %s", marked ? "failed an attempt" : "created its marker");
+		nanosleep(&pause, NULL);
+	}
+}
+
+static void one_round(char **holder, char **waiter, const char *lockfile,
+    const struct poll_ready *pr, int64_t *lat)
+{
+	int rel[2], ready[2], out[2], devnull, errfd = -1;
 	char buf[64], devino[64], *end;
 	pid_t h, w;
 	struct stat st;
@@ -202,19 +257,39 @@ static void one_round(char **holder, char **waiter, const char *lockfile, int64_
 	snprintf(devino, sizeof devino, " %02x:%02x:%ju ", major(st.st_dev),
 	    minor(st.st_dev), (uintmax_t)st.st_ino);
 
-	w = spawn(waiter, devnull, out[1]);
-	close(out[1]);
-	close(devnull);
-	until = mono_ns() + (int64_t)BOUND_MS * 1000000;
-	while (!queued(devino)) {
-		struct timespec pause = { 0, 50000 };
+	if (pr != NULL) {
+		if (unlink(pr->marker) != 0 && errno != ENOENT)
+			die("%s: %s", pr->marker, strerror(errno));
+		errfd = open(pr->errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (errfd < 0)
+			die("%s: %s", pr->errfile, strerror(errno));
+		w = spawn_err(waiter, devnull, out[1], errfd);
+		close(out[1]);
+		close(devnull);
+		wait_polling(pr, errfd, w);
+		close(errfd);
+		if (pr->interval_us > 0) {
+			long us = (long)(drand48() * (double)pr->interval_us);
+			struct timespec d = { us / 1000000, us % 1000000 * 1000 };
 
-		if (waitpid(w, &status, WNOHANG) == w)
-			die("the waiter ended before it queued (status %d)",
-			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-		if (mono_ns() > until)
-			die("the waiter never queued on %s", lockfile);
-		nanosleep(&pause, NULL);
+			while (nanosleep(&d, &d) != 0 && errno == EINTR)
+				;
+		}
+	} else {
+		w = spawn(waiter, devnull, out[1]);
+		close(out[1]);
+		close(devnull);
+		until = mono_ns() + (int64_t)BOUND_MS * 1000000;
+		while (!queued(devino)) {
+			struct timespec pause = { 0, 50000 };
+
+			if (waitpid(w, &status, WNOHANG) == w)
+				die("the waiter ended before it queued (status %d)",
+				    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			if (mono_ns() > until)
+				die("the waiter never queued on %s", lockfile);
+			nanosleep(&pause, NULL);
+		}
 	}
 
 	t0 = mono_ns();
@@ -232,23 +307,46 @@ static void one_round(char **holder, char **waiter, const char *lockfile, int64_
 	*lat = t1 - t0;
 }
 
-static int measure(int argc, char **argv)
+/*
+ * measure K LOCKFILE OUT HOLDER... -- WAITER..., or with POLLING
+ * measure-poll K LOCKFILE OUT MARKER INTERVAL_US HOLDER... -- WAITER...
+ */
+static int measure(int argc, char **argv, int polling)
 {
-	char self[PATH_MAX], **holder, **waiter;
+	char self[PATH_MAX], **holder, **waiter, *errfile = NULL, *end;
+	struct poll_ready pr = { NULL, NULL, 0 };
 	int64_t *lat, sum = 0;
 	long k, i;
-	int sep, nh, nw;
+	int sep, nh, nw, first = polling ? 7 : 5;
 	ssize_t n;
 	FILE *f;
 
-	if (argc < 7)
-		die("usage: handoff measure K LOCKFILE OUT HOLDER... -- WAITER...");
+	if (argc < first + 2)
+		die(polling ? "usage: handoff measure-poll K LOCKFILE OUT MARKER INTERVAL_US HOLDER... -- WAITER..."
+		    : "usage: handoff measure K LOCKFILE OUT HOLDER... -- WAITER...");
 	k = strtol(argv[2], NULL, 10);
 	if (k < 1 || k > 1000000)
 		die("bad K '%s'", argv[2]);
-	for (sep = 5; sep < argc && strcmp(argv[sep], "--") != 0; sep++)
+	if (polling) {
+		size_t len = strlen(argv[5]);
+
+		pr.marker = argv[5];
+		errno = 0;
+		pr.interval_us = strtol(argv[6], &end, 10);
+		if (end == argv[6] || *end != '\0' || errno != 0 ||
+		    pr.interval_us < 0 || pr.interval_us > 60000000)
+			die("bad INTERVAL_US '%s'", argv[6]);
+		errfile = malloc(len + 5);
+		if (errfile == NULL)
+			die("out of memory");
+		memcpy(errfile, argv[5], len);
+		memcpy(errfile + len, ".err", 5);
+		pr.errfile = errfile;
+		srand48((long)mono_ns() ^ (long)getpid());
+	}
+	for (sep = first; sep < argc && strcmp(argv[sep], "--") != 0; sep++)
 		;
-	nh = sep - 5;
+	nh = sep - first;
 	nw = argc - sep - 1;
 	if (nh < 1 || nw < 1)
 		die("need a HOLDER and a WAITER command, split by --");
@@ -256,7 +354,7 @@ static int measure(int argc, char **argv)
 	if (n < 0)
 		die("/proc/self/exe: %s", strerror(errno));
 	self[n] = '\0';
-	holder = with_tail(argv + 5, nh, self, "wait");
+	holder = with_tail(argv + first, nh, self, "wait");
 	waiter = with_tail(argv + sep + 1, nw, self, "stamp");
 	signal(SIGPIPE, SIG_IGN);
 
@@ -265,7 +363,7 @@ static int measure(int argc, char **argv)
 	if (lat == NULL || f == NULL)
 		die("%s: %s", argv[4], strerror(errno));
 	for (i = 0; i < k; i++) {
-		one_round(holder, waiter, argv[3], &lat[i]);
+		one_round(holder, waiter, argv[3], polling ? &pr : NULL, &lat[i]);
 		fprintf(f, "%" PRId64 "\n", lat[i]);
 		sum += lat[i];
 	}
@@ -280,6 +378,7 @@ static int measure(int argc, char **argv)
 	free(lat);
 	free(holder);
 	free(waiter);
+	free(errfile);
 	return 0;
 }
 
@@ -293,8 +392,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "wait") == 0)
 		return hold();
 	if (argc >= 2 && strcmp(argv[1], "measure") == 0)
-		return measure(argc, argv);
+		return measure(argc, argv, 0);
+	if (argc >= 2 && strcmp(argv[1], "measure-poll") == 0)
+		return measure(argc, argv, 1);
 	fputs("usage: handoff measure K LOCKFILE OUT HOLDER... -- WAITER...\n"
+	    "       handoff measure-poll K LOCKFILE OUT MARKER INTERVAL_US HOLDER... -- WAITER...\n"
 	    "       handoff wait | handoff stamp\n", stderr);
 	return 2;
 }
