@@ -155,7 +155,7 @@ static int give_up(const struct opts *o, unsigned attempts, int wstatus)
 		if (WIFSIGNALED(wstatus))
 			snprintf(why, sizeof why, " (killed by signal %d)", WTERMSIG(wstatus));
 		lb_warnx("gave up after %s (%u attempt%s); last status %d%s",
-		    lb_format_duration(o->timeout, took), attempts,
+		    lb_format_duration_ms(o->timeout, took), attempts,
 		    attempts == 1 ? "" : "s", status, why);
 	}
 	return status;

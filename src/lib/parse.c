@@ -115,6 +115,20 @@ invalid:
 	return -1;
 }
 
+const char *lb_format_duration_ms(int64_t ns, char buf[32])
+{
+	int64_t sec = ns / LB_NS_PER_S;
+	int ms = (int)(ns % LB_NS_PER_S / LB_NS_PER_MS), digits = 3;
+
+	if (ns < LB_NS_PER_S || sec >= 60 || ms == 0)
+		return lb_format_duration(ns, buf);
+	/* "1.5s", "2.25s": a duration given with a fraction is said with it */
+	for (; ms % 10 == 0; ms /= 10)
+		digits--;
+	snprintf(buf, 32, "%d.%0*ds", (int)sec, digits, ms);
+	return buf;
+}
+
 const char *lb_format_duration(int64_t ns, char buf[32])
 {
 	static const struct {
@@ -131,15 +145,6 @@ const char *lb_format_duration(int64_t ns, char buf[32])
 		return buf;
 	}
 	sec = ns / LB_NS_PER_S;
-	if (sec < 60 && ns % LB_NS_PER_S >= LB_NS_PER_MS) {
-		/* "1.5s", "2.25s": a wait given with a fraction is said with it */
-		int ms = (int)(ns % LB_NS_PER_S / LB_NS_PER_MS), digits = 3;
-
-		for (; ms % 10 == 0; ms /= 10)
-			digits--;
-		snprintf(buf, 32, "%d.%0*ds", (int)sec, digits, ms);
-		return buf;
-	}
 	for (i = 0; i < 3 && sec < units[i].s; i++)
 		;
 	if (i == 3 || sec % units[i].s == 0)

@@ -26,4 +26,8 @@ int lb_parse_duration(const char *s, int64_t bare_unit, int64_t *out);
 /* Human duration, largest two units: "850ms", "42s", "3m12s", "2h5m", "3d4h". */
 const char *lb_format_duration(int64_t ns, char buf[32]);
 
+/* The same, but a duration under a minute keeps its milliseconds ("1.5s"):
+ * for durations a user gave, said back as given. */
+const char *lb_format_duration_ms(int64_t ns, char buf[32]);
+
 #endif

@@ -107,7 +107,7 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 		return;
 	if (o->wait > 0)
 		snprintf(waited, sizeof waited, "timed out after %s; ",
-		    lb_format_duration(o->wait, age));
+		    lb_format_duration_ms(o->wait, age));
 	if (h->n == 0) {	/* the header itself stayed locked */
 		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
 		    name, waited);
