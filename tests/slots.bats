@@ -371,6 +371,30 @@ for x in v:
 	exec {fd}>&- {fd2}>&-
 }
 
+@test "acquire again on an fd that holds a slot reports that slot and takes no other" {
+	need_ofd
+	local fd fd2
+	exec {fd}<>"$F" {fd2}<>"$F"
+	run -0 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" 3
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots acquire -v --fd "$fd" 3
+	assert_output 1
+	assert_stderr "slots: $F: holds slot 1 already"
+	run -0 held "$F"
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd"
+	assert_output 1
+	# another open file of the same shell is another holder
+	run -0 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd2" 3
+	assert_output 2
+	run -75 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd2"
+	run -0 held "$F"
+	assert_output 2
+	run -0 "$LOCKBOX" slots release --fd "$fd"
+	run -0 "$LOCKBOX" slots release --fd "$fd2"
+	exec {fd}>&- {fd2}>&-
+}
+
 @test "acquire -E 0 when busy prints no slot (it took none)" {
 	need_ofd
 	start_holder "$F" 1

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -235,7 +236,7 @@ static int is_held(const struct lb_pool *p, unsigned slot)
  * for k holders, however far apart they sit. Testing for a *write* lock
  * makes waiters' transient read locks (see watch) invisible.
  */
-static int scan_locked(struct lb_pool *p)
+static int scan_locked(struct lb_pool *p, int fd)
 {
 	struct range {
 		off_t lo, hi;	/* hi 0: no end */
@@ -267,7 +268,7 @@ static int scan_locked(struct lb_pool *p)
 		}
 		lo = stack[--depth].lo;
 		hi = stack[depth].hi;
-		r = lb_lock_test(p->fd, F_RDLCK, lo, hi ? hi - lo : 0, &c);
+		r = lb_lock_test(fd, F_RDLCK, lo, hi ? hi - lo : 0, &c);
 		if (r < 0) {
 			lb_warn("%s: cannot test locks", p->name);
 			rc = -1;
@@ -462,7 +463,7 @@ static int take_slot(struct lb_pool *p, unsigned max, const struct lb_ident *who
 			return 1;
 		}
 	}
-	if (load(p, size) != 0 || scan_locked(p) != 0)
+	if (load(p, size) != 0 || scan_locked(p, p->fd) != 0)
 		return -1;
 	for (s = 1; s <= p->nrec; s++)
 		if (state(p, s) != LB_REC_FREE && !is_held(p, s))
@@ -699,6 +700,43 @@ int lb_pool_acquire(struct lb_pool *p, unsigned max, int64_t deadline,
 	}
 }
 
+/*
+ * A lock test never reports the tester's own locks, so the file is opened
+ * afresh: that second open file description sees every holder, ours too.
+ * A slot it sees locked that is free as seen through our fd is ours, or
+ * was released between the two tests; a third test through the second
+ * description tells them apart. The header lock makes that third test
+ * sound: without it a new holder could take the slot in between.
+ */
+unsigned lb_pool_own_slot(struct lb_pool *p)
+{
+	char path[64];
+	unsigned own = 0;
+	size_t i;
+	int other, r;
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", p->fd);
+	other = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (other < 0)
+		return 0;
+	if (header_lock(p, F_WRLCK, 0) != 1) {
+		close(other);
+		return 0;
+	}
+	r = scan_locked(p, other);
+	for (i = 0; r == 0 && i < p->nheld && own == 0; i++) {
+		off_t at = lb_slot_offset(p->held[i]);
+		struct flock c;
+
+		if (lb_lock_test(p->fd, F_RDLCK, at, 1, &c) == 1 &&
+		    lb_lock_test(other, F_RDLCK, at, 1, &c) == 0)
+			own = p->held[i];
+	}
+	header_unlock(p);
+	close(other);
+	return own;
+}
+
 int lb_pool_release(struct lb_pool *p, pid_t owner)
 {
 	int r = header_lock(p, F_WRLCK, 0);
@@ -751,7 +789,7 @@ int lb_pool_holders(struct lb_pool *p, struct lb_holders *out)
 	locked = lb_lock_wait(p->fd, F_RDLCK, 0, LB_HDR_SIZE,
 	    lb_deadline_after(250 * LB_NS_PER_MS)) == 1;
 	size = lb_lockfile_identify(p->fd, p->name, 0);
-	if (size >= 0 && load(p, size) == 0 && scan_locked(p) == 0)
+	if (size >= 0 && load(p, size) == 0 && scan_locked(p, p->fd) == 0)
 		rc = describe(p, out);
 	if (locked)
 		header_unlock(p);

@@ -39,6 +39,9 @@ struct lb_pool *lb_pool_from_fd(int fd, const char *name);
 int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy);
 
+/* The slot this pool's own open file holds already (--fd), 0 when none. */
+unsigned lb_pool_own_slot(struct lb_pool *pool);
+
 /* Release every slot this pool's fd holds and forget OWNER's records. */
 int lb_pool_release(struct lb_pool *pool, pid_t owner);
 

@@ -237,9 +237,17 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	if (release) {
 		status = lb_pool_release(pool, getppid()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
 	} else {
+		/* taking again what the fd holds changes nothing */
+		slot = lb_pool_own_slot(pool);
 		lb_ident_fill(&who, getppid(), NULL);
-		if (take(cmd, o, pool, name, max, &who, &slot, &status))
+		if (slot != 0 && slot <= max) {
+			if (o->verbose)
+				lb_warnx("%s: holds slot %u already", name, slot);
 			printf("%u\n", slot);
+			status = LB_EXIT_OK;
+		} else if (take(cmd, o, pool, name, max, &who, &slot, &status)) {
+			printf("%u\n", slot);
+		}
 	}
 	lb_pool_close(pool);
 	return status;
