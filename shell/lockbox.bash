@@ -135,7 +135,7 @@ _lockbox_close() {
 
 # _lockbox_acquire APPLET QUIET FILE [MAX]: take a slot (mutex: the one slot).
 _lockbox_acquire() {
-	local app=$1 quiet=$2 file=$3 key fd out slot rc=0
+	local app=$1 quiet=$2 file=$3 key fd slot rc=0
 	local -a args=("$app" acquire)
 	if ((quiet)); then
 		args+=(-q)
@@ -157,21 +157,20 @@ _lockbox_acquire() {
 	if [[ $app == slots ]]; then
 		args+=("$4")
 	fi
-	# exec: the binary's parent is this shell, whatever the bash version
-	# does with $(...), so the holder recorded is $BASHPID. Without -v the
-	# binary prints the slot on stdout only on success and messages on
-	# stderr, so one capture of both can be told apart.
-	out=$(exec "$_lockbox_bin" "${args[@]}" 2>&1) || rc=$?
+	# A mutex is always slot 1: run the binary as a plain command, with
+	# no capture (a command substitution costs another fork). A slot's
+	# number comes on stdout; exec makes the binary's parent this shell
+	# whatever bash does with $(...), so the holder recorded is $BASHPID.
+	# Messages go straight to stderr either way.
+	if [[ $app == mutex ]]; then
+		"$_lockbox_bin" "${args[@]}" >/dev/null || rc=$?
+		slot=1
+	else
+		slot=$(exec "$_lockbox_bin" "${args[@]}") || rc=$?
+	fi
 	if ((rc != 0)); then
 		_lockbox_close "$fd"
-		if [[ -n $out ]]; then
-			_lockbox_warn "$out"
-		fi
 		return "$rc"
-	fi
-	slot=${out##*$'\n'}
-	if [[ $out == *$'\n'* ]]; then
-		_lockbox_warn "${out%$'\n'*}"
 	fi
 	if [[ ! $slot =~ ^[0-9]+$ ]]; then
 		_lockbox_warn "$app: $file: no slot number from $_lockbox_bin"
@@ -696,7 +695,9 @@ waitfor() {
 		return 127
 	fi
 	_lockbox_now
-	deadline=$((_lockbox_r + timeout))
+	# the clock ticks in 10ms: one tick more, so TIMEOUT has surely passed
+	# before giving up
+	deadline=$((_lockbox_r + timeout + 10))
 	for ((n = 1; ; n++)); do
 		rc=0
 		"$@" || rc=$?
