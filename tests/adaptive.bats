@@ -268,12 +268,16 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 
 @test "the wall clock moved forward a day: a young holder is not expired" {
 	command -v faketime >/dev/null || skip "faketime is not installed"
+	# faketime's LD_PRELOAD cannot reach a static binary
+	ldd "$LOCKBOX" >/dev/null 2>&1 || skip "a static binary: faketime cannot move its clock"
 	# an ASan build refuses to start under faketime's LD_PRELOAD
 	faketime -f +0 "$LOCKBOX" --version >/dev/null 2>&1 || skip "the binary does not run under faketime"
 	start_run clock '' -x 1h
 	run -75 --separate-stderr env FAKETIME_DONT_FAKE_MONOTONIC=1 \
 		faketime -f +1d "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1h clock true
 	assert_stderr_regex "^adaptive: clock: already running \\(PID $RUN_PID, ${AGE_RE}\\)\$"
+	# the clock it saw was a day ahead: its log line says so
+	run -0 grep -c "^$(date -u -d '+1 day' +%F)T.* clock skipped-busy " "$LOG"
 	# shellcheck disable=SC2154 # set by bats' run
 	refute_regex "$stderr" '[0-9]+d|[0-9]+h'
 	kill -0 "$CMD_PID"

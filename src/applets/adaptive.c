@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,12 +194,8 @@ static char *state_dir(const struct opts *o)
 	env = getenv("XDG_STATE_HOME");
 	if (env != NULL && env[0] == '/')	/* relative values are to be ignored */
 		return join(env, "lockbox");
+	/* cron sets HOME; the password database is not asked (static builds) */
 	home = getenv("HOME");
-	if (home == NULL || *home == '\0') {
-		struct passwd *pw = getpwuid(geteuid());
-
-		home = pw != NULL ? pw->pw_dir : NULL;
-	}
 	if (home == NULL || *home == '\0')
 		lb_diex(LB_EXIT_FAIL, "no state directory: set LOCKBOX_DIR or HOME, or use -d");
 	base = join(home, ".local/state");
