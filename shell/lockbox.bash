@@ -575,6 +575,17 @@ _lockbox_waitfor_usage() {
 	return 125
 }
 
+# _lockbox_waitfor_time WHAT TEXT BARE_MS EXAMPLE: _lockbox_r is TEXT in ms,
+# or a usage error (the applet's words) with status 125.
+_lockbox_waitfor_time() {
+	_lockbox_duration "$2" "$3" && return 0
+	if (($? == 2)); then
+		_lockbox_waitfor_usage "invalid $1 '$2': longer than 36600d"
+	else
+		_lockbox_waitfor_usage "invalid $1 '$2': expected a duration like $4"
+	fi
+}
+
 # waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]:
 # lockbox's waitfor(1), but COMMAND runs in this shell, so it can be a
 # function that changes the shell (waitfor 3 5 mutex acquire keeps the lock).
@@ -649,28 +660,14 @@ waitfor() {
 		_lockbox_waitfor_usage "missing TIMEOUT"
 		return
 	fi
-	_lockbox_duration "$1" 60000 || {
-		if (($? == 2)); then
-			_lockbox_waitfor_usage "invalid TIMEOUT '$1': longer than 36600d"
-		else
-			_lockbox_waitfor_usage "invalid TIMEOUT '$1': expected a duration like 3 (minutes), 90s or 1h30m"
-		fi
-		return
-	}
+	_lockbox_waitfor_time TIMEOUT "$1" 60000 "3 (minutes), 90s or 1h30m" || return
 	timeout=$_lockbox_r
 	shift
 	if (($# == 0)); then
 		_lockbox_waitfor_usage "missing INTERVAL"
 		return
 	fi
-	_lockbox_duration "$1" 1000 || {
-		if (($? == 2)); then
-			_lockbox_waitfor_usage "invalid INTERVAL '$1': longer than 36600d"
-		else
-			_lockbox_waitfor_usage "invalid INTERVAL '$1': expected a duration like 5 (seconds), 500ms or 1m"
-		fi
-		return
-	}
+	_lockbox_waitfor_time INTERVAL "$1" 1000 "5 (seconds), 500ms or 1m" || return
 	interval=$_lockbox_r
 	shift
 	if [[ ${1-} == -- ]]; then
