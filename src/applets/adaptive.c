@@ -270,11 +270,6 @@ static void check_name(const char *name)
 
 /* ---- the atom area ---- */
 
-static const char *fmt_dur(int64_t ns, char buf[32])
-{
-	return lb_format_duration(ns, buf);
-}
-
 /* A wait rounded up to the second, so "in 5m" right after a 5m run, not "4m59s". */
 static const char *fmt_wait(int64_t ns, char buf[32])
 {
@@ -460,7 +455,7 @@ static int busy(struct run *r, const struct lb_holder *h)
 		if (strcmp(myhost, h->who.host) != 0)
 			snprintf(host, sizeof host, " on %s", h->who.host);
 	}
-	fmt_dur(lb_ident_age(&h->who), age);
+	lb_format_duration(lb_ident_age(&h->who), age);
 	lb_joblog(LOG_INFO, r->name, "skipped-busy pid=%d age=%s", (int)h->who.pid, age);
 	if (!r->o->quiet)
 		lb_warnx("%s: already running (PID %d%s, %s)", r->name, (int)h->who.pid,
@@ -518,7 +513,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	size_t i;
 	int got = -1, n;
 
-	fmt_dur(lb_ident_age(&old), age);
+	lb_format_duration(lb_ident_age(&old), age);
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
 	if (r->o->verbose)
 		lb_warnx("%s: PID %d has run for %s; expiring it", r->name, (int)old.pid, age);
@@ -678,7 +673,7 @@ static int supervise(struct run *r, char **command)
 	    (long long)(d / LB_NS_PER_S), (long long)(d % LB_NS_PER_S / LB_NS_PER_MS));
 	if (r->o->verbose)
 		lb_warnx("%s: finished with status %d after %s", r->name, r->status,
-		    fmt_dur(d, buf));
+		    lb_format_duration(d, buf));
 	return r->status;
 }
 
@@ -878,7 +873,7 @@ static void print_text(const struct view *v, int first)
 	printf("  %-14s %s\n", "state", state_of(v));
 	if (v->running && v->who_known) {
 		printf("  %-14s %d\n", "pid", (int)v->who.pid);
-		printf("  %-14s %s\n", "age", fmt_dur(lb_ident_age(&v->who), b1));
+		printf("  %-14s %s\n", "age", lb_format_duration(lb_ident_age(&v->who), b1));
 	} else {
 		printf("  %-14s %s\n", "pid", v->running ? "?" : "-");
 		printf("  %-14s %s\n", "age", "-");
@@ -895,7 +890,7 @@ static void print_text(const struct view *v, int first)
 			printf("  %-14s %s\n", "last end", iso(a->end_wall, b1));
 			printf("  %-14s %s\n", "last status", status_word(a->status, b2));
 			printf("  %-14s %s\n", "last duration",
-			    a->duration >= 0 ? fmt_dur(a->duration, b3) : "-");
+			    a->duration >= 0 ? lb_format_duration(a->duration, b3) : "-");
 		}
 	}
 	left = next_run(v);
@@ -904,13 +899,13 @@ static void print_text(const struct view *v, int first)
 	else
 		printf("  %-14s %s\n", "next run", "now");
 	if (v->known) {
-		printf("  %-14s %s\n", "if elapsed", fmt_dur(a->ifelapsed, b1));
-		printf("  %-14s %s\n", "expire after", fmt_dur(a->expireafter, b1));
+		printf("  %-14s %s\n", "if elapsed", lb_format_duration(a->ifelapsed, b1));
+		printf("  %-14s %s\n", "expire after", lb_format_duration(a->expireafter, b1));
 		n = lb_atom_stats(a, &longest, &median);
 		if (n > 0)
 			printf("  %-14s %u (%u expired); last %zu: median %s, longest %s\n",
 			    "runs", (unsigned)a->runs, (unsigned)a->expiries, n,
-			    fmt_dur(median, b1), fmt_dur(longest, b2));
+			    lb_format_duration(median, b1), lb_format_duration(longest, b2));
 		else
 			printf("  %-14s %u\n", "runs", (unsigned)a->runs);
 	}
