@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * handoff: how long a waiter blocked on a lock takes to start its command
  * once the holder exits.

@@ -1,4 +1,5 @@
 # lockbox.bash: mutexes, slots and waitfor for bash scripts, on lockbox's kernel-held locks.
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bash
 #
 # Source it at the top level of a script (not from inside a function: its

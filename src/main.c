@@ -1,4 +1,5 @@
 /* lockbox: the multicall binary; dispatches to the applet named by argv. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <stdio.h>

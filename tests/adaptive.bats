@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # adaptive: IfElapsed (too soon), busy, expiry of a hung job (CONT, INT,
 # TERM, KILL) that never reaches a stranger, supervision, the log, status,

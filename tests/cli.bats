@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # The multicall binary: dispatch, --help/--version/--list, every exit
 # status of the table, and bad input refused with one line and no side
@@ -311,4 +312,20 @@ makefile_applets() {
 	expect_usage "unexpected argument '2'" mutex acquire --fd 0 2
 	expect_usage "unexpected argument 'x'" slots acquire --fd 0 2 x
 	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000" slots acquire --fd 0 0
+}
+
+# --- licence ----------------------------------------------------------
+
+@test "the tree has a LICENSE and every source file names it by SPDX id" {
+	[[ -n ${LOCKBOX_SRCDIR:-} && -f $LOCKBOX_SRCDIR/Makefile.am ]] ||
+		skip "needs the source tree (LOCKBOX_SRCDIR)"
+	assert [ -f "$LOCKBOX_SRCDIR/LICENSE" ]
+	run -0 grep -q '^ISC License' "$LOCKBOX_SRCDIR/LICENSE"
+	local f missing=()
+	while IFS= read -r f; do
+		head -n 3 "$f" | grep -q 'SPDX-License-Identifier: ISC' || missing+=("$f")
+	done < <(cd "$LOCKBOX_SRCDIR" && find src shell man tests tools bench .ci configure.ac Makefile.am \
+		-type f ! -name '*.md' ! -name '*.log' ! -name '*.trs' ! -name lockhold ! -name '*.o' \
+		! -path '*/.deps/*' ! -path 'bench/results/*' ! -name '.dirstamp' -print | sed "s|^|$LOCKBOX_SRCDIR/|")
+	assert_equal "${missing[*]}" ""
 }

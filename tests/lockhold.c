@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * lockhold: a test helper that plays a foreign or stuck lock holder.
  * lockhold [-p] [-r] FILE START LEN READY: lock [START, START+LEN) of FILE

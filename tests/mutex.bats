@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # mutex: run mode, the busy message naming the holder, -w, -E, -q, check,
 # list and --json, acquire/release --fd from bash, and mutex F = slots F 1.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # Hostile and broken lock paths: directories, FIFOs, symlinks, files that
 # are not lock files, corrupt headers, read-only files seen by another

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # The bash library (lockbox --shell-lib): scripts that source it, each run
 # twice, with `bash -u` and with `set -euo pipefail` at the top.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # slots (and mutex, a pool of one): LOCKBOX_SLOT, check and list, busy
 # messages, waiting, killed holders, mixed MAX, and --fd from a shell.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # Hundreds of launches racing for 3 slots, some holders SIGKILLed: the
 # recorded holding intervals must never overlap more than 3 deep, never

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bash
 # Shared setup for the lockbox bats suite: the binary under test, a private
 # temp dir per test, bounded waits on observable state, background holders

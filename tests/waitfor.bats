@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # waitfor: retries COMMAND until it succeeds or TIMEOUT passes, exits with
 # the last attempt's status, tells a failed exec from a command's own 127,

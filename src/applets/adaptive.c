@@ -1,4 +1,5 @@
 /* adaptive: run COMMAND at most once per IFELAPSED, expiring a run older than EXPIREAFTER. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <dirent.h>

@@ -1,4 +1,5 @@
 /* Every applet's entry point, for the table in main.c. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_APPLETS_H
 #define LOCKBOX_APPLETS_H
 

@@ -1,4 +1,5 @@
 /* mutex: run COMMAND holding an exclusive lock; a pool of one on the slots format. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include "applets.h"

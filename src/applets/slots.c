@@ -1,4 +1,5 @@
 /* slots: run COMMAND in one of at most MAX slots of a lock file. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include "applets.h"

@@ -1,4 +1,5 @@
 /* waitfor: run COMMAND again every INTERVAL until it succeeds or TIMEOUT passes. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <errno.h>

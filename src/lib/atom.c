@@ -1,4 +1,5 @@
 /* adaptive's run state: the atom area of a lock file's header, encoded and checked. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 /* adaptive's run state: the atom area of a lock file's header, encoded and checked. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_ATOM_H
 #define LOCKBOX_ATOM_H
 

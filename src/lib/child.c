@@ -1,4 +1,5 @@
 /* Running a command as a child: exec failure told apart, signals passed on. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 /* Running a command as a child: exec failure told apart, signals passed on. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_CHILD_H
 #define LOCKBOX_CHILD_H
 

@@ -1,4 +1,5 @@
 /* Clocks and deadlines: monotonic for waits, boot clock for ages. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include "clock.h"

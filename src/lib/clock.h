@@ -1,4 +1,5 @@
 /* Clocks and deadlines: monotonic for waits, boot clock for ages. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_CLOCK_H
 #define LOCKBOX_CLOCK_H
 

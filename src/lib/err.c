@@ -1,4 +1,5 @@
 /* Diagnostics: "applet: context: reason", each message one write(2). */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 /* Diagnostics: "applet: context: reason", each message one write(2). */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_ERR_H
 #define LOCKBOX_ERR_H
 

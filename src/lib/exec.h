@@ -1,4 +1,5 @@
 /* Running COMMAND in place, with timeout(1)'s 126/127 convention on failure. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_EXEC_H
 #define LOCKBOX_EXEC_H
 

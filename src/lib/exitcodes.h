@@ -1,4 +1,5 @@
 /* The exit statuses every lockbox applet shares (the table in lockbox(1)). */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_EXITCODES_H
 #define LOCKBOX_EXITCODES_H
 

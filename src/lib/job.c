@@ -1,4 +1,5 @@
 /* The processes of a lock holder's job, verified, and signals sent only to them. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <dirent.h>

@@ -1,4 +1,5 @@
 /* The processes of a lock holder's job, verified, and signals sent only to them. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_JOB_H
 #define LOCKBOX_JOB_H
 

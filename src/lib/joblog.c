@@ -1,4 +1,5 @@
 /* adaptive's transaction log: one line per event, to a file or to syslog. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <errno.h>

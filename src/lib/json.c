@@ -1,4 +1,5 @@
 /* Minimal JSON output: strings escaped for any bytes a record may hold. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include "json.h"

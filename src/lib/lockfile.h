@@ -1,4 +1,5 @@
 /* Lock files: the on-disk format, hardened opening, and byte-range locks. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_LOCKFILE_H
 #define LOCKBOX_LOCKFILE_H
 

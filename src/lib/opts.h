@@ -1,4 +1,5 @@
 /* Option parsing with the house's one-line usage errors. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_OPTS_H
 #define LOCKBOX_OPTS_H
 

@@ -1,4 +1,5 @@
 /* The one strict parser for numbers and durations, and duration output. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_PARSE_H
 #define LOCKBOX_PARSE_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * The lock-file backend of a pool: slot scan, acquire, release, holders.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /*
  * A pool of slots: the interface every lock backend implements (today the
  * lock file; the applets know nothing else). A mutex is a pool of one.

@@ -1,4 +1,5 @@
 /* The command line shared by slots and mutex: run, acquire, release, check, list. */
+/* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_POOLCMD_H
 #define LOCKBOX_POOLCMD_H
 

@@ -1,4 +1,5 @@
 /* Process identity: who holds a slot, told apart from a later PID reuse. */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <dirent.h>
