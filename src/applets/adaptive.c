@@ -25,7 +25,6 @@
 #include "job.h"
 #include "joblog.h"
 #include "json.h"
-#include "lockfile.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
@@ -508,6 +507,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	static const int sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
 	struct lb_holders now = { NULL, 0 };
 	struct lb_ident old = h->who;
+	struct lb_lock_site site;
 	struct lb_job job;
 	char age[32], pids[512];
 	unsigned slot;
@@ -518,10 +518,11 @@ static int expire(struct run *r, struct lb_holder *h)
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
 	if (r->o->verbose)
 		lb_warnx("%s: PID %d has run for %s; expiring it", r->name, (int)old.pid, age);
-	if (lb_job_init(&job, lb_pool_fd(r->pool), lb_slot_offset(SLOT)) != 0) {
+	if (lb_pool_lock_site(r->pool, SLOT, &site) != 0) {
 		lb_warn("%s", r->path);
 		return LB_EXIT_FAIL;
 	}
+	lb_job_init(&job, &site);
 	lb_job_candidate(&job, old.pid, old.starttime);
 	if (r->last.super_pid == old.pid)
 		lb_job_candidate(&job, r->last.cmd_pid, r->last.cmd_starttime);
@@ -731,7 +732,7 @@ static int run_atom(struct opts *o, const char *name, char **command)
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
-	r.pool = lb_pool_open(r.path, LB_POOL_WRITE);
+	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, NULL);
 	if (r.pool == NULL) {
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
@@ -784,9 +785,9 @@ static const char *iso(int64_t wall_ns, char buf[32])
 /* Fill V from its file; 0, or -1 (reported). A missing file is an idle atom. */
 static int look(struct view *v, int want_atom)
 {
-	unsigned char area[LB_ATOM_SIZE];
+	unsigned char area[LB_POOL_ATOM_SIZE];
 	struct lb_holders h;
-	struct lb_pool *pool = lb_pool_open(v->path, LB_POOL_READ);
+	struct lb_pool *pool = lb_pool_open(v->path, LB_POOL_READ, NULL);
 	const char *why;
 	int r, d;
 

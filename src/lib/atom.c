@@ -7,7 +7,8 @@
 
 #include "atom.h"
 #include "clock.h"
-#include "lockfile.h"
+#include "le.h"
+#include "pool.h"
 #include "proc.h"
 
 enum {
@@ -19,7 +20,7 @@ enum {
 	A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
 };
 _Static_assert(A_RING + LB_ATOM_RING * A_ENTRY == LB_ATOM_USED, "atom layout");
-_Static_assert(LB_ATOM_USED <= LB_ATOM_SIZE, "atom area size");
+_Static_assert(LB_ATOM_USED <= LB_POOL_ATOM_SIZE, "atom area size");
 
 static uint32_t checksum(const unsigned char *p, size_t n)
 {

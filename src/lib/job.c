@@ -55,17 +55,12 @@ static int pidfd_signal(int pidfd, int sig)
 #endif
 }
 
-int lb_job_init(struct lb_job *job, int fd, off_t byte)
+void lb_job_init(struct lb_job *job, const struct lb_lock_site *site)
 {
-	struct stat st;
-
 	memset(job, 0, sizeof *job);
-	if (fstat(fd, &st) != 0)
-		return -1;
-	job->dev = st.st_dev;
-	job->ino = st.st_ino;
-	job->byte = byte;
-	return 0;
+	job->dev = site->dev;
+	job->ino = site->ino;
+	job->byte = site->byte;
 }
 
 void lb_job_candidate(struct lb_job *job, pid_t pid, uint64_t starttime)

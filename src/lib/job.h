@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pool.h"
+
 struct lb_job_member {
 	pid_t pid;
 	uint64_t starttime;	/* with pid, the process's identity */
@@ -28,8 +30,8 @@ struct lb_job {
 	size_t n, cap;
 };
 
-/* For the lock on BYTE of the file open on FD. 0, or -1 (errno). */
-int lb_job_init(struct lb_job *job, int fd, off_t byte);
+/* For the lock at SITE. */
+void lb_job_init(struct lb_job *job, const struct lb_lock_site *site);
 
 /*
  * A process named by a record (the supervisor, the command). It joins the

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "le.h"
+#include "pool.h"
 #include "proc.h"
 
 /*
@@ -25,8 +27,9 @@
 #define LB_HDR_SIZE	4096
 #define LB_ATOM_OFF	64
 #define LB_ATOM_SIZE	(LB_HDR_SIZE - LB_ATOM_OFF)
+_Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
 #define LB_REC_SIZE	256
-#define LB_SLOT_LIMIT	10000
+#define LB_SLOT_LIMIT	LB_POOL_MAX_SLOTS
 
 /* header fields */
 #define LB_HDR_OFF_HDRSIZE	16
@@ -40,32 +43,6 @@
 static inline off_t lb_slot_offset(unsigned slot)
 {
 	return (off_t)LB_HDR_SIZE + (off_t)(slot - 1) * LB_REC_SIZE;
-}
-
-/* little-endian fields */
-static inline uint32_t lb_get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static inline void lb_put32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static inline uint64_t lb_get64(const unsigned char *p)
-{
-	return (uint64_t)lb_get32(p) | (uint64_t)lb_get32(p + 4) << 32;
-}
-
-static inline void lb_put64(unsigned char *p, uint64_t v)
-{
-	lb_put32(p, (uint32_t)v);
-	lb_put32(p + 4, (uint32_t)(v >> 32));
 }
 
 /* A record's state word and its holder. */

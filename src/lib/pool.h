@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * A pool of slots: the interface every lock backend implements (today the
- * lock file; the applets know nothing else). A mutex is a pool of one.
+ * A pool of slots: the interface every lock backend implements, and all
+ * that applets know of locks. A mutex is a pool of one.
  */
 #ifndef LOCKBOX_POOL_H
 #define LOCKBOX_POOL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proc.h"
+
+/* The largest MAX any backend takes, and the size of a pool's atom area. */
+#define LB_POOL_MAX_SLOTS	10000
+#define LB_POOL_ATOM_SIZE	4032
 
 struct lb_pool;
 
@@ -24,13 +29,25 @@ struct lb_holders {
 	size_t n;
 };
 
-/* Open by path, for taking slots (WRITE) or only looking (READ, which never
- * creates the file). NULL on error, already reported. */
-enum { LB_POOL_READ, LB_POOL_WRITE };
-struct lb_pool *lb_pool_open(const char *path, int mode);
+/* How a pool is opened; NULL means every default. */
+struct lb_pool_opts {
+	mode_t mode;		/* permissions of a file created now; 0: 0600 */
+	int on_loss;		/* signal for the command when a remote lock is lost; 0: none */
+};
 
-/* Adopt an fd the caller opened read-write (acquire/release --fd). */
+/*
+ * Open a lock target by name: a lock file's path, or another backend's
+ * address (postgresql://...). READ only looks and never creates anything;
+ * WRITE takes slots. NULL on error, already reported.
+ */
+enum { LB_POOL_READ, LB_POOL_WRITE };
+struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts);
+
+/* Adopt a lock file's fd the caller opened read-write (acquire/release --fd). */
 struct lb_pool *lb_pool_from_fd(int fd, const char *name);
+
+/* The name messages use for the pool. */
+const char *lb_pool_name(const struct lb_pool *pool);
 
 /*
  * Take one slot among MAX: 1 (taken, *slot set), 0 (all busy until DEADLINE
@@ -43,30 +60,40 @@ int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 /* The slot this pool's own open file holds already (--fd), 0 when none. */
 unsigned lb_pool_own_slot(struct lb_pool *pool);
 
-/* Release every slot this pool's fd holds and forget OWNER's records. */
+/* Release every slot this pool holds and forget OWNER's records. 0 or -1. */
 int lb_pool_release(struct lb_pool *pool, pid_t owner);
 
 /* The current holders, by slot. 0, or -1 on error (reported). */
 int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
 
 /*
- * The header's atom area (adaptive's run state): FN runs on a copy of it
- * with the header write-locked, and when FN returns 1 the copy is written
- * back. Returns what FN returned, or -1 on error (reported).
+ * The pool's atom area (adaptive's run state, LB_POOL_ATOM_SIZE bytes):
+ * FN runs on a copy of it while no other process can change it, and when
+ * FN returns 1 the copy is stored. Returns what FN returned, or -1 on
+ * error (reported).
  */
 typedef int lb_atom_fn(unsigned char *area, size_t len, void *arg);
 int lb_pool_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
 
 /*
- * Read the atom area without writing anything (read access is enough):
- * 1 read, 0 no file or an empty one (AREA zeroed), -1 error (reported).
+ * Read the atom area without changing anything (read access is enough):
+ * 1 read, 0 nothing stored yet (AREA zeroed), -1 error (reported).
  */
 int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len);
 
-/* The lock file's fd, to tell whether a process has the file open. */
-int lb_pool_fd(const struct lb_pool *pool);
+/*
+ * Where the kernel keeps SLOT's lock, for finding the local processes
+ * that hold it: 0, or -1 with errno ENOTSUP when the lock lives elsewhere
+ * (a server) and no local process can be proven to hold it.
+ */
+struct lb_lock_site {
+	dev_t dev;
+	ino_t ino;
+	off_t byte;
+};
+int lb_pool_lock_site(struct lb_pool *pool, unsigned slot, struct lb_lock_site *site);
 
-/* Keep the slot across exec: the lock lives as long as the fd. */
+/* Keep the slot across exec: the lock lives as long as what the command inherits. */
 int lb_pool_keep_on_exec(struct lb_pool *pool);
 
 void lb_pool_close(struct lb_pool *pool);

@@ -14,7 +14,6 @@
 #include "exec.h"
 #include "exitcodes.h"
 #include "json.h"
-#include "lockfile.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
@@ -85,9 +84,9 @@ static unsigned parse_max(const struct lb_poolcmd *cmd, const char *s)
 		return (unsigned)cmd->fixed_max;
 	if (s == NULL)
 		lb_usage_error("missing MAX");
-	if (lb_parse_uint(s, 1, LB_SLOT_LIMIT, &v) != 0)
+	if (lb_parse_uint(s, 1, LB_POOL_MAX_SLOTS, &v) != 0)
 		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
-		    s, LB_SLOT_LIMIT);
+		    s, LB_POOL_MAX_SLOTS);
 	return (unsigned)v;
 }
 
@@ -184,7 +183,7 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 		lb_usage_error("missing COMMAND");
 	if (o->json || o->fd >= 0)
 		lb_usage_error("--json and --fd do not go with COMMAND");
-	pool = lb_pool_open(path, LB_POOL_WRITE);
+	pool = lb_pool_open(path, LB_POOL_WRITE, NULL);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	lb_ident_fill(&who, getpid(), command);
@@ -316,7 +315,7 @@ static void print_holders(const struct opts *o, const char *path,
 static int look(const struct opts *o, const char *path, int count_only)
 {
 	struct lb_holders h;
-	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ);
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ, NULL);
 
 	if (pool == NULL)
 		return LB_EXIT_FAIL;

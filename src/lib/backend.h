@@ -1,0 +1,37 @@
+/* What a lock backend provides behind pool.h: an ops table, and its constructors. */
+/* SPDX-License-Identifier: ISC */
+#ifndef LOCKBOX_BACKEND_H
+#define LOCKBOX_BACKEND_H
+
+#include "pool.h"
+
+struct lb_pool_ops;
+
+/* Every backend's pool starts with this. */
+struct lb_pool {
+	const struct lb_pool_ops *ops;
+	char *name;
+};
+
+/* The operations of pool.h, with the same contracts. */
+struct lb_pool_ops {
+	int (*acquire)(struct lb_pool *, unsigned max, int64_t deadline,
+	    const struct lb_ident *who, unsigned *slot, struct lb_holders *busy);
+	unsigned (*own_slot)(struct lb_pool *);
+	int (*release)(struct lb_pool *, pid_t owner);
+	int (*holders)(struct lb_pool *, struct lb_holders *out);
+	int (*atom)(struct lb_pool *, lb_atom_fn *fn, void *arg);
+	int (*atom_read)(struct lb_pool *, unsigned char *area, size_t len);
+	int (*lock_site)(struct lb_pool *, unsigned slot, struct lb_lock_site *site);
+	int (*keep_on_exec)(struct lb_pool *);
+	void (*close)(struct lb_pool *);	/* frees the backend's part */
+};
+
+/* Fill in the common part; NAME is copied. 0, or -1 (reported). */
+int lb_pool_init(struct lb_pool *pool, const struct lb_pool_ops *ops, const char *name);
+
+/* The lock-file backend. */
+struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts);
+struct lb_pool *lb_filepool_from_fd(int fd, const char *name);
+
+#endif
