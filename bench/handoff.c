@@ -11,9 +11,9 @@
  * measure runs K rounds of:
  *   1. start HOLDER... SELF wait; its command writes "R" on stdout once it
  *      runs, that is once the lock is held, then waits for EOF on stdin;
- *   2. start WAITER... SELF stamp and wait until the kernel lists a blocked
- *      lock request on LOCKFILE's inode in /proc/locks: the waiter is queued
- *      (no fixed sleep anywhere);
+ *   2. start WAITER... SELF stamp and wait until /proc/locks shows it queued
+ *      on LOCKFILE's inode: a blocked lock request, or a lockbox queue
+ *      ticket (no fixed sleep anywhere);
  *   3. read CLOCK_MONOTONIC (t0) and close the holder's stdin, so it exits;
  *   4. the waiter takes the lock and runs its command, whose first act is to
  *      read CLOCK_MONOTONIC (t1) and print it.
@@ -147,18 +147,28 @@ static size_t read_all(int fd, char *buf, size_t size, const char *what)
 	return got;
 }
 
-/* Is a lock request on DEVINO (" MAJ:MIN:INO ") blocked, per /proc/locks? */
+/*
+ * Is a waiter queued on DEVINO (" MAJ:MIN:INO "), per /proc/locks: a lock
+ * request the kernel has blocked, or a lockbox queue ticket (a byte lock at
+ * 2^32 or above; a lockbox waiter alone in the queue watches its holder's
+ * exit rather than blocking on a lock)?
+ */
 static int queued(const char *devino)
 {
 	static char *line;
 	static size_t cap;
 	FILE *f = fopen("/proc/locks", "re");
+	const char *at;
 	int found = 0;
 
 	if (f == NULL)
 		die("/proc/locks: %s", strerror(errno));
-	while (!found && getline(&line, &cap, f) > 0)
-		found = strstr(line, " -> ") != NULL && strstr(line, devino) != NULL;
+	while (!found && getline(&line, &cap, f) > 0) {
+		if ((at = strstr(line, devino)) == NULL)
+			continue;
+		found = strstr(line, " -> ") != NULL ||
+		    strtoull(at + strlen(devino), NULL, 10) >= 4294967296ULL;
+	}
 	fclose(f);
 	return found;
 }

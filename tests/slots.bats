@@ -488,3 +488,56 @@ for x in v:
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
 	assert_output 0
 }
+
+# hold_many LOCKFILE COUNT: a bash that holds COUNT slots of a pool of COUNT
+# (acquire --fd, one open file each) and touches $T/many.ready; a line
+# written to the FIFO $T/many.go makes it release its first slot with
+# release --fd and live on. Its PID in MANY_PID.
+hold_many() {
+	mkfifo "$T/many.go"
+	cat >"$T/many" <<EOF
+#!$BASH
+set -e
+ulimit -n $(($2 + 64)) 2>/dev/null || { echo "cannot open $2 files" >&2; exit 3; }
+fds=()
+for ((i = 0; i < $2; i++)); do
+	exec {fd}<>"$1"
+	"$LOCKBOX" slots acquire --fd "\$fd" $2 >/dev/null
+	fds+=("\$fd")
+done
+touch "$T/many.ready"
+read -r _ <"$T/many.go"
+"$LOCKBOX" slots release --fd "\${fds[0]}"
+exec sleep 600
+EOF
+	spawn "$BASH" "$T/many"
+	MANY_PID=$SPAWN_PID
+	wait_for -t 120 many_ready
+}
+
+many_ready() {
+	[[ -e $T/many.ready ]] && return 0
+	kill -0 "$MANY_PID" 2>/dev/null || return 2
+	return 1
+}
+
+@test "-w on a pool of 1,100 all held: a few threads, no CPU, and the slot a release --fd frees" {
+	hold_many "$F" 1100
+	run -0 held "$F"
+	assert_output 1100
+	spawn "$LOCKBOX" slots -w 120 "$F" 1100 sh -c "$SLOT_TO_FILE" sh "$T/waiter.ran"
+	local waiter=$SPAWN_PID threads ticks
+	wait_for waiting_on "$F" 1
+	threads=$(awk '$1 == "Threads:" { print $2 }' "/proc/$waiter/status")
+	echo "# waiter threads: $threads" >&3
+	assert [ "$threads" -le 4 ]
+	# utime + stime in clock ticks: it sleeps in the kernel, not in a loop
+	ticks=$(awk '{ print $14 + $15 }' "/proc/$waiter/stat")
+	assert [ "$ticks" -le 50 ]
+	assert [ ! -e "$T/waiter.ran" ]
+	echo >"$T/many.go"
+	wait_for test -s "$T/waiter.ran"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/waiter.ran")" 1
+}

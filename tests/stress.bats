@@ -7,7 +7,7 @@
 
 load test_helper
 
-LAUNCHES=${LOCKBOX_STRESS_LAUNCHES:-300}
+LAUNCHES=${LOCKBOX_STRESS_LAUNCHES:-400}
 # concurrent launches, so that 2 loaded cores cope
 CAP=24
 

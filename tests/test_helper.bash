@@ -170,15 +170,20 @@ held_is() {
 	[[ $(held "$1") == "$2" ]]
 }
 
-# lock_waiters LOCKFILE: how many lock requests the kernel has blocked on
-# LOCKFILE (the "->" lines of /proc/locks for its inode).
+# lock_waiters LOCKFILE: how many processes wait on LOCKFILE: those in
+# its queue (each holds a ticket byte at offset 2^32 or above) and those
+# the kernel has blocked on a lock below the queue (the "->" lines of
+# /proc/locks for its inode).
 lock_waiters() {
 	local ino
 	ino=$(stat -c %i "$1") || return 1
-	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") { n++ } END { print n + 0 }' /proc/locks
+	awk -v ino="$ino" '
+		$2 == "->" && $7 ~ (":" ino "$") && $8 < 4294967296 { n++ }
+		$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+		END { print n + 0 }' /proc/locks
 }
 
-# waiting_on LOCKFILE N: at least N blocked lock requests on LOCKFILE.
+# waiting_on LOCKFILE N: at least N processes wait on LOCKFILE.
 waiting_on() {
 	(($(lock_waiters "$1") >= $2))
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * The lock-file backend of a pool: slot scan, acquire, release, holders.
+ * The lock-file backend of a pool: acquire, wait, release, holders.
  *
  * The kernel's byte locks are the truth; holder records only describe them
  * and are trusted only for slots that are locked. Every acquisition happens
@@ -8,12 +8,21 @@
  * record is written, so a record marked free always means an unlocked slot
  * (unless a foreign program locks bytes: that case is caught by the failed
  * claim and the full scan).
+ *
+ * Waiting (-w) is a queue served in arrival order. A waiter takes a ticket
+ * t under the header lock and write-locks queue byte t; then it asks the
+ * kernel for a write lock on all the queue bytes before its own, which is
+ * granted once every earlier waiter has gone (taken a slot, given up, or
+ * died: the kernel drops a dead waiter's bytes). Write requests that
+ * overlap queue behind each other in the kernel, so each departure wakes
+ * one waiter, not all. The one at the head watches the holders (see
+ * head_wait) and takes the first slot that frees; nobody else looks.
+ * Attempts that do not wait never queue: they take a free slot or give up.
  */
+/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,42 +30,62 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "clock.h"
 #include "err.h"
 #include "lockfile.h"
+#include "lockscan.h"
 #include "parse.h"
-#include "backend.h"
+#include "wait.h"
 
-/* a header lock is held for microseconds; this long means a stuck holder */
-#define HEADER_WAIT	(5 * LB_NS_PER_S)
-/* how long a claimed slot may stay blocked by a waiter's transient read lock */
+/*
+ * A header lock is held for microseconds. A waiter for it that sees no
+ * other process get through it for this long calls the holder stuck.
+ */
+#define HEADER_STUCK	(5 * LB_NS_PER_S)
+/* how long check/list wait for a busy header before reading anyway */
+#define LOOK_WAIT	(250 * LB_NS_PER_MS)
+/* how long a claimed slot may stay blocked by a watcher's transient read lock */
 #define CLAIM_WAIT	(100 * LB_NS_PER_MS)
 /* holder probes (kill 0) per quick acquisition: cheap with many holders */
 #define QUICK_PROBES	64
 /* records per read in the quick path */
 #define QUICK_CHUNK	64
-/* watcher threads per waiter; past this a waiter also re-scans every 200ms */
-#define WATCH_MAX	1024
-#define WATCH_STACK	(64 * 1024)
+/* holders known to have ended, passed from a wake-up to the next attempt */
+#define GONE_MAX	64
+/* how often the head looks again when some holders cannot be watched */
+#define RECHECK_MS	1000
 
 struct filepool {
 	struct lb_pool base;
-	int fd;			/* -1: a missing file, seen read-only */
-	int owned;		/* we opened the fd, so we close it */
 	const char *name;	/* base.name */
+	int fd;			/* slot locks (the caller's, for --fd); -1: no file, seen read-only */
+	int cfd;		/* header and queue locks: always our own open file */
+	int owned;		/* we opened fd */
+	unsigned char head[LB_HDR_FIELDS];	/* the header fields, as last read */
 	unsigned char *buf;	/* header and records as last read; zeros past that */
 	size_t loaded;		/* bytes of buf read from the file */
 	size_t cap;		/* bytes allocated for buf */
-	unsigned nrec;		/* records in buf */
-	unsigned *held;		/* last full scan: locked slots, ascending */
-	size_t nheld, capheld;
+	unsigned nrec;		/* whole records in buf */
+	struct lb_slotset held;	/* last full scan: locked slots */
+};
+
+/* Holders that ended: their records are stale if their slot is free. */
+struct gone {
+	pid_t pid[GONE_MAX];
+	size_t n;
 };
 
 #define BUF_SIZE ((size_t)LB_HDR_SIZE + (size_t)LB_SLOT_LIMIT * LB_REC_SIZE)
 
 static const struct lb_pool_ops file_ops;
 
-static struct lb_pool *pool_new(int fd, int owned, const char *name)
+static struct filepool *fp(struct lb_pool *pool)
+{
+	return (struct filepool *)pool;
+}
+
+static struct lb_pool *pool_new(int fd, int cfd, int owned, const char *name)
 {
 	struct filepool *p = calloc(1, sizeof *p);
 
@@ -70,13 +99,9 @@ static struct lb_pool *pool_new(int fd, int owned, const char *name)
 	}
 	p->name = p->base.name;
 	p->fd = fd;
+	p->cfd = cfd;
 	p->owned = owned;
 	return &p->base;
-}
-
-static struct filepool *fp(struct lb_pool *pool)
-{
-	return (struct filepool *)pool;
 }
 
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts)
@@ -88,12 +113,17 @@ struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_p
 	fd = lb_lockfile_open(path, access == LB_POOL_WRITE);
 	if (fd == -1)
 		return NULL;
-	p = pool_new(fd, 1, path);
+	p = pool_new(fd, fd, 1, path);
 	if (p == NULL && fd >= 0)
 		close(fd);
 	return p;
 }
 
+/*
+ * The header and queue locks go on an open file of our own, never on the
+ * caller's: if this process dies holding one, the kernel drops it with
+ * us, instead of leaving it to a shell that lives on.
+ */
 struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
 {
 #ifndef HAVE_OFD_LOCKS
@@ -102,9 +132,29 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
 	lb_warnx("%s: --fd needs open file description locks, which this build lacks", name);
 	return NULL;
 #else
+	struct stat a, b;
+	struct lb_pool *p;
+	char path[64];
+	int cfd;
+
 	if (lb_lockfile_check_fd(fd, name, 1) != 0)
 		return NULL;
-	return pool_new(fd, 0, name);
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	cfd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (cfd < 0) {
+		lb_warn("%s: cannot open it again", name);
+		return NULL;
+	}
+	if (fstat(fd, &a) != 0 || fstat(cfd, &b) != 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino) {
+		lb_warnx("%s: cannot open it again: it changed", name);
+		close(cfd);
+		return NULL;
+	}
+	p = pool_new(fd, cfd, 0, name);
+	if (p == NULL)
+		close(cfd);
+	return p;
 #endif
 }
 
@@ -112,10 +162,12 @@ static void file_close(struct lb_pool *pool)
 {
 	struct filepool *p = fp(pool);
 
+	if (p->cfd >= 0 && p->cfd != p->fd)
+		close(p->cfd);
 	if (p->owned && p->fd >= 0)
 		close(p->fd);
 	free(p->buf);
-	free(p->held);
+	lb_slotset_free(&p->held);
 	free(p);
 }
 
@@ -130,29 +182,140 @@ static int file_keep_on_exec(struct lb_pool *pool)
 	return 0;
 }
 
-/* 1 locked, 0 the caller's deadline passed first, -1 error (reported) */
-static int header_lock(struct filepool *p, short type, int64_t deadline)
+static int pread_all(struct filepool *p, void *buf, size_t n, off_t off)
 {
-	int64_t bound = lb_deadline_after(HEADER_WAIT);
-	int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
-	int r = lb_lock_wait(p->fd, type, 0, LB_HDR_SIZE, until);
+	ssize_t r;
 
-	if (r == 1)
-		return 1;
+	do
+		r = pread(p->cfd, buf, n, off);
+	while (r < 0 && errno == EINTR);
 	if (r < 0) {
-		lb_warn("%s: cannot lock header", p->name);
+		lb_warn("%s", p->name);
 		return -1;
 	}
-	if (until == deadline)
-		return 0;
+	if ((size_t)r < n)
+		memset((char *)buf + r, 0, n - (size_t)r);
+	return 0;
+}
+
+static int pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off)
+{
+	ssize_t w;
+
+	do
+		w = pwrite(p->cfd, buf, n, off);
+	while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)n) {
+		if (w >= 0)
+			errno = ENOSPC;
+		lb_warn("%s: cannot write", p->name);
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t header_word(struct filepool *p, size_t off)
+{
+	return lb_get64(p->head + off);
+}
+
+/* Store a header word, in the file and in p->head. */
+static int set_header_word(struct filepool *p, size_t off, uint64_t v)
+{
+	unsigned char word[8];
+
+	lb_put64(word, v);
+	if (pwrite_all(p, word, sizeof word, (off_t)off) != 0)
+		return -1;
+	memcpy(p->head + off, word, sizeof word);
+	return 0;
+}
+
+/* A header count, read without the lock: 0 for a file too short to have one. */
+static uint64_t read_count(struct filepool *p, off_t off)
+{
+	unsigned char word[8];
+	ssize_t r = pread(p->cfd, word, sizeof word, off);
+
+	return r == (ssize_t)sizeof word ? lb_get64(word) : 0;
+}
+
+static uint64_t read_gen(struct filepool *p)
+{
+	return read_count(p, LB_HDR_OFF_GEN);
+}
+
+static uint64_t read_releases(struct filepool *p)
+{
+	return read_count(p, LB_HDR_OFF_RELEASES);
+}
+
+/*
+ * Lock the header. 1 locked, 0 the caller's DEADLINE passed first, -1
+ * error (reported). Many processes may queue for the header; what tells a
+ * busy header from one held by a stopped process is progress: every
+ * writer adds one to the header's count, so a waiter gives up only when
+ * the count stood still for HEADER_STUCK.
+ */
+static int header_lock(struct filepool *p, short type, int64_t deadline)
+{
+	uint64_t gen = read_gen(p), now;
+
+	for (;;) {
+		int64_t bound = lb_deadline_after(HEADER_STUCK);
+		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
+		int r = lb_lock_wait(p->cfd, type, 0, LB_HDR_SIZE, until);
+
+		if (r == 1)
+			return 1;
+		if (r < 0) {
+			lb_warn("%s: cannot lock header", p->name);
+			return -1;
+		}
+		if (until == deadline)
+			return 0;
+		now = read_gen(p);
+		if (now == gen)
+			break;
+		gen = now;
+	}
 	lb_warnx("%s: header locked for %ds by a stuck process (stopped?); giving up",
-	    p->name, (int)(HEADER_WAIT / LB_NS_PER_S));
+	    p->name, (int)(HEADER_STUCK / LB_NS_PER_S));
 	return -1;
 }
 
 static void header_unlock(struct filepool *p)
 {
-	lb_lock_try(p->fd, F_UNLCK, 0, LB_HDR_SIZE);
+	lb_lock_try(p->cfd, F_UNLCK, 0, LB_HDR_SIZE);
+}
+
+/*
+ * The start of every change: the header write-locked, the file identified
+ * (an empty one gets its header), the header fields read and the progress
+ * count moved on. 1 with *size set, 0 the deadline passed first, -1 error
+ * (reported; the header is not left locked).
+ */
+static int enter(struct filepool *p, int64_t deadline, off_t *size)
+{
+	int r = header_lock(p, F_WRLCK, deadline);
+
+	if (r != 1)
+		return r;
+	*size = lb_lockfile_identify(p->cfd, p->name, 1);
+	if (*size < 0 || pread_all(p, p->head, sizeof p->head, 0) != 0 ||
+	    set_header_word(p, LB_HDR_OFF_GEN, header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {
+		header_unlock(p);
+		return -1;
+	}
+	return 1;
+}
+
+/* Whole records in a file of SIZE bytes: a cut last record does not count. */
+static unsigned records_in(off_t size)
+{
+	off_t n = size <= LB_HDR_SIZE ? 0 : (size - LB_HDR_SIZE) / LB_REC_SIZE;
+
+	return n > LB_SLOT_LIMIT ? LB_SLOT_LIMIT : (unsigned)n;
 }
 
 /* Room in buf for BYTES, the new part zeroed. */
@@ -173,16 +336,16 @@ static int reserve(struct filepool *p, size_t bytes)
 	return 0;
 }
 
-/* Read header and records; a partial last record reads as zeros (free). */
+/* Read the header and the whole records. */
 static int load(struct filepool *p, off_t size)
 {
-	size_t want = (size_t)size < BUF_SIZE ? (size_t)size : BUF_SIZE;
+	size_t want = (size_t)lb_slot_offset(records_in(size) + 1);
 	ssize_t n;
 
-	if (reserve(p, want > LB_HDR_SIZE ? want : LB_HDR_SIZE) != 0)
+	if (reserve(p, want) != 0)
 		return -1;
 	do
-		n = pread(p->fd, p->buf, want, 0);
+		n = pread(p->cfd, p->buf, want, 0);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		lb_warn("%s", p->name);
@@ -191,8 +354,7 @@ static int load(struct filepool *p, off_t size)
 	if ((size_t)n < p->loaded)
 		memset(p->buf + n, 0, p->loaded - (size_t)n);
 	p->loaded = (size_t)n;
-	p->nrec = (size_t)n <= LB_HDR_SIZE ? 0 :
-	    (unsigned)(((size_t)n - LB_HDR_SIZE + LB_REC_SIZE - 1) / LB_REC_SIZE);
+	p->nrec = records_in((off_t)n);
 	return 0;
 }
 
@@ -206,111 +368,38 @@ static uint32_t state(struct filepool *p, unsigned slot)
 	return slot > p->nrec ? LB_REC_FREE : lb_record_state(record(p, slot));
 }
 
-static int held_add(struct filepool *p, unsigned slot)
+/*
+ * A file whose length is not a header plus whole records (a write cut
+ * short by a full disk or a file size limit) is cut back to whole records.
+ */
+static int repair(struct filepool *p, off_t *size)
 {
-	if (p->nheld == p->capheld) {
-		size_t cap = p->capheld ? 2 * p->capheld : 64;
-		unsigned *v = realloc(p->held, cap * sizeof *v);
+	off_t whole = lb_slot_offset(records_in(*size) + 1);
 
-		if (v == NULL) {
-			lb_warn("%s", p->name);
-			return -1;
-		}
-		p->held = v;
-		p->capheld = cap;
+	if (*size <= LB_HDR_SIZE || *size == whole || (*size - LB_HDR_SIZE) / LB_REC_SIZE > LB_SLOT_LIMIT)
+		return 0;
+	if (ftruncate(p->cfd, whole) != 0) {
+		lb_warn("%s: cannot cut back a partial record", p->name);
+		return -1;
 	}
-	p->held[p->nheld++] = slot;
+	*size = whole;
 	return 0;
 }
 
-static int cmp_unsigned(const void *a, const void *b)
+/* Lock the slots whose lock byte is held by anyone else: the truth. */
+static int scan(struct filepool *p)
 {
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-
-	return (x > y) - (x < y);
-}
-
-static int is_held(const struct filepool *p, unsigned slot)
-{
-	return p->nheld != 0 &&
-	    bsearch(&slot, p->held, p->nheld, sizeof *p->held, cmp_unsigned) != NULL;
-}
-
-/*
- * Find every locked slot. Testing slots one by one costs one kernel walk of
- * the file's lock list per slot, quadratic in the holders. Instead, test a
- * whole range for a write lock: the kernel names one conflicting lock, and
- * the ranges on either side of it are tested in turn. That is 2k+1 tests
- * for k holders, however far apart they sit. Testing for a *write* lock
- * makes waiters' transient read locks (see watch) invisible.
- */
-static int scan_locked(struct filepool *p, int fd)
-{
-	struct range {
-		off_t lo, hi;	/* hi 0: no end */
-	} *stack = NULL, *grown;
-	size_t depth = 0, cap = 0;
-	int rc = -1;
-
-	p->nheld = 0;
-	for (;;) {
-		struct flock c;
-		off_t lo, hi, clo, chi;
-		unsigned s;
-		int r;
-
-		if (depth + 2 > cap) {
-			cap = cap ? 2 * cap : 64;
-			grown = realloc(stack, cap * sizeof *stack);
-			if (grown == NULL) {
-				lb_warn("%s", p->name);
-				goto out;
-			}
-			stack = grown;
-		}
-		if (depth == 0) {
-			if (rc == 0)
-				break;
-			stack[depth++] = (struct range){ LB_HDR_SIZE, 0 };
-			rc = 0;
-		}
-		lo = stack[--depth].lo;
-		hi = stack[depth].hi;
-		r = lb_lock_test(fd, F_RDLCK, lo, hi ? hi - lo : 0, &c);
-		if (r < 0) {
-			lb_warn("%s: cannot test locks", p->name);
-			rc = -1;
-			goto out;
-		}
-		if (r == 1)
-			continue;
-		clo = c.l_start > lo ? c.l_start : lo;
-		chi = c.l_len == 0 ? hi : c.l_start + c.l_len;
-		if (hi != 0 && (chi == 0 || chi > hi))
-			chi = hi;
-		/* every slot whose lock byte lies in [clo, chi) */
-		s = (unsigned)((clo - LB_HDR_SIZE + LB_REC_SIZE - 1) / LB_REC_SIZE) + 1;
-		for (; s <= LB_SLOT_LIMIT && (chi == 0 || lb_slot_offset(s) < chi); s++)
-			if (held_add(p, s) != 0) {
-				rc = -1;
-				goto out;
-			}
-		if (clo > lo)
-			stack[depth++] = (struct range){ lo, clo };
-		if (chi != 0 && chi != hi)
-			stack[depth++] = (struct range){ chi, hi };
+	if (lb_scan_held(p->cfd, &p->held) != 0) {
+		lb_warn("%s: cannot find the held slots", p->name);
+		return -1;
 	}
-	if (p->nheld > 1)
-		qsort(p->held, p->nheld, sizeof *p->held, cmp_unsigned);
-out:
-	free(stack);
-	return rc;
+	return 0;
 }
 
 /*
- * Lock a slot found free. A waiter's watcher may hold a read lock on it for
- * a few microseconds, so a refusal is retried briefly before counting the
- * slot as held.
+ * Lock a slot found free. A waiter at the head of the queue may hold a
+ * read lock on it for a few microseconds while it looks, so a refusal is
+ * retried briefly before counting the slot as held.
  */
 static int claim(struct filepool *p, unsigned slot)
 {
@@ -319,47 +408,59 @@ static int claim(struct filepool *p, unsigned slot)
 	if (r == 0)
 		r = lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1,
 		    lb_deadline_after(CLAIM_WAIT));
+	if (r < 0 && errno == EDEADLK)
+		r = 0;	/* classic locks: another process's cross wait; busy */
 	if (r < 0)
 		lb_warn("%s: cannot lock slot %u", p->name, slot);
 	return r;
+}
+
+static int is_gone(const struct gone *g, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; g != NULL && i < g->n; i++)
+		if (g->pid[i] == pid)
+			return 1;
+	return 0;
 }
 
 /*
  * The cheap path, when the records alone prove a slot is free under MAX:
  * fewer records in use than MAX means fewer holders than MAX. Records are
  * streamed through a small buffer, so a big pool costs no big read. The
- * lowest free slot is preferred, reusing one whose holder is provably dead
+ * lowest free slot is preferred, reusing one whose holder is provably gone
  * (its lock confirmed free) over a never-used one, so slot numbers stay
- * small. Returns that slot, or 0 when only a full scan can tell; *high is
- * the highest slot with a record in use.
+ * small. A holder GONE names is known to have ended (a woken waiter knows
+ * whom it saw go); others are probed, a few. Returns that slot, or 0 when
+ * only a full scan can tell; *high is the highest slot with a record in use.
  */
-static unsigned quick_pick(struct filepool *p, off_t size, unsigned max, unsigned *high)
+static unsigned quick_pick(struct filepool *p, off_t size, unsigned max,
+    const struct gone *gone, unsigned *high)
 {
 	static unsigned char chunk[QUICK_CHUNK * LB_REC_SIZE];
-	unsigned s = 1, used = 0, probes = 0, pick = 0, stale = 0, nrec;
+	unsigned s = 1, used = 0, probes = 0, pick = 0, stale = 0;
+	unsigned nrec = records_in(size);
 	off_t off = LB_HDR_SIZE;
 	struct lb_ident who;
 	struct flock c;
 
-	nrec = size <= LB_HDR_SIZE ? 0 :
-	    (unsigned)((size - LB_HDR_SIZE + LB_REC_SIZE - 1) / LB_REC_SIZE);
-	if (nrec > LB_SLOT_LIMIT)
-		nrec = LB_SLOT_LIMIT;
 	*high = 0;
 	while (s <= nrec) {
+		size_t want = (size_t)(nrec - s + 1) * LB_REC_SIZE, i;
 		ssize_t n;
-		size_t i;
 
+		if (want > sizeof chunk)
+			want = sizeof chunk;
 		do
-			n = pread(p->fd, chunk, sizeof chunk, off);
+			n = pread(p->cfd, chunk, want, off);
 		while (n < 0 && errno == EINTR);
-		if (n <= 0)
+		if (n < LB_REC_SIZE)
 			return 0;	/* the full path reads again and reports */
-		if (n % LB_REC_SIZE != 0)	/* a cut last record reads as free */
-			memset(chunk + n, 0, LB_REC_SIZE - (size_t)n % LB_REC_SIZE);
 		off += n;
-		for (i = 0; i < (size_t)n && s <= nrec; i += LB_REC_SIZE, s++) {
+		for (i = 0; i + LB_REC_SIZE <= (size_t)n; i += LB_REC_SIZE, s++) {
 			uint32_t st = lb_record_state(chunk + i);
+			int dead;
 
 			if (st == LB_REC_FREE) {
 				if (pick == 0 && s <= max)
@@ -368,13 +469,18 @@ static unsigned quick_pick(struct filepool *p, off_t size, unsigned max, unsigne
 			}
 			used++;
 			*high = s;
-			if (pick != 0 || s > max || st != LB_REC_HELD ||
-			    probes++ >= QUICK_PROBES)
+			if (st != LB_REC_HELD)
 				continue;
 			lb_record_decode(chunk + i, &who);
-			if (lb_ident_gone(&who) &&
-			    lb_lock_test(p->fd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1)
-				pick = s, stale = 1;
+			dead = is_gone(gone, who.pid);
+			if (!dead && (pick != 0 || s > max || probes++ >= QUICK_PROBES))
+				continue;
+			if ((dead || lb_ident_gone(&who)) &&
+			    lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1) {
+				stale++;
+				if (s <= max && (pick == 0 || dead))
+					pick = pick != 0 && pick < s ? pick : s;
+			}
 		}
 	}
 	if (pick == 0 && nrec < max)
@@ -389,22 +495,6 @@ static unsigned highest_used(struct filepool *p)
 	for (s = p->nrec; s > 0; s--)
 		if (state(p, s) != LB_REC_FREE)
 			return s;
-	return 0;
-}
-
-static int pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off)
-{
-	ssize_t w;
-
-	do
-		w = pwrite(p->fd, buf, n, off);
-	while (w < 0 && errno == EINTR);
-	if (w != (ssize_t)n) {
-		if (w >= 0)
-			errno = ENOSPC;
-		lb_warn("%s: cannot write", p->name);
-		return -1;
-	}
 	return 0;
 }
 
@@ -444,22 +534,31 @@ static int commit_full(struct filepool *p, unsigned slot, const struct lb_ident 
 	    LB_HDR_SIZE) != 0)
 		return -1;
 	if ((off_t)p->loaded > lb_slot_offset(high + 1) &&
-	    ftruncate(p->fd, lb_slot_offset(high + 1)) != 0)
+	    ftruncate(p->cfd, lb_slot_offset(high + 1)) != 0)
 		lb_warn("%s: cannot shrink", p->name);
-	return lb_get32(p->buf + LB_HDR_OFF_HIGH) != high ? write_high(p, high) : 0;
+	return lb_get32(p->head + LB_HDR_OFF_HIGH) != high ? write_high(p, high) : 0;
+}
+
+/* Forget the records of slots that nobody holds (in buf; written with the next commit). */
+static void forget_stale(struct filepool *p)
+{
+	unsigned s;
+
+	for (s = 1; s <= p->nrec; s++)
+		if (state(p, s) != LB_REC_FREE && !lb_slotset_has(&p->held, s))
+			memset(record(p, s), 0, LB_REC_SIZE);
 }
 
 /* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
-static int take_slot(struct filepool *p, unsigned max, const struct lb_ident *who,
-    unsigned *slot)
+static int take_slot(struct filepool *p, off_t size, unsigned max,
+    const struct lb_ident *who, const struct gone *gone, unsigned *slot)
 {
-	off_t size = lb_lockfile_identify(p->fd, p->name, 1);
 	unsigned s, high;
 	int r;
 
-	if (size < 0)
+	if (repair(p, &size) != 0)
 		return -1;
-	s = quick_pick(p, size, max, &high);
+	s = quick_pick(p, size, max, gone, &high);
 	if (s != 0) {
 		r = claim(p, s);
 		if (r < 0)
@@ -471,15 +570,13 @@ static int take_slot(struct filepool *p, unsigned max, const struct lb_ident *wh
 			return 1;
 		}
 	}
-	if (load(p, size) != 0 || scan_locked(p, p->fd) != 0)
+	if (load(p, size) != 0 || scan(p) != 0)
 		return -1;
-	for (s = 1; s <= p->nrec; s++)
-		if (state(p, s) != LB_REC_FREE && !is_held(p, s))
-			lb_put32(record(p, s), LB_REC_FREE);
+	forget_stale(p);
 	for (;;) {
-		if (p->nheld >= max)
+		if (p->held.n >= max)
 			return 0;
-		for (s = 1; is_held(p, s); s++)
+		for (s = 1; lb_slotset_has(&p->held, s); s++)
 			;
 		r = claim(p, s);
 		if (r < 0)
@@ -487,9 +584,11 @@ static int take_slot(struct filepool *p, unsigned max, const struct lb_ident *wh
 		if (r == 1)
 			break;
 		/* locked by something that left no record: count it */
-		if (held_add(p, s) != 0)
+		if (lb_slotset_add(&p->held, s) != 0) {
+			lb_warn("%s", p->name);
 			return -1;
-		qsort(p->held, p->nheld, sizeof *p->held, cmp_unsigned);
+		}
+		lb_slotset_sort(&p->held);
 	}
 	if (commit_full(p, s, who) != 0)
 		goto undo;
@@ -500,20 +599,21 @@ undo:
 	return -1;
 }
 
+/* The holders of the slots in p->held, from the records in buf. */
 static int describe(struct filepool *p, struct lb_holders *out)
 {
 	size_t i;
 
 	out->n = 0;
-	out->v = calloc(p->nheld ? p->nheld : 1, sizeof *out->v);
+	out->v = calloc(p->held.n ? p->held.n : 1, sizeof *out->v);
 	if (out->v == NULL) {
 		lb_warn("%s", p->name);
 		return -1;
 	}
-	for (i = 0; i < p->nheld; i++) {
+	for (i = 0; i < p->held.n; i++) {
 		struct lb_holder *h = &out->v[out->n++];
 
-		h->slot = p->held[i];
+		h->slot = p->held.v[i];
 		h->known = state(p, h->slot) == LB_REC_HELD;
 		if (h->known)
 			lb_record_decode(record(p, h->slot), &h->who);
@@ -521,266 +621,293 @@ static int describe(struct filepool *p, struct lb_holders *out)
 	return 0;
 }
 
+/* ---- the queue ---- */
+
+/* Whether some waiter holds a ticket (a queue byte is locked). */
+static int queue_busy(struct filepool *p)
+{
+	uint64_t next = header_word(p, LB_HDR_OFF_TICKET);
+	struct flock c;
+
+	return next != 0 && lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF, (off_t)next, &c) == 0;
+}
+
+/* With the header locked: take the next ticket. 0, or -1 (reported). */
+static int queue_join(struct filepool *p, uint64_t *ticket)
+{
+	uint64_t t = header_word(p, LB_HDR_OFF_TICKET);
+	int r;
+
+	/* a ticket byte still locked (a counter that went back) is skipped */
+	while ((r = lb_lock_try(p->cfd, F_WRLCK, LB_QUEUE_OFF + (off_t)t, 1)) == 0)
+		t++;
+	if (r < 0 || set_header_word(p, LB_HDR_OFF_TICKET, t + 1) != 0) {
+		lb_warn("%s: cannot join the queue", p->name);
+		if (r == 1)
+			lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF + (off_t)t, 1);
+		return -1;
+	}
+	*ticket = t;
+	return 0;
+}
+
+static void queue_leave(struct filepool *p, uint64_t ticket)
+{
+	lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF, (off_t)ticket + 1);
+}
+
 /*
- * Waiting without polling. No syscall waits for "any of these locks", so a
- * waiter runs one thread per held slot, each blocked in F_SETLKW for a read
- * lock on that slot's byte: the kernel grants it the moment the holder's
- * write lock goes (exit, kill, release). The thread drops it at once and
- * rings the main thread, which re-runs the whole acquisition. Watchers are
- * started while the header is still locked, so no slot can change hands
- * unwatched between the scan and the wait.
+ * Wait for our turn: every earlier ticket gone. 1 our turn, 0 deadline,
+ * 2 stopped by ^Z (the ticket is given back first), -1 error (reported).
  */
-struct watcher {
-	pthread_t tid;
-	int fd, bell;
-	unsigned slot;
-	int running;
-};
-
-static volatile sig_atomic_t watch_stop;
-
-static void on_wake(int sig)
+static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
-	(void)sig;	/* only interrupts F_SETLKW */
+	struct lb_wait w;
+	struct lb_wait_event ev;
+	int r;
+
+	if (ticket == 0)
+		return 1;
+	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0 ||
+	    lb_wait_lock(&w, p->cfd, F_WRLCK, LB_QUEUE_OFF, (off_t)ticket, 1, 0) != 0) {
+		lb_warn("%s: cannot wait", p->name);
+		lb_wait_done(&w);
+		return -1;
+	}
+	r = lb_wait_run(&w, deadline, 0, &ev);
+	if (r == 1 && ev.kind == LB_EV_STOP)
+		r = 2;
+	else if (r == 1 && ev.err != 0) {
+		errno = ev.err;
+		lb_warn("%s: cannot wait in the queue", p->name);
+		r = -1;
+	} else if (r < 0) {
+		lb_warn("%s: cannot wait", p->name);
+	}
+	lb_wait_done(&w);
+	return r;
 }
 
-static void *watch(void *arg)
+/* ---- the head of the queue ---- */
+
+/*
+ * With the header locked, after a scan found every slot busy: set up the
+ * kernel events that tell when one may be free. A holder that is a process
+ * of this host is watched through a pidfd (it ends: its locks are gone
+ * before the pidfd says so); an explicit release (the shell library's)
+ * writes to the file, which inotify reports; a slot whose holder cannot be
+ * watched that way (another host on a shared file system, a process that
+ * left the slot to its children, a lock without a record) gets one of the
+ * few lock requests a waiter may have. Returns 1 when everything is
+ * watched, 0 when something is not (the head then looks again every
+ * RECHECK_MS).
+ */
+static int watch(struct filepool *p, struct lb_wait *w)
 {
-	struct watcher *w = arg;
-	struct flock fl;
-
-	for (;;) {
-		memset(&fl, 0, sizeof fl);
-		fl.l_type = F_RDLCK;
-		fl.l_whence = SEEK_SET;
-		fl.l_start = lb_slot_offset(w->slot);
-		fl.l_len = 1;
-#ifdef HAVE_OFD_LOCKS
-		if (fcntl(w->fd, F_OFD_SETLKW, &fl) == 0)
-#else
-		if (fcntl(w->fd, F_SETLKW, &fl) == 0)
-#endif
-		{
-			lb_lock_try(w->fd, F_UNLCK, lb_slot_offset(w->slot), 1);
-			break;
-		}
-		if (errno != EINTR || watch_stop)
-			break;
-	}
-	/* ring even on error: the main thread re-scans rather than sleeps on */
-	while (write(w->bell, "", 1) < 0 && errno == EINTR)
-		;
-	return NULL;
-}
-
-struct watch_set {
-	struct watcher *v;
-	size_t n;
-	int bell[2];
-	int capped;
-};
-
-static void watch_start(struct filepool *p, struct watch_set *ws)
-{
-	struct sigaction sa;
-	pthread_attr_t attr;
-	sigset_t block, old;
-	size_t i, n = p->nheld < WATCH_MAX ? p->nheld : WATCH_MAX;
-
-	memset(ws, 0, sizeof *ws);
-	ws->capped = n < p->nheld;
-	if (pipe2(ws->bell, O_CLOEXEC | O_NONBLOCK) != 0) {
-		ws->bell[0] = ws->bell[1] = -1;
-		ws->capped = 1;
-		return;
-	}
-	ws->v = calloc(n ? n : 1, sizeof *ws->v);
-	if (ws->v == NULL) {
-		ws->capped = 1;
-		return;
-	}
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_wake;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGRTMIN, &sa, NULL);
-	watch_stop = 0;
-	/*
-	 * Threads inherit this mask: they never take the deadline alarm (the
-	 * main thread's) and always take the wake signal, whatever mask we
-	 * were started with.
-	 */
-	pthread_sigmask(SIG_BLOCK, NULL, &old);
-	block = old;
-	sigaddset(&block, SIGALRM);
-	sigdelset(&block, SIGRTMIN);
-	pthread_sigmask(SIG_SETMASK, &block, NULL);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, WATCH_STACK);
-	for (i = 0; i < n; i++) {
-		struct watcher *w = &ws->v[ws->n];
-
-		w->fd = p->fd;
-		w->bell = ws->bell[1];
-		w->slot = p->held[i];
-		if (pthread_create(&w->tid, &attr, watch, w) != 0) {
-			ws->capped = 1;
-			break;
-		}
-		w->running = 1;
-		ws->n++;
-	}
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-static void watch_ring_wait(struct watch_set *ws, int64_t deadline)
-{
-	struct pollfd pfd = { .fd = ws->bell[0], .events = POLLIN };
-	char drain[64];
-
-	for (;;) {
-		int64_t left = lb_remaining(deadline);
-		int ms = (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS);
-
-		if (left == 0)
-			return;
-		if (ws->capped && ms > 200)
-			ms = 200;
-		if (pfd.fd < 0) {
-			poll(NULL, 0, ms);
-			return;
-		}
-		if (poll(&pfd, 1, ms) != 0 || ws->capped)
-			break;
-	}
-	while (read(ws->bell[0], drain, sizeof drain) > 0)
-		;
-}
-
-static void watch_stop_all(struct watch_set *ws)
-{
+	uint8_t boot[16];
+	int all = 1, have_boot = lb_boot_id(boot) == 0;
 	size_t i;
 
-	watch_stop = 1;
-	for (i = 0; i < ws->n; i++) {
-		struct timespec ts;
+	lb_wait_clear_locks(w);
+	/* set before the header goes: a release waits for the header, then writes */
+	if (lb_wait_file(w, p->cfd, 0) != 0)
+		all = 0;
+	for (i = 0; i < p->held.n; i++) {
+		unsigned s = p->held.v[i];
+		struct lb_ident who;
+		int r = -1;
 
-		/* the wake signal may land just before F_SETLKW: send it again */
+		if (state(p, s) == LB_REC_HELD) {
+			lb_record_decode(record(p, s), &who);
+			if (have_boot && memcmp(who.boot_id, boot, 16) == 0)
+				r = lb_wait_pid(w, who.pid, who.starttime, 0);
+		}
+		/* not pinned (0: the recorded process is gone, its children hold on) */
+		if (r == 1)
+			continue;
+		if (lb_wait_locks_free(w) == 0 ||
+		    lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
+			all = 0;
+	}
+	return all;
+}
+
+/*
+ * At the head of the queue: wait for a slot. Called with the header
+ * locked after a scan found every slot busy; returns with it unlocked.
+ * 1 taken, 0 deadline, 2 stopped by ^Z, -1 error (reported).
+ */
+static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot)
+{
+	struct lb_wait w;
+	struct lb_wait_event ev;
+	struct gone gone = { { 0 }, 0 };
+	uint64_t releases;
+	off_t size;
+	int r, all;
+
+	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
+		lb_warn("%s: cannot wait", p->name);
+		header_unlock(p);
+		lb_wait_done(&w);
+		return -1;
+	}
+	for (;;) {
+		releases = header_word(p, LB_HDR_OFF_RELEASES);
+		all = watch(p, &w);
+		header_unlock(p);
+		gone.n = 0;
 		do {
-			pthread_kill(ws->v[i].tid, SIGRTMIN);
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-		} while (pthread_timedjoin_np(ws->v[i].tid, NULL, &ts) == ETIMEDOUT);
+			r = lb_wait_run(&w, deadline, all ? 0 : RECHECK_MS, &ev);
+			if (r != 1)
+				break;
+			if (ev.kind == LB_EV_PID && gone.n < GONE_MAX)
+				gone.pid[gone.n++] = ev.pid;
+			/* a write that is not a release: others queueing, or records changing */
+		} while (ev.kind == LB_EV_FILE && read_releases(p) == releases);
+		if (r != 1 || ev.kind == LB_EV_STOP) {
+			if (r < 0)
+				lb_warn("%s: cannot wait", p->name);
+			r = r == 1 ? 2 : r;
+			break;
+		}
+		r = enter(p, deadline, &size);
+		if (r != 1)
+			break;
+		r = take_slot(p, size, max, who, &gone, slot);
+		if (r != 0) {
+			header_unlock(p);
+			break;
+		}
 	}
-	free(ws->v);
-	if (ws->bell[0] >= 0) {
-		close(ws->bell[0]);
-		close(ws->bell[1]);
-	}
+	lb_wait_done(&w);
+	return r;
 }
 
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	struct filepool *p = fp(pool);
-	struct watch_set ws;
+	uint64_t ticket;
+	off_t size;
 	int r;
 
 	for (;;) {
-		r = header_lock(p, F_WRLCK, deadline);
-		if (r == 1) {
-			r = take_slot(p, max, who, slot);
-			if (r == 0 && lb_remaining(deadline) > 0) {
-				watch_start(p, &ws);
+		r = enter(p, deadline, &size);
+		if (r != 1)
+			break;
+		/* waiters are served in order: one who waits goes behind those waiting */
+		if (lb_remaining(deadline) == 0 || !queue_busy(p)) {
+			r = take_slot(p, size, max, who, NULL, slot);
+			if (r != 0 || lb_remaining(deadline) == 0) {
 				header_unlock(p);
-				watch_ring_wait(&ws, deadline);
-				watch_stop_all(&ws);
-				continue;
+				break;
 			}
-			header_unlock(p);
 		}
-		if (r == 0 && busy != NULL && describe(p, busy) != 0)
-			return -1;
-		return r;
+		if (queue_join(p, &ticket) != 0) {
+			header_unlock(p);
+			r = -1;
+			break;
+		}
+		header_unlock(p);
+		r = queue_turn(p, ticket, deadline);
+		if (r == 1) {
+			r = enter(p, deadline, &size);
+			if (r == 1) {
+				r = take_slot(p, size, max, who, NULL, slot);
+				if (r == 0)
+					r = head_wait(p, max, deadline, who, slot);
+				else
+					header_unlock(p);
+			}
+		}
+		queue_leave(p, ticket);
+		if (r != 2)
+			break;
+		/* ^Z: the place in the queue is given up; stop, and queue again after */
+		lb_wait_suspend();
 	}
+	if (r == 0 && busy != NULL)
+		return describe(p, busy) != 0 ? -1 : 0;
+	return r;
 }
 
-/*
- * A lock test never reports the tester's own locks, so the file is opened
- * afresh: that second open file description sees every holder, ours too.
- * A slot it sees locked that is free as seen through our fd is ours, or
- * was released between the two tests; a third test through the second
- * description tells them apart. The header lock makes that third test
- * sound: without it a new holder could take the slot in between.
- */
+/* The slot the caller's open file holds already, found in its own lock list. */
 static unsigned file_own_slot(struct lb_pool *pool)
 {
 	struct filepool *p = fp(pool);
-	char path[64];
-	unsigned own = 0;
-	size_t i;
-	int other, r;
+	struct lb_slotset own = { NULL, 0, 0 };
+	unsigned slot = 0;
 
-	snprintf(path, sizeof path, "/proc/self/fd/%d", p->fd);
-	other = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (other < 0)
-		return 0;
-	if (header_lock(p, F_WRLCK, 0) != 1) {
-		close(other);
-		return 0;
-	}
-	r = scan_locked(p, other);
-	for (i = 0; r == 0 && i < p->nheld && own == 0; i++) {
-		off_t at = lb_slot_offset(p->held[i]);
-		struct flock c;
-
-		if (lb_lock_test(p->fd, F_RDLCK, at, 1, &c) == 1 &&
-		    lb_lock_test(other, F_RDLCK, at, 1, &c) == 0)
-			own = p->held[i];
-	}
-	header_unlock(p);
-	close(other);
-	return own;
+	if (lb_scan_own(p->fd, &own) == 0 && own.n > 0)
+		slot = own.v[0];
+	lb_slotset_free(&own);
+	return slot;
 }
 
 static int file_release(struct lb_pool *pool, pid_t owner)
 {
 	struct filepool *p = fp(pool);
-	int r = header_lock(p, F_WRLCK, 0);
+	struct lb_slotset own = { NULL, 0, 0 };
+	unsigned char magic[LB_MAGIC_LEN];
 	off_t size;
-	unsigned s;
+	size_t i;
+	int r, rc = 0;
 
+	/* a file that is not a lock file keeps whatever locks others put on it */
+	if (pread_all(p, magic, sizeof magic, 0) != 0)
+		return -1;
+	if (memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0) {
+		lb_warnx("%s: not a lockbox lock file; refusing to touch it", p->name);
+		return -1;
+	}
+	if (lb_scan_own(p->fd, &own) != 0)
+		own.n = 0;
 	/* the slot goes even when the header cannot be had: a record left
 	 * behind is only stale, and stale records are cleaned up later */
-	if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, 0) < 0) {
+	if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, lb_slot_offset(LB_SLOT_LIMIT + 1) - LB_HDR_SIZE) < 0) {
 		lb_warn("%s: cannot unlock", p->name);
-		r = -1;
+		rc = -1;
 	}
-	if (r != 1)
+	r = enter(p, 0, &size);
+	if (r != 1) {
+		lb_slotset_free(&own);
 		return -1;
-	size = lb_lockfile_identify(p->fd, p->name, 0);
-	if (size < 0 || load(p, size) != 0)
-		r = -1;
-	for (s = 1; r == 1 && s <= p->nrec; s++) {
+	}
+	if (load(p, size) != 0)
+		rc = -1;
+	for (i = 0; rc == 0 && i < own.n; i++) {
+		unsigned s = own.v[i];
 		struct lb_ident who;
 		struct flock c;
 
 		if (state(p, s) != LB_REC_HELD)
 			continue;
 		lb_record_decode(record(p, s), &who);
-		if (who.pid != owner ||
-		    lb_lock_test(p->fd, F_RDLCK, lb_slot_offset(s), 1, &c) != 1)
+		if (who.pid != owner || lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) != 1)
 			continue;
-		lb_put32(record(p, s), LB_REC_FREE);
-		if (pwrite_all(p, record(p, s), 4, lb_slot_offset(s)) != 0)
-			r = -1;
+		/* the whole record: a command line says nothing once its run is over */
+		memset(record(p, s), 0, LB_REC_SIZE);
+		if (pwrite_all(p, record(p, s), LB_REC_SIZE, lb_slot_offset(s)) != 0)
+			rc = -1;
 	}
+	/* tells a waiter at the head that this write freed a slot */
+	if (set_header_word(p, LB_HDR_OFF_RELEASES, header_word(p, LB_HDR_OFF_RELEASES) + 1) != 0)
+		rc = -1;
 	header_unlock(p);
-	return r == 1 ? 0 : -1;
+	lb_slotset_free(&own);
+	return rc;
+}
+
+/*
+ * A shared header lock keeps records steady while they are read; it is
+ * only a courtesy (the slot locks are the truth), so a header held by a
+ * stopped process is waited on briefly, never for long. 1 locked, 0 not.
+ */
+static int look_lock(struct filepool *p)
+{
+	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_SIZE, lb_deadline_after(LOOK_WAIT)) == 1;
 }
 
 static int file_holders(struct lb_pool *pool, struct lb_holders *out)
@@ -791,15 +918,9 @@ static int file_holders(struct lb_pool *pool, struct lb_holders *out)
 
 	if (p->fd < 0)
 		return 0;	/* no file: nobody holds it */
-	/*
-	 * A shared header lock keeps records steady while they are read; it
-	 * is only a courtesy (the slot locks are the truth), so a header
-	 * stuck in a stopped process is waited on briefly, never for long.
-	 */
-	locked = lb_lock_wait(p->fd, F_RDLCK, 0, LB_HDR_SIZE,
-	    lb_deadline_after(250 * LB_NS_PER_MS)) == 1;
-	size = lb_lockfile_identify(p->fd, p->name, 0);
-	if (size >= 0 && load(p, size) == 0 && scan_locked(p, p->fd) == 0)
+	locked = look_lock(p);
+	size = lb_lockfile_identify(p->cfd, p->name, 0);
+	if (size >= 0 && load(p, size) == 0 && scan(p) == 0)
 		rc = describe(p, out);
 	if (locked)
 		header_unlock(p);
@@ -811,16 +932,14 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	struct filepool *p = fp(pool);
 	unsigned char area[LB_ATOM_SIZE];
 	off_t size;
-	int r = header_lock(p, F_WRLCK, 0);
+	int r = enter(p, 0, &size);
 
 	if (r != 1)
 		return -1;
-	size = lb_lockfile_identify(p->fd, p->name, 1);
-	if (size < 0 || load(p, size) != 0) {
+	if (pread_all(p, area, sizeof area, LB_ATOM_OFF) != 0) {
 		header_unlock(p);
 		return -1;
 	}
-	memcpy(area, p->buf + LB_ATOM_OFF, sizeof area);
 	r = fn(area, sizeof area, arg);
 	if (r == 1 && pwrite_all(p, area, sizeof area, LB_ATOM_OFF) != 0)
 		r = -1;
@@ -836,14 +955,10 @@ static int file_atom_read(struct lb_pool *pool, unsigned char *area, size_t len)
 
 	if (p->fd < 0)
 		return 0;	/* no file: no state */
-	/* a courtesy lock, as in file_holders: never waited on for long */
-	locked = lb_lock_wait(p->fd, F_RDLCK, 0, LB_HDR_SIZE,
-	    lb_deadline_after(LB_NS_PER_S)) == 1;
-	size = lb_lockfile_identify(p->fd, p->name, 0);
-	if (size >= 0 && load(p, size) == 0) {
-		memcpy(area, p->buf + LB_ATOM_OFF, len < LB_ATOM_SIZE ? len : LB_ATOM_SIZE);
+	locked = look_lock(p);
+	size = lb_lockfile_identify(p->cfd, p->name, 0);
+	if (size >= 0 && pread_all(p, area, len < LB_ATOM_SIZE ? len : LB_ATOM_SIZE, LB_ATOM_OFF) == 0)
 		rc = size > 0;
-	}
 	if (locked)
 		header_unlock(p);
 	return rc;

@@ -3,11 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -194,64 +191,9 @@ int lb_lock_try(int fd, short type, off_t start, off_t len)
 	return errno == EAGAIN || errno == EACCES ? 0 : -1;
 }
 
-static void on_alarm(int sig)
+int lb_lock_block(int fd, short type, off_t start, off_t len)
 {
-	(void)sig;	/* only interrupts F_SETLKW; the clock says what it meant */
-}
-
-/*
- * A blocking fcntl is interrupted by SIGALRM at the deadline: the handler
- * is installed without SA_RESTART so F_SETLKW returns EINTR, and SIGALRM is
- * unblocked for the wait (cron or a parent may hand us a mask blocking it).
- * The timer repeats every 10ms after the deadline, so an alarm that rings
- * just before fcntl is entered cannot leave it blocked for good.
- */
-int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
-{
-	struct sigaction sa, old;
-	struct itimerval it, off;
-	sigset_t alrm, oldmask;
-	int64_t left;
-	int r, saved;
-
-	r = lb_lock_try(fd, type, start, len);
-	if (r != 0)
-		return r;
-	left = lb_remaining(deadline);
-	if (left == 0) {
-		errno = EAGAIN;
-		return 0;
-	}
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, &old);
-	memset(&it, 0, sizeof it);
-	memset(&off, 0, sizeof off);
-	it.it_value.tv_sec = (time_t)(left / 1000000000);
-	it.it_value.tv_usec = (suseconds_t)(left % 1000000000 / 1000) + 1;
-	it.it_interval.tv_usec = 10000;
-	sigemptyset(&alrm);
-	sigaddset(&alrm, SIGALRM);
-	pthread_sigmask(SIG_UNBLOCK, &alrm, &oldmask);
-	setitimer(ITIMER_REAL, &it, NULL);
-	for (;;) {
-		r = lock_cmd(fd, LB_SETLKW, type, start, len);
-		if (r == 0 || errno != EINTR || lb_remaining(deadline) == 0)
-			break;
-	}
-	saved = errno;
-	setitimer(ITIMER_REAL, &off, NULL);
-	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
-	sigaction(SIGALRM, &old, NULL);
-	errno = saved;
-	if (r == 0)
-		return 1;
-	if (errno == EINTR) {
-		errno = EAGAIN;
-		return 0;
-	}
-	return -1;
+	return lock_cmd(fd, LB_SETLKW, type, start, len);
 }
 
 int lb_lock_test(int fd, short type, off_t start, off_t len, struct flock *conflict)

@@ -21,6 +21,8 @@
  *            acquisitions and guards every write to the file.
  *   slot s   bytes [4096 + 256(s-1), 4096 + 256s): its holder record; a
  *            write lock on the record's first byte is the slot itself
+ *   queue    lock bytes only, far past any record (the file never grows
+ *            there): byte 2^32 + t is waiter t's ticket (see filepool.c)
  */
 #define LB_MAGIC	"lockbox lock v1\n"
 #define LB_MAGIC_LEN	16
@@ -35,6 +37,12 @@ _Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
 #define LB_HDR_OFF_HDRSIZE	16
 #define LB_HDR_OFF_RECSIZE	20
 #define LB_HDR_OFF_HIGH		24	/* highest slot with a record in use: a hint */
+#define LB_HDR_OFF_TICKET	32	/* u64: the next waiter's ticket */
+#define LB_HDR_OFF_GEN		40	/* u64: one more at every write-locked visit */
+#define LB_HDR_OFF_RELEASES	48	/* u64: one more at every explicit release */
+#define LB_HDR_FIELDS		64	/* bytes before the atom area */
+
+#define LB_QUEUE_OFF		((off_t)1 << 32)
 
 /* record fields */
 #define LB_REC_HELD		UINT32_C(0x444c4f48)	/* "HOLD" */
@@ -76,11 +84,13 @@ off_t lb_lockfile_identify(int fd, const char *name, int writable);
 /*
  * fcntl byte-range locks: open-file-description locks where the kernel has
  * them, classic per-process POSIX locks otherwise. TYPE is F_RDLCK, F_WRLCK
- * or F_UNLCK; LEN 0 means "to the end of any file". Returns 1 (done), 0
- * (busy or, for _wait, the deadline passed; errno kept), -1 (error).
+ * or F_UNLCK; LEN 0 means "to the end of any file". lb_lock_try returns 1
+ * (done), 0 (busy; errno kept), -1 (error). lb_lock_block waits in the
+ * kernel until the lock is granted (0) or a signal interrupts it (-1,
+ * EINTR); waiting with a deadline is wait.h's lb_lock_wait.
  */
 int lb_lock_try(int fd, short type, off_t start, off_t len);
-int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline);
+int lb_lock_block(int fd, short type, off_t start, off_t len);
 
 /*
  * Who blocks a lock of TYPE on the range: 1 when nobody, 0 when someone

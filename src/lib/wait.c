@@ -1,0 +1,564 @@
+/* The one place lockbox blocks: lock requests, process exits and file changes, with a deadline. */
+/* SPDX-License-Identifier: ISC */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "lockfile.h"
+#include "parse.h"
+#include "proc.h"
+#include "wait.h"
+
+/* stack of a lock thread: it only sits in one fcntl */
+#define LOCK_STACK	(64 * 1024)
+/* fds kept free for everything but pidfds */
+#define FD_SPARE	64
+
+/* epoll data: the kind of source, and a value (a pid, or nothing) */
+enum { SRC_BELL = 1, SRC_PIN, SRC_INO, SRC_SIG };
+#define SRC(kind, value)	((uint64_t)(kind) << 32 | (uint32_t)(value))
+
+struct lb_wait_lock {
+	pthread_t tid;
+	int fd, bell, keep, tag, index;
+	short type;
+	off_t start, len;
+	atomic_int stop;	/* asked to give up: an EINTR is final */
+	atomic_int granted;	/* a kept lock is held */
+	atomic_int err;		/* why the request failed */
+	int reported;		/* its event went to the caller */
+};
+
+struct lb_wait_pin {
+	pid_t pid;
+	int fd, tag;
+};
+
+/*
+ * A lock thread gives up its request when this signal interrupts it: its
+ * handler does nothing, and is installed without SA_RESTART so that
+ * F_SETLKW returns EINTR. Only lock threads take it (pthread_kill).
+ */
+static int wake_sig(void)
+{
+	return SIGRTMIN + 2;
+}
+
+static void on_wake(int sig)
+{
+	(void)sig;
+}
+
+static void *lock_thread(void *arg)
+{
+	struct lb_wait_lock *l = arg;
+	unsigned char byte = (unsigned char)l->index;
+	int r;
+
+	for (;;) {
+		r = lb_lock_block(l->fd, l->type, l->start, l->len);
+		if (r == 0 || errno != EINTR || atomic_load(&l->stop))
+			break;
+	}
+	if (r == 0) {
+		if (l->keep)
+			atomic_store(&l->granted, 1);
+		else
+			lb_lock_try(l->fd, F_UNLCK, l->start, l->len);
+	} else {
+		atomic_store(&l->err, errno);
+	}
+	/* rung on failure too: the caller looks again rather than sleeps on */
+	if (!atomic_load(&l->stop))
+		while (write(l->bell, &byte, 1) < 0 && errno == EINTR)
+			;
+	return NULL;
+}
+
+int lb_wait_init(struct lb_wait *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_BELL, 0) };
+
+	memset(w, 0, sizeof *w);
+	w->ino = w->sig = -1;
+	w->bell[0] = w->bell[1] = -1;
+	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (w->ep < 0)
+		return -1;
+	if (pipe2(w->bell, O_CLOEXEC | O_NONBLOCK) != 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->bell[0], &ev) != 0) {
+		lb_wait_done(w);
+		return -1;
+	}
+	return 0;
+}
+
+size_t lb_wait_locks_free(const struct lb_wait *w)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < LB_WAIT_LOCKS; i++)
+		n += w->locks[i] == NULL;
+	return n;
+}
+
+int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
+    int keep, int tag)
+{
+	static int installed;
+	struct lb_wait_lock *l;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int i, e;
+
+	for (i = 0; i < LB_WAIT_LOCKS && w->locks[i] != NULL; i++)
+		;
+	if (i == LB_WAIT_LOCKS) {
+		errno = EMFILE;
+		return -1;
+	}
+	if (!installed) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_wake;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(wake_sig(), &sa, NULL) != 0)
+			return -1;
+		installed = 1;
+	}
+	l = calloc(1, sizeof *l);
+	if (l == NULL)
+		return -1;
+	l->fd = fd;
+	l->bell = w->bell[1];
+	l->type = type;
+	l->start = start;
+	l->len = len;
+	l->keep = keep;
+	l->tag = tag;
+	l->index = i;
+	/*
+	 * The thread takes no signal but the wake signal, whatever mask we
+	 * were started with: signals meant for lockbox reach the main thread.
+	 */
+	sigfillset(&all);
+	sigdelset(&all, wake_sig());
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, LOCK_STACK);
+	e = pthread_create(&l->tid, &attr, lock_thread, l);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		free(l);
+		errno = e;
+		return -1;
+	}
+	w->locks[i] = l;
+	return 0;
+}
+
+/* Stop a lock thread and wait for it; a kept lock it got and never reported is let go. */
+static void lock_cancel(struct lb_wait_lock *l)
+{
+	atomic_store(&l->stop, 1);
+	for (;;) {
+		struct timespec ts;
+
+		/* the signal may land just before the thread enters fcntl: again */
+		pthread_kill(l->tid, wake_sig());
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(l->tid, NULL, &ts) == 0)
+			break;
+	}
+	if (atomic_load(&l->granted) && !l->reported)
+		lb_lock_try(l->fd, F_UNLCK, l->start, l->len);
+	free(l);
+}
+
+static struct lb_wait_pin *pin_find(const struct lb_wait *w, pid_t pid, size_t *at)
+{
+	size_t lo = 0, hi = w->npins;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->pins[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return lo < w->npins && w->pins[lo].pid == pid ? &w->pins[lo] : NULL;
+}
+
+int lb_wait_has_pid(const struct lb_wait *w, pid_t pid)
+{
+	size_t at;
+
+	return pin_find(w, pid, &at) != NULL;
+}
+
+/* Room for one more fd: raise the soft limit toward the hard one if need be. */
+static int fd_room(struct lb_wait *w)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+	if (rl.rlim_cur == RLIM_INFINITY || w->npins + 3 * FD_SPARE < rl.rlim_cur)
+		return 0;
+	if (rl.rlim_cur >= rl.rlim_max) {
+		errno = EMFILE;
+		return -1;
+	}
+	if (!w->fd_limit_raised) {
+		/* the command must see the limit lockbox was given: put back in lb_wait_done */
+		w->fd_limit_raised = 1;
+		w->saved_fd_limit = rl.rlim_cur;
+	}
+	rl.rlim_cur = rl.rlim_cur * 2 < rl.rlim_max ? rl.rlim_cur * 2 : rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_PIN, pid) };
+	struct lb_wait_pin *grown;
+	size_t at;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	if (pin_find(w, pid, &at) != NULL)
+		return 1;
+	if (fd_room(w) != 0)
+		return -1;
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	fd = -1;
+	errno = ENOSYS;
+#endif
+	if (fd < 0)
+		return errno == ESRCH ? 0 : -1;
+	/*
+	 * Checked after pinning: if the PID was reused before pidfd_open, the
+	 * start time differs, and the process we would watch is a stranger.
+	 */
+	if (starttime != 0 && lb_proc_starttime(pid) != starttime) {
+		close(fd);
+		return 0;
+	}
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		close(fd);
+		return -1;
+	}
+	if (w->npins == w->cappins) {
+		size_t cap = w->cappins ? 2 * w->cappins : 16;
+
+		grown = realloc(w->pins, cap * sizeof *grown);
+		if (grown == NULL) {
+			close(fd);
+			return -1;
+		}
+		w->pins = grown;
+		w->cappins = cap;
+	}
+	memmove(&w->pins[at + 1], &w->pins[at], (w->npins - at) * sizeof *w->pins);
+	w->pins[at] = (struct lb_wait_pin){ pid, fd, tag };
+	w->npins++;
+	return 1;
+}
+
+int lb_wait_file(struct lb_wait *w, int fd, int tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_INO, 0) };
+	char path[64];
+
+	if (w->ino < 0) {
+		w->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (w->ino < 0)
+			return -1;
+		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ino, &ev) != 0) {
+			close(w->ino);
+			w->ino = -1;
+			return -1;
+		}
+	}
+	w->ino_tag = tag;
+	/* the descriptor's link leads to the file itself, whatever its path is now */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	return inotify_add_watch(w->ino, path, IN_MODIFY) < 0 ? -1 : 0;
+}
+
+int lb_wait_stop(struct lb_wait *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_SIG, 0) };
+	struct sigaction cur;
+	sigset_t tstp;
+
+	if (w->sig >= 0)
+		return 0;
+	/* ignored on entry (cron, nohup): stays ignored, and nothing to do */
+	if (sigaction(SIGTSTP, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+		return 0;
+	sigemptyset(&tstp);
+	sigaddset(&tstp, SIGTSTP);
+	/* blocked, so that it waits in the signalfd instead of stopping us */
+	if (pthread_sigmask(SIG_BLOCK, &tstp, &w->stop_mask) != 0)
+		return -1;
+	w->sig = signalfd(-1, &tstp, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (w->sig < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, w->sig, &ev) != 0) {
+		if (w->sig >= 0)
+			close(w->sig);
+		w->sig = -1;
+		pthread_sigmask(SIG_SETMASK, &w->stop_mask, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void lb_wait_suspend(void)
+{
+	sigset_t tstp, old;
+
+	sigemptyset(&tstp);
+	sigaddset(&tstp, SIGTSTP);
+	pthread_sigmask(SIG_UNBLOCK, &tstp, &old);
+	raise(SIGTSTP);		/* default action: stop, until SIGCONT */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static int push(struct lb_wait *w, const struct lb_wait_event *ev)
+{
+	if (w->nready == w->capready) {
+		size_t cap = w->capready ? 2 * w->capready : 8;
+		struct lb_wait_event *grown = realloc(w->ready, cap * sizeof *grown);
+
+		if (grown == NULL)
+			return -1;
+		w->ready = grown;
+		w->capready = cap;
+	}
+	w->ready[w->nready++] = *ev;
+	return 0;
+}
+
+static void pin_drop(struct lb_wait *w, size_t at)
+{
+	epoll_ctl(w->ep, EPOLL_CTL_DEL, w->pins[at].fd, NULL);
+	close(w->pins[at].fd);
+	memmove(&w->pins[at], &w->pins[at + 1], (w->npins - at - 1) * sizeof *w->pins);
+	w->npins--;
+}
+
+/* Turn what epoll reported into events. 0, or -1 with errno. */
+static int collect(struct lb_wait *w, const struct epoll_event *e)
+{
+	struct lb_wait_event ev;
+	unsigned kind = (unsigned)(e->data.u64 >> 32);
+	uint32_t value = (uint32_t)e->data.u64;
+	unsigned char bytes[16];
+	char buf[4096];
+	ssize_t n, i;
+	size_t at;
+
+	memset(&ev, 0, sizeof ev);
+	switch (kind) {
+	case SRC_BELL:
+		while ((n = read(w->bell[0], bytes, sizeof bytes)) > 0)
+			for (i = 0; i < n; i++) {
+				struct lb_wait_lock *l = bytes[i] < LB_WAIT_LOCKS ?
+				    w->locks[bytes[i]] : NULL;
+
+				if (l == NULL || l->reported)
+					continue;
+				l->reported = 1;
+				ev.kind = LB_EV_LOCK;
+				ev.tag = l->tag;
+				ev.err = atomic_load(&l->err);
+				if (push(w, &ev) != 0)
+					return -1;
+			}
+		return 0;
+	case SRC_PIN:
+		if (pin_find(w, (pid_t)value, &at) == NULL)
+			return 0;
+		ev.kind = LB_EV_PID;
+		ev.tag = w->pins[at].tag;
+		ev.pid = (pid_t)value;
+		pin_drop(w, at);
+		return push(w, &ev);
+	case SRC_INO:
+		while (read(w->ino, buf, sizeof buf) > 0)
+			;
+		ev.kind = LB_EV_FILE;
+		ev.tag = w->ino_tag;
+		return push(w, &ev);
+	case SRC_SIG:
+		while (read(w->sig, buf, sizeof buf) > 0)
+			;
+		ev.kind = LB_EV_STOP;
+		return push(w, &ev);
+	}
+	return 0;
+}
+
+int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_event *ev)
+{
+	struct epoll_event got[16];
+	int i, n, ms, capped;
+	int64_t left;
+
+	while (w->nready == 0) {
+		left = lb_remaining(deadline);
+		if (left == 0)
+			return 0;
+		/* rounded up: waking before the deadline would only loop */
+		ms = left / LB_NS_PER_MS >= INT_MAX ? INT_MAX :
+		    (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS);
+		capped = max_ms > 0 && max_ms < ms;
+		n = epoll_wait(w->ep, got, 16, capped ? max_ms : ms);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0 && capped) {
+			ev->kind = LB_EV_RECHECK;
+			ev->tag = 0;
+			ev->err = 0;
+			ev->pid = 0;
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			if (collect(w, &got[i]) != 0)
+				return -1;
+	}
+	*ev = w->ready[0];
+	memmove(&w->ready[0], &w->ready[1], (w->nready - 1) * sizeof *w->ready);
+	w->nready--;
+	return 1;
+}
+
+void lb_wait_clear_locks(struct lb_wait *w)
+{
+	size_t i, n;
+
+	for (i = 0; i < LB_WAIT_LOCKS; i++)
+		if (w->locks[i] != NULL) {
+			lock_cancel(w->locks[i]);
+			w->locks[i] = NULL;
+		}
+	/* their events, if any, are gone with them */
+	for (i = n = 0; i < w->nready; i++)
+		if (w->ready[i].kind != LB_EV_LOCK)
+			w->ready[n++] = w->ready[i];
+	w->nready = n;
+}
+
+void lb_wait_clear(struct lb_wait *w)
+{
+	lb_wait_clear_locks(w);
+	while (w->npins > 0)
+		pin_drop(w, w->npins - 1);
+	if (w->ino >= 0) {
+		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->ino, NULL);
+		close(w->ino);
+		w->ino = -1;
+	}
+	if (w->sig >= 0) {
+		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->sig, NULL);
+		close(w->sig);
+		w->sig = -1;
+		/* a ^Z not yet read is delivered now, and stops us as it should */
+		pthread_sigmask(SIG_SETMASK, &w->stop_mask, NULL);
+	}
+	if (w->bell[0] >= 0) {
+		unsigned char drain[16];
+
+		while (read(w->bell[0], drain, sizeof drain) > 0)
+			;
+	}
+	w->nready = 0;
+}
+
+void lb_wait_done(struct lb_wait *w)
+{
+	lb_wait_clear(w);
+	if (w->bell[0] >= 0)
+		close(w->bell[0]);
+	if (w->bell[1] >= 0)
+		close(w->bell[1]);
+	if (w->ep >= 0)
+		close(w->ep);
+	w->ep = w->bell[0] = w->bell[1] = -1;
+	free(w->pins);
+	free(w->ready);
+	w->pins = NULL;
+	w->ready = NULL;
+	w->npins = w->cappins = w->nready = w->capready = 0;
+	if (w->fd_limit_raised) {
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = w->saved_fd_limit;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		w->fd_limit_raised = 0;
+	}
+}
+
+int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
+{
+	struct lb_wait w;
+	struct lb_wait_event ev;
+	int err, r = lb_lock_try(fd, type, start, len);
+
+	if (r != 0)
+		return r;
+	if (lb_remaining(deadline) == 0) {
+		errno = EAGAIN;
+		return 0;
+	}
+	if (lb_wait_init(&w) != 0)
+		return -1;
+	if (lb_wait_lock(&w, fd, type, start, len, 1, 0) != 0) {
+		lb_wait_done(&w);
+		return -1;
+	}
+	r = lb_wait_run(&w, deadline, 0, &ev);
+	if (r == 1 && ev.err != 0) {
+		err = ev.err;
+		r = -1;
+	} else {
+		err = r == 0 ? EAGAIN : errno;
+	}
+	lb_wait_done(&w);
+	errno = err;
+	return r;
+}

@@ -1,0 +1,122 @@
+/* The one place lockbox blocks: lock requests, process exits and file changes, with a deadline. */
+/* SPDX-License-Identifier: ISC */
+#ifndef LOCKBOX_WAIT_H
+#define LOCKBOX_WAIT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+/*
+ * A wait set: the kernel wakes the caller when any of its events happens,
+ * or the deadline passes. Nothing polls. Events:
+ *
+ *   lock   a blocking fcntl lock request, made by a helper thread (there
+ *          is no syscall that waits for one of several locks); at most
+ *          LB_WAIT_LOCKS at a time, so a waiter never has more threads
+ *          than that, whatever the pool's size
+ *   pid    a process ending, through a pidfd (race-free: the kernel has
+ *          released the process's locks before the pidfd is readable)
+ *   file   a write to a file (inotify IN_MODIFY)
+ *   stop   SIGTSTP (a terminal's ^Z) when it was not ignored on entry:
+ *          the caller can leave a queue before it stops
+ *
+ * Every event carries the caller's TAG; lb_wait_run returns one event
+ * that happened (events that happened together are returned by the calls
+ * that follow, without sleeping).
+ */
+#define LB_WAIT_LOCKS	3
+
+/* What woke a wait. */
+enum { LB_EV_LOCK, LB_EV_PID, LB_EV_FILE, LB_EV_STOP, LB_EV_RECHECK };
+struct lb_wait_event {
+	int kind;
+	int tag;		/* the caller's, for LOCK, PID and FILE */
+	int err;		/* LOCK: 0 granted (or found free), else why not */
+	pid_t pid;		/* PID: the process that ended */
+};
+
+struct lb_wait_lock;
+struct lb_wait_pin;
+
+struct lb_wait {
+	int ep;			/* epoll */
+	int bell[2];		/* lock threads write their tag here */
+	int ino;		/* inotify, -1 when none */
+	int ino_tag;
+	int sig;		/* signalfd for SIGTSTP, -1 when none */
+	sigset_t stop_mask;	/* the mask before SIGTSTP was blocked */
+	struct lb_wait_lock *locks[LB_WAIT_LOCKS];
+	struct lb_wait_pin *pins;	/* sorted by pid */
+	size_t npins, cappins;
+	struct lb_wait_event *ready;	/* seen, not yet returned */
+	size_t nready, capready;
+	int fd_limit_raised;
+	rlim_t saved_fd_limit;
+};
+
+/* 0, or -1 with errno. */
+int lb_wait_init(struct lb_wait *w);
+
+/*
+ * Ask for a lock of TYPE on [START, START+LEN) of FD. KEEP: the lock is
+ * held once granted (the event means "it is yours"); else it is dropped at
+ * once (the event means "it was free"). 0, or -1 with errno (EMFILE when
+ * LB_WAIT_LOCKS requests are out already).
+ */
+int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
+    int keep, int tag);
+
+/* The number of lock requests that may still be added. */
+size_t lb_wait_locks_free(const struct lb_wait *w);
+
+/*
+ * The end of process PID, which must have started at STARTTIME (clock
+ * ticks after boot, as /proc/PID/stat says; 0: do not check). 1 watched,
+ * 0 already gone (or another process now has that PID), -1 with errno.
+ * A PID watched already is not watched twice.
+ */
+int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag);
+
+/* Whether PID is watched. */
+int lb_wait_has_pid(const struct lb_wait *w, pid_t pid);
+
+/* Writes to the file open on FD. 0, or -1 with errno. */
+int lb_wait_file(struct lb_wait *w, int fd, int tag);
+
+/* Report SIGTSTP as LB_WAIT_STOP while waiting (unless it is ignored). */
+int lb_wait_stop(struct lb_wait *w);
+
+/*
+ * Sleep until an event or DEADLINE (CLOCK_MONOTONIC ns; 0 means now).
+ * MAX_MS > 0 caps the sleep, for a caller that must look again at
+ * something no kernel event covers (LB_EV_RECHECK). 1 with *EV filled,
+ * 0 when the deadline passed, -1 on error (errno).
+ */
+int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_event *ev);
+
+/* After LB_EV_STOP: stop as ^Z asks (the caller has let go of what others wait for). */
+void lb_wait_suspend(void);
+
+/*
+ * Withdraw every lock request (a lock granted to one that was not yet
+ * reported is released) and forget the pids. The set can be used again.
+ */
+void lb_wait_clear(struct lb_wait *w);
+
+/* Withdraw the lock requests only (pids and the file stay watched). */
+void lb_wait_clear_locks(struct lb_wait *w);
+
+/* Clear, then free everything; the fd limit is what it was before. */
+void lb_wait_done(struct lb_wait *w);
+
+/*
+ * Wait up to DEADLINE for one lock and keep it: 1 granted, 0 the deadline
+ * passed (errno EAGAIN), -1 error. A lock that is free is taken without a
+ * thread.
+ */
+int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline);
+
+#endif
