@@ -2,11 +2,14 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -24,15 +27,17 @@ struct opts {
 	int busy_status;	/* -E */
 	int quiet, verbose, json;
 	int fd;			/* --fd; -1: none */
+	const char *path;	/* --path: the file FD must be; NULL: none */
 };
 
-enum { OPT_JSON = 256, OPT_FD };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "fd", required_argument, NULL, OPT_FD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "path", required_argument, NULL, OPT_PATH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "wait", required_argument, NULL, 'w' },
@@ -70,6 +75,9 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 			break;
 		case OPT_JSON:
 			o->json = 1;
+			break;
+		case OPT_PATH:
+			o->path = optarg;
 			break;
 		}
 	}
@@ -200,6 +208,82 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 	lb_exec(command);
 }
 
+/*
+ * An fd for acquire must be open for reading and writing: a write-only
+ * one (flock's 9>>FILE) would have taken a slot on a file the caller may
+ * well have truncated with 9>FILE, and a library or script that gets away
+ * with it once would do it again. Read-only fds are refused where the
+ * pool adopts the fd ("not open for writing").
+ */
+static int check_access(int fd, const char *name)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0) {
+		lb_warn("%s", name);
+		return -1;
+	}
+	if ((fl & O_ACCMODE) == O_WRONLY) {
+		lb_warnx("%s: fd %d is not open for reading and writing; open it with %d<>FILE",
+		    name, fd, fd);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --path: the caller opened PATH and passed the fd, but between its check
+ * and its open a symlink or another file may have been put in PATH's
+ * place. Checked here, after the open, the fd must be the regular file
+ * that PATH names now, PATH itself not a symlink: then what the caller
+ * meant to lock is what gets locked. (PATH changing after this check is
+ * harmless: the lock is on the file the fd is open on, as for any holder.)
+ */
+static int check_path(int fd, const char *path)
+{
+	struct stat f, l;
+
+	if (fstat(fd, &f) != 0) {
+		lb_warn("fd %d", fd);
+		return -1;
+	}
+	if (lstat(path, &l) != 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	if (S_ISLNK(l.st_mode)) {
+		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
+		return -1;
+	}
+	if (!S_ISREG(l.st_mode) || !S_ISREG(f.st_mode)) {
+		lb_warnx("%s: not a regular file", path);
+		return -1;
+	}
+	if (f.st_dev != l.st_dev || f.st_ino != l.st_ino) {
+		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
+		    path, fd);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The fd holds OWN already, above MAX: a second slot would make one open
+ * file two holders (and the caller's idea of its slot wrong), so refuse,
+ * and leave the slot and its record as they are.
+ */
+static int held_above(const struct lb_poolcmd *cmd, const char *name, int fd,
+    unsigned own, unsigned max)
+{
+	if (cmd->fixed_max == 1)
+		lb_warnx("%s: fd %d holds slot %u already, not the mutex's slot 1; release it first",
+		    name, fd, own);
+	else
+		lb_warnx("%s: fd %d holds slot %u already, above MAX %u; release it first",
+		    name, fd, own, max);
+	return LB_EXIT_FAIL;
+}
+
 static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **argv)
 {
 	int release = strcmp(argv[0], "release") == 0;
@@ -223,13 +307,19 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	}
 	if (i < argc)
 		lb_usage_error("unexpected argument '%s'", argv[i]);
-	/* messages name the file the caller opened, as it knows it */
+	/* messages name the file the caller opened, as it knows it: by --path if given */
 	snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
-	n = readlink(link, name, sizeof name - 1);
-	if (n > 0 && name[0] == '/')
+	n = o->path != NULL ? -1 : readlink(link, name, sizeof name - 1);
+	if (o->path != NULL)
+		snprintf(name, sizeof name, "%s", o->path);
+	else if (n > 0 && name[0] == '/')
 		name[n] = '\0';
 	else
 		snprintf(name, sizeof name, "fd %d", o->fd);
+	if (!release && check_access(o->fd, name) != 0)
+		return LB_EXIT_FAIL;
+	if (o->path != NULL && check_path(o->fd, o->path) != 0)
+		return LB_EXIT_FAIL;
 	pool = lb_pool_from_fd(o->fd, name);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
@@ -240,7 +330,9 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 		/* taking again what the fd holds changes nothing */
 		slot = lb_pool_own_slot(pool);
 		lb_ident_fill(&who, getppid(), NULL);
-		if (slot != 0 && slot <= max) {
+		if (slot > max) {
+			status = held_above(cmd, name, o->fd, slot, max);
+		} else if (slot != 0) {
 			if (o->verbose)
 				lb_warnx("%s: holds slot %u already", name, slot);
 			printf("%u\n", slot);
@@ -340,6 +432,8 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 		lb_usage_error("missing LOCKFILE");
 	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
 		return by_fd(cmd, &o, argc - i, argv + i);
+	if (o.path != NULL)
+		lb_usage_error("--path goes with acquire or release --fd");
 	path = argv[i++];
 	word = i < argc ? argv[i] : NULL;
 	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
