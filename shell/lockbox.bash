@@ -16,6 +16,13 @@
 # waitfor, and a wrapper for the trap builtin that keeps the release on EXIT
 # chained with the script's own EXIT trap. Everything else is _lockbox_*.
 
+# Sourced by another shell (dash, a POSIX sh), the bash syntax below would
+# fail line by line and leave the script running without the functions: say
+# so in words every sh reads, and stop here.
+if [ -z "${BASH_VERSION-}" ]; then
+	printf '%s\n' 'lockbox.bash: needs bash 4.1 or later; this shell is not bash' >&2
+	return 125
+fi
 if [[ -n ${_lockbox_loaded-} ]]; then
 	return 0
 fi
@@ -44,6 +51,8 @@ declare -A _lockbox_kind=()	# F -> mutex or slots
 declare -A _lockbox_slot=()	# F -> the slot number held on F
 _lockbox_slot_file=		# the F that LOCKBOX_SLOT came from
 _lockbox_r=			# a function's result (no subshell needed)
+_lockbox_quiet=0		# acquire_*'s -q and -w, as _lockbox_acquire_opts read them
+_lockbox_wait=
 
 # The EXIT trap: _lockbox_exit_pid is the $BASHPID whose real EXIT trap is
 # _lockbox_on_exit; _lockbox_exit_cmd is the script's own EXIT command, which
@@ -68,13 +77,39 @@ _lockbox_status() {
 	return "$1"
 }
 
-# _lockbox_r: FILE made absolute (the key of the state arrays).
+# _lockbox_r: FILE's key in the state arrays: the physical path of its
+# directory (., .. and symlinks resolved) and its base name, so that x.lock,
+# ./x.lock and a path through a symlinked directory are one lock. The base
+# name is kept as it is: a final symlink is refused when it is opened.
 _lockbox_key() {
-	if [[ $1 == /* ]]; then
-		_lockbox_r=$1
-	else
-		_lockbox_r=${PWD%/}/$1
+	local path=$1 rest part cur='' dir
+	if [[ $path != /* ]]; then
+		path=${PWD%/}/$path
 	fi
+	# without a fork while no directory on the way is a symlink
+	rest=${path%/*}/
+	while [[ -n $rest ]]; do
+		part=${rest%%/*}
+		rest=${rest#*/}
+		case $part in
+		'' | .) ;;
+		..) cur=${cur%/*} ;;
+		*)
+			cur=$cur/$part
+			if [[ -L $cur ]]; then
+				# bash has no realpath; cd -P in a subshell leaves ours alone
+				dir=${path%/*}
+				if cur=$(CDPATH='' builtin cd -P -- "${dir:-/}" 2>/dev/null && builtin pwd -P); then
+					cur=${cur%/}
+				else
+					cur=${path%/*}
+				fi
+				break
+			fi
+			;;
+		esac
+	done
+	_lockbox_r=$cur/${path##*/}
 }
 
 # _lockbox_r: the default lock file, from $LOCKBOX_MUTEX_FILE or the script's name.
@@ -106,7 +141,9 @@ _lockbox_held() {
 }
 
 # _lockbox_open APPLET FILE: _lockbox_r is a new read-write fd on FILE.
-# bash would follow a symlink and block on a FIFO: refuse them first.
+# bash would follow a symlink and block on a FIFO: refuse them first. What
+# is swapped in between this check and the open, the binary refuses: it is
+# given --path FILE and checks that the fd is the regular file FILE names.
 _lockbox_open() {
 	local app=$1 file=$2 fd msg
 	if [[ -L $file ]]; then
@@ -134,17 +171,31 @@ _lockbox_close() {
 	exec {fd}>&-
 }
 
-# _lockbox_acquire APPLET QUIET FILE [MAX]: take a slot (mutex: the one slot).
+# _lockbox_acquire APPLET QUIET WAIT FILE [MAX]: take a slot (mutex: the one
+# slot); WAIT is -w's duration, or empty not to wait.
 _lockbox_acquire() {
-	local app=$1 quiet=$2 file=$3 key fd slot rc=0
+	local app=$1 quiet=$2 wait=$3 file=$4 key fd slot rc=0
 	local -a args=("$app" acquire)
 	if ((quiet)); then
 		args+=(-q)
 	fi
+	if [[ -n $wait ]]; then
+		args+=(-w "$wait")
+	fi
 	_lockbox_key "$file"
 	key=$_lockbox_r
 	if _lockbox_held "$key"; then
-		# already ours: taking it again changes nothing
+		# already ours: taking it again changes nothing; but a slot above
+		# MAX is not taken twice (the binary's words)
+		slot=${_lockbox_slot[$key]}
+		if [[ $app == mutex ]] && ((slot != 1)); then
+			_lockbox_warn "mutex: $file: fd ${_lockbox_fd[$key]} holds slot $slot already, not the mutex's slot 1; release it first"
+			return 125
+		fi
+		if [[ $app == slots && $5 =~ ^0*[0-9]{1,9}$ ]] && ((10#$5 < slot)); then
+			_lockbox_warn "slots: $file: fd ${_lockbox_fd[$key]} holds slot $slot already, above MAX $((10#$5)); release it first"
+			return 125
+		fi
 		if [[ $app == slots ]]; then
 			LOCKBOX_SLOT=${_lockbox_slot[$key]}
 			_lockbox_slot_file=$key
@@ -154,9 +205,9 @@ _lockbox_acquire() {
 	fi
 	_lockbox_open "$app" "$file" || return
 	fd=$_lockbox_r
-	args+=(--fd "$fd")
+	args+=(--fd "$fd" --path "$file")
 	if [[ $app == slots ]]; then
-		args+=("$4")
+		args+=("$5")
 	fi
 	# A mutex is always slot 1: run the binary as a plain command, with
 	# no capture (a command substitution costs another fork). A slot's
@@ -252,7 +303,9 @@ _lockbox_release_all() {
 # own EXIT command with $? still the exit status. Releasing first means a
 # script command that calls exit, fails under set -e, or hangs cannot keep
 # the lock held by a background child. bash exits with the status it had
-# before the trap unless the script's command calls exit.
+# before the trap unless the script's command calls exit. The trap passes
+# "$@", so the command sees the positional parameters ($1, $#, $@) it
+# would see as the trap itself.
 _lockbox_on_exit() {
 	local _lockbox_rc=$?
 	_lockbox_release_all || :
@@ -297,7 +350,7 @@ _lockbox_arm() {
 		_lockbox_exit_cmd=$_lockbox_r
 		_lockbox_exit_set=1
 	fi
-	builtin trap -- _lockbox_on_exit EXIT
+	builtin trap -- '_lockbox_on_exit "$@"' EXIT
 	_lockbox_exit_pid=$BASHPID
 }
 
@@ -311,7 +364,7 @@ _lockbox_is_exit() {
 # in place of the library's handler. In a subshell bash still shows the
 # parent's traps until one is set, and so does this: $(trap -p) works.
 _lockbox_trap_print() {
-	local out rc=0 mine="trap -- '_lockbox_on_exit' EXIT" view='' q="'\\''" sq="'"
+	local out rc=0 mine="trap -- '_lockbox_on_exit \"\$@\"' EXIT" view='' q="'\\''" sq="'"
 	if (($#)); then
 		out=$(builtin trap -p "$@") || rc=$?
 	else
@@ -415,14 +468,47 @@ trap() {
 	return "$rc"
 }
 
-# acquire_mutex [-q] [FILE]: take the exclusive lock on FILE without waiting;
-# 75 (and the holder named on stderr, unless -q) when it is held.
-acquire_mutex() {
-	local quiet=0
-	if [[ ${1-} == -q ]]; then
-		quiet=1
+# _lockbox_acquire_opts NAME ARG...: -q and -w DUR of acquire_*, in
+# _lockbox_quiet and _lockbox_wait; _lockbox_r is how many words they took.
+_lockbox_acquire_opts() {
+	local name=$1 n=0
+	shift
+	_lockbox_quiet=0
+	_lockbox_wait=
+	while (($#)); do
+		case $1 in
+		-q) _lockbox_quiet=1 ;;
+		-w)
+			if (($# < 2)); then
+				_lockbox_warn "$name: option '-w' needs an argument"
+				return 125
+			fi
+			_lockbox_wait=$2
+			shift
+			n=$((n + 1))
+			;;
+		-w?*) _lockbox_wait=${1#-w} ;;
+		--)
+			n=$((n + 1))
+			break
+			;;
+		*) break ;;
+		esac
 		shift
-	fi
+		n=$((n + 1))
+	done
+	_lockbox_r=$n
+}
+
+# acquire_mutex [-q] [-w DUR] [FILE]: take the exclusive lock on FILE; 75
+# (and the holder named on stderr, unless -q) when it is held. With -w the
+# binary waits up to DUR for it, blocked in the kernel (bare number: seconds).
+acquire_mutex() {
+	local quiet wait
+	_lockbox_acquire_opts acquire_mutex "$@" || return
+	shift "$_lockbox_r"
+	quiet=$_lockbox_quiet
+	wait=$_lockbox_wait
 	if (($# > 1)); then
 		_lockbox_warn "acquire_mutex: unexpected argument '$2'"
 		return 125
@@ -431,7 +517,7 @@ acquire_mutex() {
 		_lockbox_default_file
 		set -- "$_lockbox_r"
 	fi
-	_lockbox_acquire mutex "$quiet" "$1"
+	_lockbox_acquire mutex "$quiet" "$wait" "$1"
 }
 
 # release_mutex [FILE]: drop FILE's lock, or with no FILE every mutex this shell holds.
@@ -456,25 +542,25 @@ mutex() {
 		release_mutex "$@"
 		;;
 	*)
-		_lockbox_warn "mutex: usage: mutex acquire [-q] [FILE] | mutex release [FILE]"
+		_lockbox_warn "mutex: usage: mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]"
 		return 125
 		;;
 	esac
 }
 
-# acquire_slot [-q] FILE MAX: take one of MAX slots without waiting; sets
-# and exports LOCKBOX_SLOT (1..MAX). 75 when all are busy.
+# acquire_slot [-q] [-w DUR] FILE MAX: take one of MAX slots; sets and
+# exports LOCKBOX_SLOT (1..MAX). 75 when all are busy (after DUR with -w).
 acquire_slot() {
-	local quiet=0
-	if [[ ${1-} == -q ]]; then
-		quiet=1
-		shift
-	fi
+	local quiet wait
+	_lockbox_acquire_opts acquire_slot "$@" || return
+	shift "$_lockbox_r"
+	quiet=$_lockbox_quiet
+	wait=$_lockbox_wait
 	if (($# != 2)); then
-		_lockbox_warn "acquire_slot: usage: acquire_slot [-q] FILE MAX"
+		_lockbox_warn "acquire_slot: usage: acquire_slot [-q] [-w DUR] FILE MAX"
 		return 125
 	fi
-	_lockbox_acquire slots "$quiet" "$1" "$2"
+	_lockbox_acquire slots "$quiet" "$wait" "$1" "$2"
 }
 
 # release_slot [FILE]: drop FILE's slot, or with no FILE every slot this shell holds.
@@ -590,10 +676,14 @@ _lockbox_waitfor_time() {
 # waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]:
 # lockbox's waitfor(1), but COMMAND runs in this shell, so it can be a
 # function that changes the shell (waitfor 3 5 mutex acquire keeps the lock).
+# COMMAND sees the caller's variables: bash's locals are dynamically scoped,
+# so every local here has the library's prefix, and a function retried that
+# reads or sets n, list or timeout reads and sets the caller's own.
 waitfor() {
-	local quiet=0 verbose=0 listed=0 list='' timeout interval deadline wake now left
-	local rc n s i what took
-	local -A retry=()
+	local _lockbox_wf_quiet=0 _lockbox_wf_verbose=0 _lockbox_wf_listed=0 _lockbox_wf_list=''
+	local _lockbox_wf_timeout _lockbox_wf_interval _lockbox_wf_deadline _lockbox_wf_wake
+	local _lockbox_wf_left _lockbox_wf_rc _lockbox_wf_n _lockbox_wf_s _lockbox_wf_i _lockbox_wf_what
+	local -A _lockbox_wf_retry=()
 	while (($#)); do
 		case $1 in
 		--)
@@ -608,20 +698,20 @@ waitfor() {
 				"minutes, a bare INTERVAL seconds; units ms s m h d. See lockbox-shell(7)."
 			return 0
 			;;
-		--quiet) quiet=1 ;;
-		--verbose) verbose=1 ;;
+		--quiet) _lockbox_wf_quiet=1 ;;
+		--verbose) _lockbox_wf_verbose=1 ;;
 		--retry-on)
 			if (($# < 2)); then
 				_lockbox_waitfor_usage "option '--retry-on' needs an argument"
 				return
 			fi
-			listed=1
-			list=$2
+			_lockbox_wf_listed=1
+			_lockbox_wf_list=$2
 			shift
 			;;
 		--retry-on=*)
-			listed=1
-			list=${1#--retry-on=}
+			_lockbox_wf_listed=1
+			_lockbox_wf_list=${1#--retry-on=}
 			;;
 		--?*)
 			_lockbox_waitfor_usage "invalid option '$1'"
@@ -629,12 +719,12 @@ waitfor() {
 			;;
 		-?*)
 			# bundled letters: -qv
-			for ((i = 1; i < ${#1}; i++)); do
-				case ${1:i:1} in
-				q) quiet=1 ;;
-				v) verbose=1 ;;
+			for ((_lockbox_wf_i = 1; _lockbox_wf_i < ${#1}; _lockbox_wf_i++)); do
+				case ${1:_lockbox_wf_i:1} in
+				q) _lockbox_wf_quiet=1 ;;
+				v) _lockbox_wf_verbose=1 ;;
 				*)
-					_lockbox_waitfor_usage "invalid option '-${1:i:1}'"
+					_lockbox_waitfor_usage "invalid option '-${1:_lockbox_wf_i:1}'"
 					return
 					;;
 				esac
@@ -644,17 +734,17 @@ waitfor() {
 		esac
 		shift
 	done
-	if ((listed)); then
-		if [[ ! $list =~ ^[0-9]{1,7}(,[0-9]{1,7})*$ ]]; then
-			_lockbox_waitfor_usage "invalid --retry-on list '$list': expected statuses 0 to 255, comma-separated"
+	if ((_lockbox_wf_listed)); then
+		if [[ ! $_lockbox_wf_list =~ ^[0-9]{1,7}(,[0-9]{1,7})*$ ]]; then
+			_lockbox_waitfor_usage "invalid --retry-on list '$_lockbox_wf_list': expected statuses 0 to 255, comma-separated"
 			return
 		fi
-		for s in ${list//,/ }; do
-			if ((10#$s > 255)); then
-				_lockbox_waitfor_usage "invalid --retry-on list '$list': expected statuses 0 to 255, comma-separated"
+		for _lockbox_wf_s in ${_lockbox_wf_list//,/ }; do
+			if ((10#$_lockbox_wf_s > 255)); then
+				_lockbox_waitfor_usage "invalid --retry-on list '$_lockbox_wf_list': expected statuses 0 to 255, comma-separated"
 				return
 			fi
-			retry[$((10#$s))]=1
+			_lockbox_wf_retry[$((10#$_lockbox_wf_s))]=1
 		done
 	fi
 	if (($# == 0)); then
@@ -662,14 +752,14 @@ waitfor() {
 		return
 	fi
 	_lockbox_waitfor_time TIMEOUT "$1" 60000 "3 (minutes), 90s or 1h30m" || return
-	timeout=$_lockbox_r
+	_lockbox_wf_timeout=$_lockbox_r
 	shift
 	if (($# == 0)); then
 		_lockbox_waitfor_usage "missing INTERVAL"
 		return
 	fi
 	_lockbox_waitfor_time INTERVAL "$1" 1000 "5 (seconds), 500ms or 1m" || return
-	interval=$_lockbox_r
+	_lockbox_wf_interval=$_lockbox_r
 	shift
 	if [[ ${1-} == -- ]]; then
 		shift
@@ -694,53 +784,51 @@ waitfor() {
 	fi
 	_lockbox_now
 	# the clock ticks in 10ms: one tick more, so TIMEOUT has surely passed
-	# before giving up
-	deadline=$((_lockbox_r + timeout + 10))
-	for ((n = 1; ; n++)); do
-		rc=0
-		"$@" || rc=$?
-		if ((rc == 0)); then
-			if ((verbose)); then
-				_lockbox_warn "waitfor: attempt $n succeeded"
+	# before giving up; a TIMEOUT of 0 is one attempt, never a second
+	_lockbox_wf_deadline=$((_lockbox_r + _lockbox_wf_timeout + 10))
+	for ((_lockbox_wf_n = 1; ; _lockbox_wf_n++)); do
+		_lockbox_wf_rc=0
+		"$@" || _lockbox_wf_rc=$?
+		if ((_lockbox_wf_rc == 0)); then
+			if ((_lockbox_wf_verbose)); then
+				_lockbox_warn "waitfor: attempt $_lockbox_wf_n succeeded"
 			fi
 			return 0
 		fi
-		what="exited $rc"
-		if ((listed)) && [[ -z ${retry[$rc]-} ]]; then
-			if ((verbose)); then
-				_lockbox_warn "waitfor: attempt $n $what; not a --retry-on status, stopping"
+		_lockbox_wf_what="exited $_lockbox_wf_rc"
+		if ((_lockbox_wf_listed)) && [[ -z ${_lockbox_wf_retry[$_lockbox_wf_rc]-} ]]; then
+			if ((_lockbox_wf_verbose)); then
+				_lockbox_warn "waitfor: attempt $_lockbox_wf_n $_lockbox_wf_what; not a --retry-on status, stopping"
 			fi
-			return "$rc"
+			return "$_lockbox_wf_rc"
 		fi
 		_lockbox_now
-		now=$_lockbox_r
-		left=$((deadline - now))
-		if ((left <= 0)); then
-			if ((verbose)); then
-				_lockbox_warn "waitfor: attempt $n $what; out of time"
+		_lockbox_wf_left=$((_lockbox_wf_deadline - _lockbox_r))
+		if ((_lockbox_wf_timeout == 0 || _lockbox_wf_left <= 0)); then
+			if ((_lockbox_wf_verbose)); then
+				_lockbox_warn "waitfor: attempt $_lockbox_wf_n $_lockbox_wf_what; out of time"
 			fi
-			if ((!quiet)); then
-				_lockbox_fmt_ms "$timeout"
-				took=$_lockbox_r
-				s=s
-				if ((n == 1)); then
-					s=
+			if ((!_lockbox_wf_quiet)); then
+				_lockbox_fmt_ms "$_lockbox_wf_timeout"
+				_lockbox_wf_s=s
+				if ((_lockbox_wf_n == 1)); then
+					_lockbox_wf_s=
 				fi
-				_lockbox_warn "waitfor: gave up after $took ($n attempt$s); last status $rc"
+				_lockbox_warn "waitfor: gave up after $_lockbox_r ($_lockbox_wf_n attempt$_lockbox_wf_s); last status $_lockbox_wf_rc"
 			fi
-			return "$rc"
+			return "$_lockbox_wf_rc"
 		fi
-		wake=$interval
-		if ((wake > left)); then
-			wake=$left
+		_lockbox_wf_wake=$_lockbox_wf_interval
+		if ((_lockbox_wf_wake > _lockbox_wf_left)); then
+			_lockbox_wf_wake=$_lockbox_wf_left
 		fi
-		if ((verbose)); then
-			_lockbox_fmt_ms "$wake"
-			_lockbox_warn "waitfor: attempt $n $what; next in $_lockbox_r"
+		if ((_lockbox_wf_verbose)); then
+			_lockbox_fmt_ms "$_lockbox_wf_wake"
+			_lockbox_warn "waitfor: attempt $_lockbox_wf_n $_lockbox_wf_what; next in $_lockbox_r"
 		fi
-		if ((wake > 0)); then
-			printf -v s '%d.%03d' $((wake / 1000)) $((wake % 1000))
-			sleep "$s" || return
+		if ((_lockbox_wf_wake > 0)); then
+			printf -v _lockbox_wf_s '%d.%03d' $((_lockbox_wf_wake / 1000)) $((_lockbox_wf_wake % 1000))
+			sleep "$_lockbox_wf_s" || return
 		fi
 	done
 }

@@ -415,7 +415,7 @@ EOF
 	wait_for held_is "$F.slots" 1
 	run -0 --separate-stderr "${CMD[@]}"
 	assert_equal "${lines[*]}" "slot 2 child sees 2 mine mine mine after unset 1 1 0 0 again 2 usage 125"
-	assert_equal "$stderr" "acquire_slot: usage: acquire_slot [-q] FILE MAX"
+	assert_equal "$stderr" "acquire_slot: usage: acquire_slot [-q] [-w DUR] FILE MAX"
 	run -0 "$LOCKBOX" slots "$F.slots" check
 	assert_output 1
 	# a full pool: 75, the binary's words with the file's name
@@ -481,7 +481,7 @@ EOF
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; mutex grab; echo "$?"'
 	assert_output 125
-	assert_equal "$stderr" "mutex: usage: mutex acquire [-q] [FILE] | mutex release [FILE]"
+	assert_equal "$stderr" "mutex: usage: mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]"
 }
 
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
@@ -524,6 +524,7 @@ EOF
 	both scenario_default_file
 }
 
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "200 concurrent scripts count exactly to 200" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	MODE=strict
@@ -562,4 +563,252 @@ EOF
 	done
 	assert_equal "$failed" 0
 	assert_equal "$(cat "$T/counter")" 200
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_waitfor_scope() {
+	script waitfor-scope <<'EOF'
+# names waitfor used for its own locals, as the caller's globals
+n=10 list=L timeout=T deadline=D interval=I left=X wake=W now=N s=S i=I2
+what=WH took=TK quiet=Q verbose=V listed=LS rc=R retry=RT
+probe() {
+	printf 'sees %s %s %s %s %s %s %s %s %s\n' "$n" "$list" "$timeout" "$deadline" \
+		"$interval" "$rc" "$s" "$i" "$retry"
+	n=$((n + 1))
+	timeout=0 deadline=0
+	((n >= 12))
+}
+waitfor -q 1m 1ms probe
+printf 'after %s %s %s\n' "$n" "$timeout" "$deadline"
+EOF
+	cmd waitfor-scope
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "sees 10 L T D I R S I2 RT sees 11 L 0 0 I R S I2 RT after 12 0 0"
+	assert_equal "$stderr" ""
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "waitfor's locals do not shadow the variables of the function it retries" {
+	both scenario_waitfor_scope
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_waitfor_zero() {
+	script waitfor-zero <<'EOF'
+count=0
+bump() { count=$((count + 1)); return 3; }
+for t in 0 0s 0ms 0m; do
+	count=0
+	rc=0; waitfor -q "$t" 5 bump || rc=$?
+	printf '%s %s %s\n' "$t" "$rc" "$count"
+done
+waitfor -v 0 5 false
+EOF
+	cmd waitfor-zero
+	run -1 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "0 3 1 0s 3 1 0ms 3 1 0m 3 1"
+	assert_equal "$stderr" "waitfor: attempt 1 exited 1; out of time
+waitfor: gave up after 0ms (1 attempt); last status 1"
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "waitfor with a TIMEOUT of 0 tries exactly once, as the applet does" {
+	both scenario_waitfor_zero
+	if "$LOCKBOX" --list | grep -qx waitfor; then
+		run -1 --separate-stderr "$LOCKBOX" waitfor -v 0 5 false
+		# shellcheck disable=SC2154 # set by bats' run
+		assert_equal "$stderr" "waitfor: attempt 1 exited 1; out of time
+waitfor: gave up after 0ms (1 attempt); last status 1"
+	fi
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_trap_args() {
+	rm -f "$T/log.$MODE"
+	script trap-args-before <<'EOF'
+trap 'printf "before %s|%s|%s|%s\n" "$#" "$1" "$2" "$*" >>"$T/log.$MODE"' EXIT
+acquire_mutex "$F"
+shift
+EOF
+	script trap-args-after <<'EOF'
+acquire_slot "$F" 2
+trap 'printf "after %s|%s|%s\n" "$#" "$1" "$*" >>"$T/log.$MODE"' EXIT
+set -- x "y z"
+EOF
+	cmd trap-args-before
+	run -0 --separate-stderr "${CMD[@]}" a "b c" d
+	assert_equal "$stderr" ""
+	cmd trap-args-after
+	run -0 --separate-stderr "${CMD[@]}" a
+	assert_equal "$stderr" ""
+	assert_equal "$(cat "$T/log.$MODE")" "before 2|b c|d|b c d
+after 2|x|x y z"
+	run -0 "$LOCKBOX" slots "$F" check
+	assert_output 0
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "the script's own EXIT trap keeps \$1, \$# and \$@ when the library runs it" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_trap_args
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_one_key() {
+	mkdir -p "$T/dir.$MODE/sub"
+	ln -sfn "dir.$MODE" "$T/link.$MODE"
+	script one-key <<'EOF'
+cd "$T/dir.$MODE"
+acquire_mutex x.lock
+acquire_mutex ./x.lock
+acquire_mutex "$T/link.$MODE/x.lock"
+acquire_mutex sub/../x.lock
+"$LOCKBOX" mutex x.lock check
+release_mutex "$T/link.$MODE/sub/../x.lock"
+"$LOCKBOX" mutex x.lock check
+cd "$T"
+acquire_slot "link.$MODE/s.lock" 2
+printf 'slot %s\n' "$LOCKBOX_SLOT"
+acquire_slot "$T/dir.$MODE/./s.lock" 2
+printf 'slot %s\n' "$LOCKBOX_SLOT"
+"$LOCKBOX" slots "dir.$MODE/s.lock" check
+release_slot "dir.$MODE//s.lock"
+"$LOCKBOX" slots "dir.$MODE/s.lock" check
+EOF
+	cmd one-key
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "$stderr" ""
+	assert_equal "${lines[*]}" "1 0 slot 1 slot 1 1 0"
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "x.lock, ./x.lock and a path through a symlinked directory are one lock" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_one_key
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_held_slot_above() {
+	script above <<'EOF'
+acquire_slot "$F" 3
+acquire_slot "$F" 3
+printf 'slot %s\n' "$LOCKBOX_SLOT"
+rc=0; acquire_slot "$F" 1 || rc=$?
+printf 'smaller %s\n' "$rc"
+rc=0; acquire_mutex "$F" || rc=$?
+printf 'mutex %s\n' "$rc"
+"$LOCKBOX" slots "$F" check
+EOF
+	cmd above
+	spawn "$LOCKBOX" slots "$F" 2 sleep 600
+	spawn "$LOCKBOX" slots "$F" 2 sleep 600
+	wait_for held_is "$F" 2
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "slot 3 smaller 125 mutex 125 3"
+	assert_regex "$stderr" "^slots: $(re_quote "$F"): fd [0-9]+ holds slot 3 already, above MAX 1; release it first
+mutex: $(re_quote "$F"): fd [0-9]+ holds slot 3 already, not the mutex's slot 1; release it first\$"
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "a slot held above a smaller MAX, or as a mutex, is refused, never taken twice" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_held_slot_above
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "sourced from dash or sh, the library says it needs bash and returns 125" {
+	command -v dash >/dev/null || skip "no dash here"
+	local lib sh
+	lib=$("$LOCKBOX" --shell-lib)
+	for sh in dash sh; do
+		command -v "$sh" >/dev/null || continue
+		# bash run as sh is bash: the library works there
+		# shellcheck disable=SC2016 # expanded by the child shell
+		if "$sh" -c '[ -n "${BASH_VERSION-}" ]'; then
+			continue
+		fi
+		# shellcheck disable=SC2016 # expanded by the child shell
+		run -0 --separate-stderr "$sh" -c '. "$1"; echo "status $?"' sh "$lib"
+		assert_output "status 125"
+		assert_stderr "lockbox.bash: needs bash 4.1 or later; this shell is not bash"
+		# shellcheck disable=SC2016 # expanded by the child shell
+		run -3 --separate-stderr "$sh" -c '. "$1" || exit 3; acquire_mutex "$2" || exit 0' sh "$lib" "$F"
+		assert_output ""
+		assert_stderr "lockbox.bash: needs bash 4.1 or later; this shell is not bash"
+	done
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_acquire_wait() {
+	script wait-kernel <<'EOF'
+rc=0; acquire_mutex -w 300ms "$F" || rc=$?
+printf 'short %s\n' "$rc"
+printf '%s\n' "$$" >"$T/waiting.$MODE"
+acquire_mutex -q -w 60s "$F"
+printf 'got\n'
+"$LOCKBOX" mutex "$F" list | sed -n 2p
+rc=0; acquire_slot -w 1x "$F.s" 2 || rc=$?
+printf 'bad %s\n' "$rc"
+EOF
+	cmd wait-kernel
+	rm -f "$T/waiting.$MODE"
+	spawn "$LOCKBOX" mutex "$F" sleep 600
+	local holder=$SPAWN_PID
+	wait_for held_is "$F" 1
+	spawn "${CMD[@]}"
+	local waiter=$SPAWN_PID out=$SPAWN_OUT err=$SPAWN_ERR
+	wait_for test -e "$T/waiting.$MODE"
+	# one waiter, blocked in the kernel's lock queue, not trying again and again
+	wait_for waiting_on "$F" 1
+	stop_pid "$holder"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(sed -n 1,2p "$out")" "short 75
+got"
+	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +bash "
+	assert_equal "$(sed -n 4p "$out")" "bad 125"
+	assert_regex "$(sed -n 1p "$err")" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $holder \\(sleep 600, $AGE_RE\\)\$"
+	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x'
+Try 'lockbox slots --help'."
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "acquire_mutex -w DUR waits in the kernel, then takes the lock or gives up with 75" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_acquire_wait
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_swapped() {
+	# a lockbox that swaps the lock file just before it locks the fd the
+	# shell opened: the race between the library's check and its open
+	# shellcheck disable=SC2016 # expanded by the swapper
+	printf '%s\n' '#!/bin/bash' \
+		'if [[ ${2-} == acquire && -e $SWAP_FROM ]]; then mv -fT -- "$SWAP_FROM" "$SWAP_TO"; fi' \
+		"exec $(printf '%q' "$LOCKBOX") \"\$@\"" >"$T/swapper"
+	chmod +x "$T/swapper"
+	script swapped <<'EOF'
+rc=0; acquire_mutex "$F" || rc=$?
+printf 'swapped %s\n' "$rc"
+EOF
+	cmd swapped
+	rm -f "$F"
+	printf 'precious\n' >"$T/target.$MODE"
+	# first another regular file, then a symlink, takes F's place
+	: >"$T/other.$MODE"
+	ln -sfn "$T/target.$MODE" "$T/symlink.$MODE"
+	SWAP_FROM=$T/other.$MODE SWAP_TO=$F LOCKBOX=$T/swapper run -0 --separate-stderr "${CMD[@]}"
+	assert_output "swapped 125"
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): fd [0-9]+ is open on another file \\(was it replaced\\?\\); refusing it\$"
+	SWAP_FROM=$T/symlink.$MODE SWAP_TO=$F LOCKBOX=$T/swapper run -0 --separate-stderr "${CMD[@]}"
+	assert_output "swapped 125"
+	assert_equal "$stderr" "mutex: $F: is a symbolic link; refusing to follow it"
+	assert_equal "$(cat "$T/target.$MODE")" precious
+	assert [ ! -e "$T/symlink.$MODE" ]
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "a lock file swapped between the library's check and its open is refused (--path)" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_swapped
 }
