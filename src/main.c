@@ -2,6 +2,8 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,10 +75,32 @@ static int shell_lib(void)
 	return LB_EXIT_OK;
 }
 
+/*
+ * A caller may start us with stdin, stdout or stderr closed: the next
+ * open() would then get that number, and a message or the command's
+ * output would land in the lock file. /dev/null takes their place first.
+ */
+static int fill_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		/* the lowest free number: this one, the lower ones being open */
+		if (open("/dev/null", O_RDWR) != fd)
+			return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	size_t i;
+
+	if (fill_std_fds() != 0)
+		return LB_EXIT_FAIL;
 
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
 	if (strcmp(base, PACKAGE) != 0)

@@ -138,8 +138,47 @@ makefile_applets() {
 	assert_stderr ""
 	run -42 "$LOCKBOX" mutex "$F" sh -c 'exit 42'
 	# the command is exec'd: it runs as the lockbox process itself
-	run -0 --separate-stderr sh -c "$SHOW_PID_THEN_RUN" sh "$LOCKBOX" "$F"
+	# shellcheck disable=SC2016 # expanded by the two sh, not here
+	run -0 --separate-stderr sh -c 'echo $$; exec "$1" mutex "$2" sh -c '\''echo $$'\' sh "$LOCKBOX" "$F"
+	assert_equal "${#lines[@]}" 2
 	assert_equal "${lines[0]}" "${lines[1]}"
+}
+
+# --- closed standard fds ----------------------------------------------
+
+@test "stderr closed: the busy message goes nowhere, never into the lock file" {
+	start_holder "$F" 1
+	# (inside sh: bats' run would give the command a stderr of its own)
+	# shellcheck disable=SC2016 # expanded by the sh
+	run -75 sh -c '"$1" mutex "$2" true 2>&-' sh "$LOCKBOX" "$F"
+	run -1 grep -q 'held (PID' "$F"
+	stop_pid "$HOLDER_PID"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
+	assert_stderr ""
+}
+
+@test "stdout closed: the command's output goes nowhere, never into the lock file" {
+	# shellcheck disable=SC2016 # expanded by the sh
+	run -0 sh -c '"$1" mutex "$2" sh -c "echo hi; echo there >&2" >&-' sh "$LOCKBOX" "$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
+	assert_stderr ""
+	run -1 grep -q hi "$F"
+}
+
+@test "stdin closed: the lock file is not the command's stdin" {
+	# shellcheck disable=SC2016 # expanded by the sh
+	run -0 sh -c '"$1" mutex "$2" sh -c '\''cat; echo "rc=$?"'\'' <&-' sh "$LOCKBOX" "$F"
+	assert_output "rc=0"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
+}
+
+@test "adaptive with stdio closed keeps its state file sound" {
+	export LOCKBOX_DIR=$T/state
+	# shellcheck disable=SC2016 # expanded by the sh
+	run -0 sh -c '"$1" adaptive -e 0 job sh -c "echo hi; echo there >&2" >&- 2>&-' sh "$LOCKBOX"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -e 0 job true
+	assert_stderr ""
+	run -1 grep -q -e hi -e there "$T"/state/job-*.lock
 }
 
 @test "exit 75: busy" {
