@@ -302,3 +302,54 @@ stuck_header() {
 	# one slot of two is held: "all 2 slots busy" would be false
 	assert_stderr "slots: $F: timed out after 2s; the lock file's header stayed locked (a stopped process?)"
 }
+
+# --- what records say, printed safely --------------------------------------
+
+# start_named_holder NAME: a holder of a slot of $F (MAX 2) whose command
+# line has NAME as its $0, so the record's command holds NAME's bytes
+start_named_holder() {
+	HOLDERS=$((HOLDERS + 1))
+	local marker=$T/holder.$HOLDERS
+	spawn "$LOCKBOX" slots "$F" 2 sh -c "$HOLD_SCRIPT" "$1" "$marker"
+	HOLDER_PID=$SPAWN_PID
+	wait_for holder_ready "$marker" "$HOLDER_PID"
+}
+
+@test "commands with bad UTF-8, a cut character, a newline or ESC: valid JSON, one line each, no ESC" {
+	local e2
+	# 'é' is two bytes: with one prefix byte or two, the record's cut
+	# lands inside a character in one of the two
+	printf -v e2 '%s' é{1..80}
+	start_named_holder "x$e2"
+	start_named_holder $'\xff\xfe bad\nline two \e[31mred'
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	valid_json <<<"$output"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	# a header and two holders, valid UTF-8, and no escape reaches the terminal
+	assert_equal "${#lines[@]}" 3
+	iconv -f UTF-8 -t UTF-8 <<<"$output" >/dev/null
+	run -1 grep -q $'\e' <<<"$output"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 true
+	# shellcheck disable=SC2154 # set by run --separate-stderr
+	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
+	run -1 grep -q $'\e' <<<"$stderr"
+	stop_pid "$HOLDER_PID"
+	start_named_holder "xx$e2"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	valid_json <<<"$output"
+}
+
+@test "a crafted start time in a record: no overflow, an age, statuses from the table" {
+	start_holder "$F" 2
+	# the record of slot 1 at 4096: wall and boot start times (bytes 16
+	# and 24, little-endian) set to the most negative 64-bit number
+	printf '\0\0\0\0\0\0\0\200\0\0\0\0\0\0\0\200' |
+		dd of="$F" bs=1 seek=$((4096 + 16)) conv=notrunc status=none
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	valid_json <<<"$output"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
+	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 true
+}

@@ -29,6 +29,8 @@ setup() {
 }
 
 lockbox_setup() {
+	# the suite runs with unset variables as errors, as a careful script would
+	set -u
 	T=$BATS_TEST_TMPDIR
 	# shellcheck disable=SC2034 # the lock file the test files use
 	F=$T/lock
@@ -120,6 +122,25 @@ spawn() {
 	"$@" </dev/null >"$SPAWN_OUT" 2>"$SPAWN_ERR" 3>&- &
 	SPAWN_PID=$!
 	track_pid "$SPAWN_PID"
+}
+
+# spawn_watched CMD [ARG...]: spawn CMD under a watcher (perl) that puts
+# CMD's PID in WATCHED_PID and, when CMD ends, writes "exit N" or "signal N"
+# as the last line of $SPAWN_OUT: whether a shell would see it killed by a
+# signal, which its 128+n status cannot tell.
+spawn_watched() {
+	# shellcheck disable=SC2016 # perl's variables
+	spawn perl -e '
+		my $p = fork // die "fork: $!";
+		if ($p == 0) { exec { $ARGV[1] } @ARGV[1 .. $#ARGV] or exit 127 }
+		open(my $f, ">", "$ARGV[0].tmp") or die; print $f "$p\n"; close $f;
+		rename("$ARGV[0].tmp", $ARGV[0]) or die;
+		waitpid($p, 0);
+		print $? & 127 ? "signal " . ($? & 127) : "exit " . ($? >> 8), "\n";
+	' "$T/watched.pid" "$@"
+	wait_for test -s "$T/watched.pid"
+	WATCHED_PID=$(cat "$T/watched.pid")
+	track_pid "$WATCHED_PID"
 }
 
 # The command a holder runs once it has its slot: it records LOCKBOX_SLOT
@@ -221,7 +242,8 @@ sha() {
 # A JSON document on stdin is well-formed (python3 when there is one).
 valid_json() {
 	if command -v python3 >/dev/null; then
-		python3 -m json.tool >/dev/null
+		# strict: the bytes must be UTF-8, whatever the locale
+		python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))'
 	else
 		grep -Eq '^[[{].*[]}]$'
 	fi

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "err.h"
 #include "lockfile.h"
+#include "text.h"
 
 #ifdef HAVE_OFD_LOCKS
 #define LB_SETLK F_OFD_SETLK
@@ -64,6 +65,8 @@ void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who
 	memcpy(who->boot_id, rec + REC_BOOTID, 16);
 	memcpy(who->host, rec + REC_HOST, LB_HOST_MAX - 1);
 	memcpy(who->command, rec + REC_COMMAND, LB_COMMAND_MAX - 1);
+	lb_text_clean(who->host);
+	lb_text_clean(who->command);
 }
 
 void lb_header_init(unsigned char hdr[LB_HDR_SIZE])

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "proc.h"
+#include "text.h"
 
 static ssize_t read_small(const char *path, char *buf, size_t size)
 {
@@ -111,6 +112,8 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[])
 		command_from_argv(who->command, sizeof who->command, argv);
 	else
 		command_from_proc(who->command, sizeof who->command, pid);
+	lb_text_clean(who->host);
+	lb_text_clean(who->command);
 }
 
 static int same_boot(const struct lb_ident *who)
@@ -129,9 +132,13 @@ int lb_ident_gone(const struct lb_ident *who)
 
 int64_t lb_ident_age(const struct lb_ident *who)
 {
-	int64_t age = same_boot(who) ? lb_now(CLOCK_BOOTTIME) - who->boot_ns
-	    : lb_now(CLOCK_REALTIME) - who->wall_ns;
+	int64_t start = same_boot(who) ? who->boot_ns : who->wall_ns;
+	int64_t age;
 
+	/* the start comes from a file anyone may have written: no overflow */
+	if (__builtin_sub_overflow(lb_now(same_boot(who) ? CLOCK_BOOTTIME : CLOCK_REALTIME),
+	    start, &age))
+		return start < 0 ? INT64_MAX : 0;
 	return age > 0 ? age : 0;	/* a start "in the future" counts as now */
 }
 
