@@ -422,6 +422,18 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	run -0 grep -E 'sigTERM finished status=143 ' "$LOG"
 }
 
+@test "signalled, and the command died of it: adaptive dies of the same signal" {
+	local marker=$T/cmd.watched
+	spawn_watched "$LOCKBOX" adaptive --log "$LOG" -e 0 watched sh -c "$(marker_cmd "$marker")"
+	wait_for test -s "$marker"
+	track_pid "$(cat "$marker")"
+	kill -TERM "$WATCHED_PID"
+	reap "$SPAWN_PID"
+	assert_equal "$(tail -n 1 "$SPAWN_OUT")" "signal 15"
+	# the run was recorded as ended before
+	run -0 grep -E 'watched finished status=143 ' "$LOG"
+}
+
 @test "the supervisor SIGKILLed: the lock stays held while the command runs" {
 	need_ofd
 	start_run kept

@@ -372,20 +372,33 @@ EOF
 	assert_equal "$REAP_STATUS" 0
 }
 
-@test "TERM while sleeping between attempts: 143 at once" {
+@test "TERM while sleeping between attempts: killed by TERM at once" {
 	local t0 t1
 	# shellcheck disable=SC2016 # expanded by the attempt's sh
-	spawn "$LOCKBOX" waitfor -v 1m 30 sh -c 'echo x >>"$1"; exit 1' sh "$T/runs"
+	spawn_watched "$LOCKBOX" waitfor -v 1m 30 sh -c 'echo x >>"$1"; exit 1' sh "$T/runs"
 	RUNS=$T/runs
 	wait_for grep -q 'next in 30s' "$SPAWN_ERR"
 	t0=$(now_us)
-	kill -TERM "$SPAWN_PID"
+	kill -TERM "$WATCHED_PID"
 	reap "$SPAWN_PID"
-	assert_equal "$REAP_STATUS" 143
 	t1=$(now_us)
+	# killed by it, as the shell that started it must see (FreeBSD lockf does so too)
+	assert_equal "$(tail -n 1 "$SPAWN_OUT")" "signal 15"
 	assert [ $((t1 - t0)) -lt 10000000 ]
 	assert_equal "$(runs)" 1
 	assert_equal "$(tail -n 1 "$SPAWN_ERR")" "waitfor: signal 15 while waiting; stopping"
+}
+
+@test "INT while an attempt runs that dies of it: waitfor dies of INT too" {
+	set -m
+	# shellcheck disable=SC2016 # expanded by the attempt's sh
+	spawn_watched "$LOCKBOX" waitfor 1m 10ms sh -c 'echo $$ >"$1.tmp" && mv "$1.tmp" "$1"; exec sleep 30' sh "$T/pid"
+	set +m
+	wait_for test -s "$T/pid"
+	track_pid "$(cat "$T/pid")"
+	kill -INT "$WATCHED_PID"
+	reap "$SPAWN_PID"
+	assert_equal "$(tail -n 1 "$SPAWN_OUT")" "signal 2"
 }
 
 @test "each attempt starts with the signal mask and dispositions waitfor got" {

@@ -18,6 +18,7 @@
 
 #include "applets.h"
 #include "atom.h"
+#include "child.h"
 #include "clock.h"
 #include "err.h"
 #include "exec.h"
@@ -96,6 +97,8 @@ struct run {
 	int64_t start_wall, start_boot;
 	pid_t child;
 	int status;
+	int signalled;			/* the last signal passed on to the command */
+	int killed;			/* the command died of a signal */
 };
 
 enum { OPT_JSON = 256, OPT_LOG, OPT_SYSLOG };
@@ -656,6 +659,7 @@ static int supervise(struct run *r, char **command)
 		if (sig < 0)
 			continue;	/* EINTR: a stop and continue */
 		if (sig != SIGCHLD) {
+			r->signalled = sig;
 			/* to the command's whole group; to it alone if it left the group */
 			if (kill(-pid, sig) != 0)
 				kill(pid, sig);
@@ -667,7 +671,8 @@ static int supervise(struct run *r, char **command)
 		if (w == pid || (w < 0 && errno == ECHILD))
 			break;
 	}
-	r->status = WIFSIGNALED(ws) ? LB_EXIT_SIGNAL + WTERMSIG(ws) : WEXITSTATUS(ws);
+	r->killed = WIFSIGNALED(ws);
+	r->status = r->killed ? LB_EXIT_SIGNAL + WTERMSIG(ws) : WEXITSTATUS(ws);
 	if (lb_pool_atom(r->pool, end_fn, r) < 0)
 		lb_warnx("%s: cannot record the end of the run", r->name);
 	d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
@@ -756,6 +761,9 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	lb_pool_close(r.pool);
 	lb_joblog_close();
 	free((char *)r.path);
+	/* signalled, and the command died of it: so do we, for the caller to see */
+	if (r.signalled != 0 && r.killed)
+		lb_reraise(r.signalled);
 	return status;
 }
 

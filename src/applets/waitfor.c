@@ -36,7 +36,8 @@
 	"\n" \
 	"Exit: 0 when COMMAND succeeded, else its last status (75 passed through);\n" \
 	"125 waitfor failed, 126 COMMAND not executable, 127 COMMAND not found,\n" \
-	"128+n last attempt killed by signal n. See waitfor(1).\n"
+	"128+n last attempt killed by signal n. Ended by INT or TERM, waitfor\n" \
+	"dies of it too (when the attempt did). See waitfor(1).\n"
 
 struct opts {
 	int64_t timeout, interval;	/* ns */
@@ -200,6 +201,9 @@ static int attempts(const struct opts *o, char **command)
 			/* INT or TERM went to the attempt: the caller wants it over */
 			if (o->verbose)
 				lb_warnx("attempt %u %s; stopping on signal %d", n, what, sig);
+			/* the attempt died of it: so do we, for the caller to see */
+			if (WIFSIGNALED(wstatus))
+				lb_reraise(sig);
 			return status;
 		}
 		if (!o->retry[status]) {
@@ -221,6 +225,7 @@ static int attempts(const struct opts *o, char **command)
 		if (sig != 0) {
 			if (o->verbose)
 				lb_warnx("signal %d while waiting; stopping", sig);
+			lb_reraise(sig);
 			return LB_EXIT_SIGNAL + sig;
 		}
 	}

@@ -194,6 +194,18 @@ int lb_child_exec_status(int exec_errno)
 	return exec_errno == ENOENT ? LB_EXIT_NOTFOUND : LB_EXIT_NOEXEC;
 }
 
+void lb_reraise(int sig)
+{
+	sigset_t one;
+
+	signal(sig, SIG_DFL);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	/* pending while blocked, so it is delivered by the unblocking itself */
+	raise(sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+}
+
 int lb_child_sleep_until(int64_t deadline)
 {
 	struct timespec ts;

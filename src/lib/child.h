@@ -44,6 +44,13 @@ int lb_child_status(int wstatus);
 int lb_child_exec_status(int exec_errno);
 
 /*
+ * End by SIG, as the signal's default action does, so that the calling
+ * shell sees a process killed by it (an interactive ^C then stops the
+ * whole script, not just us). Returns only if SIG's default is to go on.
+ */
+void lb_reraise(int sig);
+
+/*
  * Sleep until the CLOCK_MONOTONIC deadline (ns) or until a caught signal,
  * also one caught before the call. Returns 0, or that signal.
  */
