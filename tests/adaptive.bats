@@ -251,6 +251,39 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	run -0 grep -E "signal sig=(CONT|INT) pids=$LOCKHOLD_PID\$" "$LOG"
 }
 
+@test "as another user: a record naming a process whose fds cannot be read is not verified, nothing undelivered is logged as sent" {
+	need_root_and_nobody
+	need_lockhold
+	local d victim vstart f ready log mode=()
+	d=$(world_readable_dir)
+	mkdir "$d/state"
+	chown 65534:65534 "$d/state"
+	log=$d/state/log
+	run -0 as_nobody env LOCKBOX_DIR="$d/state" "$LOCKBOX" adaptive --log "$log" x true
+	f=$(echo "$d"/state/x-*.lock)
+	# root's process, with the state file open: unreadable fds for nobody
+	spawn sh -c 'exec sleep 600' 9<"$f"
+	victim=$SPAWN_PID
+	wait_for test -n "$(proc_starttime "$victim")"
+	vstart=$(proc_starttime "$victim")
+	# nobody's foreign holder of the lock, and records that claim the victim
+	ready=$d/state/ready
+	ofd_build || mode=(-p)
+	spawn setpriv --reuid=65534 --regid=65534 --clear-groups "$LOCKHOLD" "${mode[@]}" "$f" 4096 1 "$ready"
+	LOCKHOLD_PID=$SPAWN_PID
+	wait_for test -e "$ready"
+	poke "$f" 4096 "$(le 4 0x444c4f48)$(le 4 "$victim")$(le 8 "$vstart")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
+	poke "$f" 140 "$(le 4 "$victim")$(le 8 "$vstart")$(le 4 "$victim")"
+	poke "$f" 84 "$(le 4 "$victim")"
+	reseal "$f"
+	run -0 --separate-stderr as_nobody env LOCKBOX_DIR="$d/state" "$LOCKBOX" adaptive --log "$log" -e 0 -x 1s -g 300ms x touch "$d/state/took"
+	assert [ -e "$d/state/took" ]
+	assert_equal "$(proc_starttime "$victim")" "$vstart"
+	# the victim was never a member: no signal line names it, sent or refused
+	run -1 grep -E "pids=(.*,)?$victim(,|\$)" "$log"
+	run -0 grep -E "signal sig=(CONT|INT) pids=$LOCKHOLD_PID\$" "$log"
+}
+
 @test "a forged record with no verifiable holder: refused, nobody signalled" {
 	local victim vstart f
 	spawn sleep 600

@@ -41,28 +41,6 @@ magic_file() {
 	assert_equal "$(stat -c %s "$1")" 4096
 }
 
-# as_nobody CMD...: run CMD as an unprivileged user with no groups.
-as_nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
-}
-
-# A new directory others can read but not write, removed in teardown
-# (the per-test temp dir is private to root).
-world_readable_dir() {
-	local d
-	d=$(mktemp -d "${TMPDIR:-/tmp}/lockbox-ro.XXXXXX")
-	chmod 0755 "$d"
-	printf '%s\n' "$d" >>"$T/.cleanup"
-	printf '%s\n' "$d"
-}
-
-need_root_and_nobody() {
-	((EUID == 0)) || skip "needs root to switch to an unprivileged user"
-	command -v setpriv >/dev/null || skip "needs setpriv"
-	as_nobody "$LOCKBOX" --version >/dev/null 2>&1 ||
-		skip "the unprivileged user cannot run $LOCKBOX"
-}
-
 @test "a directory is refused, not a lock file" {
 	mkdir "$T/dir"
 	refused "not a regular file" "$T/dir"

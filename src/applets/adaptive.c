@@ -512,7 +512,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	struct lb_ident old = h->who;
 	struct lb_lock_site site;
 	struct lb_job job;
-	char age[32], pids[512];
+	char age[32], pids[512], refused[512];
 	unsigned slot;
 	size_t i;
 	int got = -1, n;
@@ -552,12 +552,22 @@ static int expire(struct run *r, struct lb_holder *h)
 			got = LB_EXIT_BUSY;
 			break;
 		}
-		if (n > 0 && lb_job_alive(&job, pids, sizeof pids) > 0) {
-			/* logged first, so the log reads in causal order */
-			lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s", sig_name(sigs[i]), pids);
-			if (r->o->verbose)
-				lb_warnx("%s: sending SIG%s to %s", r->name, sig_name(sigs[i]), pids);
-			lb_job_signal(&job, sigs[i], NULL, 0);
+		if (n > 0 && lb_job_alive(&job, NULL, 0) > 0) {
+			/* only what the kernel delivered is logged as sent */
+			if (lb_job_signal(&job, sigs[i], pids, sizeof pids, refused,
+			    sizeof refused) > 0) {
+				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
+				    sig_name(sigs[i]), pids);
+				if (r->o->verbose)
+					lb_warnx("%s: sent SIG%s to %s", r->name, sig_name(sigs[i]),
+					    pids);
+			}
+			if (refused[0] != '\0') {
+				lb_joblog(LOG_ERR, r->name, "signal-refused sig=%s pids=%s",
+				    sig_name(sigs[i]), refused);
+				lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name,
+				    sig_name(sigs[i]), refused);
+			}
 		}
 		lb_holders_free(&now);
 		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,

@@ -75,8 +75,8 @@ static int candidate(const struct lb_job *job, const struct proc *p)
 {
 	size_t i;
 
-	if (p->use == 0)
-		return 0;	/* it must have the lock file open */
+	if (p->use <= 0)
+		return 0;	/* it must have the lock file open, as far as we can see */
 	for (i = 0; i < job->nrec; i++)
 		if (job->rec[i].pid == p->pid && job->rec[i].starttime == p->st.starttime)
 			return 1;
@@ -270,12 +270,15 @@ static int alive(struct lb_job_member *m)
 	return !m->gone;
 }
 
-size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size)
+size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size,
+    char *refused, size_t rsize)
 {
-	size_t i, n = 0, len = 0;
+	size_t i, n = 0, len = 0, rlen = 0;
 
 	if (pids != NULL && size > 0)
 		pids[0] = '\0';
+	if (refused != NULL && rsize > 0)
+		refused[0] = '\0';
 	for (i = 0; i < job->n; i++) {
 		struct lb_job_member *m = &job->v[i];
 		int r;
@@ -289,6 +292,8 @@ size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size)
 		if (r != 0) {
 			if (errno == ESRCH)
 				m->gone = 1;
+			else
+				append_pid(refused, rsize, &rlen, m->pid);
 			continue;
 		}
 		append_pid(pids, size, &len, m->pid);

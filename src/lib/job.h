@@ -53,10 +53,12 @@ int lb_job_scan(struct lb_job *job);
 
 /*
  * Send SIG to every member still alive, through its pidfd (or, without
- * pidfds, after checking its start time once more). Their PIDs go to PIDS
- * as "1,2,3". Returns how many were signalled.
+ * pidfds, after checking its start time once more). The PIDs it reached go
+ * to PIDS as "1,2,3", those the kernel refused (EPERM: another user's) to
+ * REFUSED. Returns how many were signalled.
  */
-size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size);
+size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size,
+    char *refused, size_t rsize);
 
 /* Members still alive (zombies do not count). */
 size_t lb_job_alive(struct lb_job *job, char *pids, size_t size);
