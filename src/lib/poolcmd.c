@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -209,11 +208,12 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 }
 
 /*
- * An fd for acquire must be open for reading and writing: a write-only
- * one (flock's 9>>FILE) would have taken a slot on a file the caller may
- * well have truncated with 9>FILE, and a library or script that gets away
- * with it once would do it again. Read-only fds are refused where the
- * pool adopts the fd ("not open for writing").
+ * acquire takes an fd open for reading and writing, as the library opens
+ * it. A write-only one comes from flock(1)'s habits, 9>>FILE or 9>FILE,
+ * and the second truncates the lock file, wiping every holder's record,
+ * before lockbox sees it: refusing write-only fds makes that mistake fail
+ * the first time a script runs, not quietly on every run. Read-only fds
+ * are refused where the pool adopts the fd ("not open for writing").
  */
 static int check_access(int fd, const char *name)
 {
@@ -268,9 +268,9 @@ static int check_path(int fd, const char *path)
 }
 
 /*
- * The fd holds OWN already, above MAX: a second slot would make one open
- * file two holders (and the caller's idea of its slot wrong), so refuse,
- * and leave the slot and its record as they are.
+ * The fd holds slot OWN already, above MAX: another slot would make one
+ * open file two holders (and the caller's idea of its slot wrong), so
+ * refuse, and leave that slot and its record as they are.
  */
 static int held_above(const struct lb_poolcmd *cmd, const char *name, int fd,
     unsigned own, unsigned max)
@@ -307,15 +307,17 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	}
 	if (i < argc)
 		lb_usage_error("unexpected argument '%s'", argv[i]);
-	/* messages name the file the caller opened, as it knows it: by --path if given */
-	snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
-	n = o->path != NULL ? -1 : readlink(link, name, sizeof name - 1);
-	if (o->path != NULL)
+	/* messages name the file the caller opened, as it knows it */
+	if (o->path != NULL) {
 		snprintf(name, sizeof name, "%s", o->path);
-	else if (n > 0 && name[0] == '/')
-		name[n] = '\0';
-	else
-		snprintf(name, sizeof name, "fd %d", o->fd);
+	} else {
+		snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
+		n = readlink(link, name, sizeof name - 1);
+		if (n > 0 && name[0] == '/')
+			name[n] = '\0';
+		else
+			snprintf(name, sizeof name, "fd %d", o->fd);
+	}
 	if (!release && check_access(o->fd, name) != 0)
 		return LB_EXIT_FAIL;
 	if (o->path != NULL && check_path(o->fd, o->path) != 0)
