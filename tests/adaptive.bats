@@ -324,13 +324,14 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	assert_stderr_regex '^adaptive: clock: too soon; next run allowed in (1h|59m[0-9]+s)$'
 }
 
-@test "a last start in the future (clock set back, other boot) blocks for IFELAPSED at most" {
+@test "a last run in the future (clock set back, other boot) blocks for IFELAPSED at most" {
 	local f future
 	run -0 ad fut true
 	f=$(state_file fut)
 	future=$(($(date +%s) + 365 * 86400))000000000
-	# another boot's start, a year ahead on the wall clock
+	# another boot's start and end, a year ahead on the wall clock
 	poke "$f" 88 "$(printf '\\x00%.0s' {1..16})$(le 8 "$future")"
+	poke "$f" 120 "$(le 8 "$future")"
 	reseal "$f"
 	run -75 --separate-stderr ad -e 1s fut true
 	assert_stderr_regex "^adaptive: fut: too soon; next run allowed in (1s|[0-9]+ms)\$"
@@ -525,4 +526,46 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 adaptive: n: finished with status 0 after $AGE_RE\$"
 	run -0 --separate-stderr "$LOCKBOX" adaptive --syslog -e 0 n true
 	assert_stderr ""
+}
+
+# --- what counts as a run, and from when (CFEngine's lastcompleted) -------
+
+@test "a command that cannot be run is not a run: 127, logged, and no IFELAPSED wait after it" {
+	run -127 --separate-stderr ad -e 1h nx "$T/no-such-command"
+	assert_stderr "adaptive: cannot run '$T/no-such-command': No such file or directory"
+	run -0 grep -E "^$STAMP_RE adaptive\\[[0-9]+\\] nx not-started status=127 " "$LOG"
+	run -126 --separate-stderr ad -e 1h nx "$T"
+	run -0 --separate-stderr ad -e 1h nx touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	run -0 "$LOCKBOX" adaptive status nx
+	assert_line --regexp '^  runs +1 '
+}
+
+@test "IFELAPSED counts from the last completion, not the last start" {
+	# a run of 1.5s with IFELAPSED 1s: at its end, 1.5s have passed since
+	# its start but none since it completed
+	run -0 ad -e 1s long sleep 1.5
+	run -75 --separate-stderr ad -e 1s long true
+	assert_stderr_regex '^adaptive: long: too soon; next run allowed in (1s|[0-9]+ms)$'
+	wait_for -t 10 ad -q -e 1s long touch "$T/ran"
+}
+
+@test "a run killed by a later start is recorded as expired even when its supervisor records its end" {
+	start_run exp
+	run -0 ad -e 0 -x 1ms -g 2s exp true
+	run -0 "$LOCKBOX" adaptive status exp
+	assert_line --regexp '^  runs +2 \(1 expired\)'
+}
+
+@test "a run that took over after an expiry is aged from its own start, not its supervisor's" {
+	local marker=$T/cmd.b
+	# a job that only SIGKILL ends: the take-over waits 3 graces first
+	start_run slow 'trap "" INT TERM; exec sleep 600'
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 1s slow sh -c "$(marker_cmd "$marker")"
+	wait_for -t 30 test -s "$marker"
+	track_pid "$(cat "$marker")"
+	# its supervisor started 3s ago; its run just now: not expired by -x 2s
+	run -75 --separate-stderr ad -e 0 -x 2s slow true
+	assert_stderr_regex '^adaptive: slow: already running '
+	kill -0 "$(cat "$marker")"
 }

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -37,14 +38,15 @@
 
 #define HELP \
 	"\n" \
-	"Run COMMAND for the atom NAME unless it ran less than IFELAPSED ago\n" \
-	"(too soon: 75) or is running (busy: 75). A run older than EXPIREAFTER\n" \
-	"is expired: its whole job gets CONT, INT, TERM, KILL, GRACE apart, and\n" \
-	"this run takes over. adaptive stays as a small supervisor, passes\n" \
-	"signals on and records how the run ended; 'status' shows the record.\n" \
+	"Run COMMAND for the atom NAME unless its last run ended less than\n" \
+	"IFELAPSED ago (too soon: 75) or it is running (busy: 75). A run older\n" \
+	"than EXPIREAFTER is expired: its whole job gets CONT, INT, TERM, KILL,\n" \
+	"GRACE apart, and this run takes over. adaptive stays as a small\n" \
+	"supervisor, passes signals on and records how the run ended; 'status'\n" \
+	"shows the record.\n" \
 	"\n" \
-	"  -e, --if-elapsed DUR   minimum time between starts (bare number:\n" \
-	"                         minutes; default 1m)\n" \
+	"  -e, --if-elapsed DUR   least time from a run's end to the next start\n" \
+	"                         (bare number: minutes; default 1m)\n" \
 	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
 	"                         minutes; default 2h)\n" \
 	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
@@ -92,6 +94,7 @@ struct run {
 	int too_soon;
 	int64_t wait_left;		/* until the next run is allowed */
 	struct lb_atom last;		/* the state as last read */
+	struct lb_atom before;		/* the state before this run's start */
 	/* this run */
 	int expired;			/* the lock was taken over from an expired run */
 	int64_t start_wall, start_boot;
@@ -305,17 +308,22 @@ static int load_state(struct run *r, const unsigned char *area, size_t len, stru
 static int check_elapsed(struct run *r, struct lb_atom *a)
 {
 	int future, changed = 0;
-	int64_t since = lb_atom_since_start(a, &future);
+	/* from the last completion, as CFEngine's lastcompleted */
+	int64_t since = lb_atom_since_end(a, &future);
 
 	if (future) {
 		/*
-		 * The clock went back past the last start: count it as now
-		 * and store that, so the atom waits one IFELAPSED at most
-		 * rather than until the clock catches up.
+		 * The clock went back past the last start or end: count it
+		 * as now and store that, so the atom waits one IFELAPSED at
+		 * most rather than until the clock catches up.
 		 */
 		lb_boot_id(a->boot_id);
 		a->start_wall = lb_now(CLOCK_REALTIME);
 		a->start_boot = lb_now(CLOCK_BOOTTIME);
+		if (a->end_wall != 0) {
+			a->end_wall = a->start_wall;
+			a->duration = 0;
+		}
 		changed = 1;
 	}
 	r->too_soon = since >= 0 && since < r->o->ifelapsed;
@@ -371,6 +379,8 @@ static int begin_fn(unsigned char *area, size_t len, void *arg)
 		}
 		lb_atom_push(a, a->start_wall, a->duration, a->status);
 	}
+	/* what to put back should the command not start at all */
+	r->before = *a;
 	r->start_wall = now_wall;
 	r->start_boot = lb_now(CLOCK_BOOTTIME);
 	a->flags = LB_ATOM_RUNNING;
@@ -420,11 +430,44 @@ static int end_fn(unsigned char *area, size_t len, void *arg)
 	/* never overwrite a state that moved on (reset, or another run's) */
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
-	a.flags &= ~LB_ATOM_RUNNING;
 	a.end_wall = lb_now(CLOCK_REALTIME);
 	a.duration = d > 0 ? d : 0;
 	a.status = r->status;
+	/* killed by a later start: an expiry, whoever records it first */
+	if (a.flags & LB_ATOM_EXPIRING) {
+		a.status = LB_STATUS_EXPIRED;
+		a.expiries++;
+	}
+	a.flags = 0;
 	lb_atom_push(&a, r->start_wall, a.duration, a.status);
+	lb_atom_encode(area, len, &a);
+	return 1;
+}
+
+/* The command could not be started: no run happened, the state goes back. */
+static int unstart_fn(unsigned char *area, size_t len, void *arg)
+{
+	struct run *r = arg;
+	struct lb_atom a;
+	const char *why;
+
+	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
+		return 0;
+	lb_atom_encode(area, len, &r->before);
+	return 1;
+}
+
+/* Before the first signal: the run now ending is an expiry. */
+static int expiring_fn(unsigned char *area, size_t len, void *arg)
+{
+	const struct lb_ident *old = arg;
+	struct lb_atom a;
+	const char *why;
+
+	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & LB_ATOM_RUNNING) ||
+	    a.super_pid != old->pid)
+		return 0;
+	a.flags |= LB_ATOM_EXPIRING;
 	lb_atom_encode(area, len, &a);
 	return 1;
 }
@@ -525,6 +568,8 @@ static int expire(struct run *r, struct lb_holder *h)
 		lb_warn("%s", r->path);
 		return LB_EXIT_FAIL;
 	}
+	if (lb_pool_atom(r->pool, expiring_fn, &old) < 0)
+		lb_warnx("%s: cannot mark the run as expiring", r->name);
 	lb_job_init(&job, &site);
 	lb_job_candidate(&job, old.pid, old.starttime);
 	if (r->last.super_pid == old.pid)
@@ -606,6 +651,18 @@ static int expire(struct run *r, struct lb_holder *h)
 
 /* ---- supervision ---- */
 
+/* Whether the exec reported through FD failed, and with which errno. */
+static int exec_failed(int fd, int *err)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, err, sizeof *err);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n == (ssize_t)sizeof *err;
+}
+
 static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
 
 static int supervise(struct run *r, char **command)
@@ -616,7 +673,7 @@ static int supervise(struct run *r, char **command)
 	char cmd[LB_COMMAND_MAX * 4], buf[32];
 	int64_t d;
 	size_t i;
-	int ws = 0;
+	int ws = 0, err, report[2];
 	pid_t pid;
 
 	/*
@@ -641,21 +698,41 @@ static int supervise(struct run *r, char **command)
 	/* the command inherits the lock's descriptor, so the lock outlives us */
 	if (lb_pool_keep_on_exec(r->pool) != 0)
 		return LB_EXIT_FAIL;
+	/* closed by a successful exec; an errno on it if the exec failed */
+	if (pipe2(report, O_CLOEXEC) != 0) {
+		lb_warn("pipe");
+		return LB_EXIT_FAIL;
+	}
 	pid = fork();
 	if (pid < 0) {
 		lb_warn("fork");
+		close(report[0]);
+		close(report[1]);
 		return LB_EXIT_FAIL;
 	}
 	if (pid == 0) {
+		close(report[0]);
 		/* its own process group, as timeout(1) does: the job can be signalled whole */
 		setpgid(0, 0);
 		sigaction(SIGCHLD, &chld_old, NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		lb_exec(command);
+		lb_exec_report(command, report[1]);
 	}
+	close(report[1]);
 	/* both sides set the group, so it is in place whoever runs first */
 	setpgid(pid, pid);
 	r->child = pid;
+	if (exec_failed(report[0], &err)) {
+		/* not a run: it neither counts for IFELAPSED nor shows in the history */
+		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+			;
+		if (lb_pool_atom(r->pool, unstart_fn, r) < 0)
+			lb_warnx("%s: cannot undo the start", r->name);
+		r->status = lb_child_exec_status(err);
+		lb_joblog(LOG_ERR, r->name, "not-started status=%d error=%s", r->status,
+		    strerror(err));
+		return r->status;
+	}
 	if (lb_pool_atom(r->pool, started_fn, r) < 0)
 		lb_warnx("%s: cannot record the command's PID", r->name);
 	lb_joblog_escape(r->who.command, 1, cmd, sizeof cmd);
@@ -695,6 +772,22 @@ static int supervise(struct run *r, char **command)
 }
 
 /* Take the atom's lock: 1 when it is ours, else 0 and *status says why not. */
+/*
+ * How long the holder's run has lasted: from the run's start in the state
+ * when the state names the holder (a supervisor that took over after an
+ * expiry waited before it started), else from its lock record.
+ */
+static int64_t holder_age(const struct run *r, const struct lb_ident *who)
+{
+	int future;
+	int64_t since;
+
+	if ((r->last.flags & LB_ATOM_RUNNING) && r->last.super_pid == who->pid &&
+	    (since = lb_atom_since_start(&r->last, &future)) >= 0)
+		return since;
+	return lb_ident_age(who);
+}
+
 static int take(struct run *r, int *status)
 {
 	struct lb_holders h = { NULL, 0 };
@@ -716,7 +809,7 @@ static int take(struct run *r, int *status)
 		else if (h.n == 0 || !h.v[0].known)
 			*status = busy(r, h.n ? &h.v[0] : NULL);
 		else if (holder = h.v[0], !is_local(&holder.who) ||
-		    lb_ident_age(&holder.who) < r->o->expireafter)
+		    holder_age(r, &holder.who) < r->o->expireafter)
 			*status = busy(r, &holder);
 		else if ((x = expire(r, &holder)) == 1)
 			got = 1;
@@ -856,7 +949,7 @@ static const char *state_of(const struct view *v)
 static int64_t next_run(const struct view *v)
 {
 	int future;
-	int64_t since = v->known ? lb_atom_since_start(&v->a, &future) : -1;
+	int64_t since = v->known ? lb_atom_since_end(&v->a, &future) : -1;
 	int64_t left = 0;
 
 	if (since >= 0 && since < v->a.ifelapsed)

@@ -189,6 +189,25 @@ int64_t lb_atom_since_start(const struct lb_atom *a, int *future)
 	return since;
 }
 
+int64_t lb_atom_since_end(const struct lb_atom *a, int *future)
+{
+	int64_t since;
+
+	if (a->end_wall == 0 || a->duration < 0)
+		return lb_atom_since_start(a, future);
+	*future = 0;
+	/* the boot clock while the start and the duration are of one run of this boot */
+	if (!(a->flags & LB_ATOM_RUNNING) && lb_atom_same_boot(a))
+		since = lb_now(CLOCK_BOOTTIME) - a->start_boot - a->duration;
+	else
+		since = lb_now(CLOCK_REALTIME) - a->end_wall;
+	if (since < 0) {
+		*future = 1;
+		since = 0;
+	}
+	return since;
+}
+
 static int cmp_i64(const void *x, const void *y)
 {
 	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;

@@ -17,7 +17,8 @@
  *     0   8  magic "adaptive"
  *     8   4  layout version (1)
  *    12   4  checksum: FNV-1a (32 bit) of bytes 16..1919
- *    16   4  flags: bit 0 a run started and its end is not recorded
+ *    16   4  flags: bit 0 a run started and its end is not recorded;
+ *            bit 1 that run is being expired (its end is an expiry)
  *    20   4  supervisor PID of the last run
  *    24  16  boot id at the last start
  *    40   8  last start, wall
@@ -53,6 +54,7 @@
 #define LB_ATOM_USED		1920
 
 #define LB_ATOM_RUNNING		UINT32_C(1)
+#define LB_ATOM_EXPIRING	UINT32_C(2)
 
 #define LB_STATUS_UNKNOWN	(-1)
 #define LB_STATUS_EXPIRED	(-2)
@@ -106,6 +108,12 @@ int lb_atom_same_boot(const struct lb_atom *a);
  * so the caller can store the clamped time. -1 when there was no start.
  */
 int64_t lb_atom_since_start(const struct lb_atom *a, int *future);
+
+/*
+ * The same from the last completion (CFEngine's lastcompleted): the end of
+ * the last run when one is recorded, else its start; -1 when never run.
+ */
+int64_t lb_atom_since_end(const struct lb_atom *a, int *future);
 
 /* Longest and median of the known durations in the ring: count of them. */
 size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median);
