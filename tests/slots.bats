@@ -388,7 +388,8 @@ for x in v:
 	# another open file of the same shell is another holder
 	run -0 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd2" 3
 	assert_output 2
-	run -75 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd2"
+	run -125 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd2"
+	assert_stderr "mutex: $F: fd $fd2 holds slot 2 already, not the mutex's slot 1; release it first"
 	run -0 held "$F"
 	assert_output 2
 	run -0 "$LOCKBOX" slots release --fd "$fd"

@@ -8,8 +8,8 @@
 #define USAGE \
 	"usage: mutex [-qv] [-w DUR] [-E CODE] LOCKFILE [--] COMMAND [ARG...]\n" \
 	"       mutex [--json] LOCKFILE check|list\n" \
-	"       mutex acquire [-qv] [-w DUR] [-E CODE] --fd FD\n" \
-	"       mutex release --fd FD"
+	"       mutex acquire [-qv] [-w DUR] [-E CODE] [--path PATH] --fd FD\n" \
+	"       mutex release [--path PATH] --fd FD"
 
 static const struct lb_poolcmd mutex = {
 	.usage = USAGE,
@@ -27,6 +27,7 @@ static const struct lb_poolcmd mutex = {
 	    "  -v, --verbose       say when the lock is taken\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
+	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"
 	    "  -h, --help          this help\n"
 	    "\n"
 	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"

@@ -8,8 +8,8 @@
 #define USAGE \
 	"usage: slots [-qv] [-w DUR] [-E CODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
 	"       slots [--json] LOCKFILE check|list\n" \
-	"       slots acquire [-qv] [-w DUR] [-E CODE] --fd FD MAX\n" \
-	"       slots release --fd FD"
+	"       slots acquire [-qv] [-w DUR] [-E CODE] [--path PATH] --fd FD MAX\n" \
+	"       slots release [--path PATH] --fd FD"
 
 static const struct lb_poolcmd slots = {
 	.usage = USAGE,
@@ -26,6 +26,7 @@ static const struct lb_poolcmd slots = {
 	    "  -v, --verbose       say which slot was taken\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
+	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"
 	    "  -h, --help          this help\n"
 	    "\n"
 	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
