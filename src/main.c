@@ -10,6 +10,7 @@
 #include "applets.h"
 #include "err.h"
 #include "exitcodes.h"
+#include "pool.h"
 
 #define USAGE \
 	"usage: lockbox APPLET [ARG...]\n" \
@@ -78,8 +79,10 @@ int main(int argc, char **argv)
 	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	size_t i;
 
+	lb_pool_set_argv(argv);
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
-	if (strcmp(base, PACKAGE) != 0)
+	/* lockbox-pg, the PostgreSQL helper, is a multicall name too */
+	if (strcmp(base, PACKAGE) != 0 && strcmp(base, PACKAGE "-pg") != 0)
 		return run(base, argc, argv);
 	if (argc < 2) {
 		fprintf(stderr, "%s\n", USAGE);

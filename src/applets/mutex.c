@@ -27,6 +27,8 @@ static const struct lb_poolcmd mutex = {
 	    "  -v, --verbose       say when the lock is taken\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
+	    "      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n"
+	    "                      TERM; none: do not) when the server connection is lost\n"
 	    "  -h, --help          this help\n"
 	    "\n"
 	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"

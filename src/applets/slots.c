@@ -26,6 +26,8 @@ static const struct lb_poolcmd slots = {
 	    "  -v, --verbose       say which slot was taken\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
+	    "      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n"
+	    "                      TERM; none: do not) when the server connection is lost\n"
 	    "  -h, --help          this help\n"
 	    "\n"
 	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
