@@ -141,7 +141,7 @@ static int split_url(struct pgpool *p, const char *url)
 	o = info + (q - url);
 	for (a = *q == '?' ? q + 1 : q; *a != '\0'; a = *e == '&' ? e + 1 : e) {
 		e = a + strcspn(a, "&");
-		if (e - a > 5 && strncmp(a, "lock=", 5) == 0) {
+		if (e - a >= 5 && strncmp(a, "lock=", 5) == 0) {
 			if (p->lock != NULL) {
 				lb_warnx("%s: lock= given twice", p->base.name);
 				return -1;
