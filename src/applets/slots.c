@@ -31,6 +31,8 @@ static const struct lb_poolcmd slots = {
 	    "  -h, --help          this help\n"
 	    "\n"
 	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
+	    "LOCKFILE may be postgresql://HOST/DB?lock=NAME: a lock on a PostgreSQL\n"
+	    "server, shared between hosts; see lockbox-postgresql(7).\n"
 	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"
 	    "126 COMMAND not executable, 127 COMMAND not found. See slots(1).\n",
 	.fixed_max = 0,
