@@ -210,6 +210,13 @@ Try 'lockbox mutex --help'."
 	assert_equal "$stderr" "mutex: $LOCKBOX_PG_URL?lock=: invalid lock name"
 	run -125 --separate-stderr "$LOCKBOX" mutex "postgresql://u:secret@127.0.0.1:1/db" true
 	assert_equal "$stderr" "mutex: postgresql://u:***@127.0.0.1:1/db: no lock=NAME in the URL (postgresql://HOST/DB?lock=NAME)"
+	# nor in the busy message and --json (the test server trusts any password)
+	hold mutex "$U"
+	local pw="${LOCKBOX_PG_URL/@/:secret@}?lock=$NAME"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$pw" true
+	assert_regex "$stderr" "^mutex: $(re_quote "${U/@/:***@}"): held by PID $HOLD_PID "
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$pw" check
+	assert_output "{\"file\":\"${U/@/:***@}\",\"held\":1}"
 }
 
 @test "keepalives: a client slower than the server to notice a loss is refused" {

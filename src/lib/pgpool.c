@@ -676,7 +676,8 @@ static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned 
 	memset(w, 0, sizeof w);
 	for (i = 0; i < n; i++) {
 		w[i].slot = held[i];
-		w[i].conn = i == 0 ? p->conn : connect_to(p);
+		/* any of them may end up holding the slot: each is a holder's */
+		w[i].conn = i == 0 ? p->conn : holder_conn(p, LB_POOL_WRITE);
 		if (w[i].conn == NULL)
 			goto out;
 		nw++;

@@ -223,7 +223,8 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	lb_ident_fill(&who, getpid(), command);
-	if (!take(cmd, o, pool, path, max, &who, &slot, &status)) {
+	/* the pool's name: a server URL's password is not repeated */
+	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
 		lb_pool_close(pool);
 		return status;
 	}
@@ -369,7 +370,7 @@ static int look(const struct opts *o, const char *path, int count_only)
 		lb_pool_close(pool);
 		return LB_EXIT_FAIL;
 	}
-	print_holders(o, path, &h, count_only);
+	print_holders(o, lb_pool_name(pool), &h, count_only);
 	lb_holders_free(&h);
 	lb_pool_close(pool);
 	lb_close_stdout();
