@@ -35,8 +35,9 @@ backend_of() {
 # (the command execs sleep 600 once it has its slot); HOLD_PID, HOLD_SLOT
 hold() {
 	start_holder_with "$@"
+	# shellcheck disable=SC2153 # set by start_holder_with
 	HOLD_PID=$HOLDER_PID
-	# shellcheck disable=SC2034 # for the tests
+	# shellcheck disable=SC2034,SC2153 # for the tests; set by start_holder_with
 	HOLD_SLOT=$HOLDER_SLOT
 }
 
@@ -45,6 +46,7 @@ hold() {
 	run -7 --separate-stderr "$LOCKBOX" slots "$U" 3 sh -c \
 		'echo "$$ $LOCKBOX_SLOT $LOCKBOX_FENCE"; "$1" slots "$2" check; "$1" slots "$2" list; exit 7' \
 		sh "$LOCKBOX" "$U"
+	# shellcheck disable=SC2154 # set by bats' run
 	assert_equal "$stderr" ""
 	read -r pid slot fence <<<"${lines[0]}"
 	assert_equal "$slot" 1
@@ -237,12 +239,13 @@ Try 'lockbox mutex --help'."
 	local env
 	env=$("$SRC/tools/pg-cluster" standby "$LOCKBOX_PG_URL")
 	eval "$env"
-	CLEANUP_STANDBY=$LOCKBOX_PG_STANDBY_DIR
+	# teardown stops it if the test fails (bats runs tests in subshells)
+	printf '%s\n' "$LOCKBOX_PG_STANDBY_DIR" >"$T/.standby"
 	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$LOCKBOX_PG_STANDBY_URL?lock=$NAME" touch "$T/ran"
 	assert_regex "$stderr" "the server is a standby \\(in recovery\\)"
 	assert [ ! -e "$T/ran" ]
 	"$SRC/tools/pg-cluster" stop "$LOCKBOX_PG_STANDBY_DIR"
-	CLEANUP_STANDBY=
+	rm "$T/.standby"
 }
 
 @test "a pooler (PgBouncer, transaction pooling) is refused" {
@@ -258,7 +261,7 @@ Try 'lockbox mutex --help'."
 	pgport=${pgport%%/*}
 	# pgbouncer refuses to run as root; nobody cannot enter the test's dir
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/lockbox-pgbouncer.XXXXXX")
-	CLEANUP_BOUNCER=$dir
+	printf '%s\n' "$dir" >>"$T/.cleanup"
 	chmod 0755 "$dir"
 	cat >"$dir/pgbouncer.ini" <<EOF
 [databases]
@@ -323,11 +326,14 @@ rmdir "$d/slot.$LOCKBOX_SLOT"'
 }
 
 teardown() {
-	if [[ -n ${CLEANUP_STANDBY:-} ]]; then
-		"$SRC/tools/pg-cluster" stop "$CLEANUP_STANDBY" || true
+	if [[ -s ${T:-}/.standby ]]; then
+		"$SRC/tools/pg-cluster" stop "$(cat "$T/.standby")" || true
 	fi
 	kill_tracked
-	if [[ -n ${CLEANUP_BOUNCER:-} ]]; then
-		rm -rf -- "$CLEANUP_BOUNCER"
+	local d
+	if [[ -f ${T:-}/.cleanup ]]; then
+		while read -r d; do
+			rm -rf -- "$d"
+		done <"$T/.cleanup"
 	fi
 }
