@@ -175,6 +175,21 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 	assert_output 0
 }
 
+@test "server restart: the command gets SIGTERM; the lock is free once the server is back" {
+	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||
+		skip "restarting needs the cluster's directory (LOCKBOX_PG_DIR from tools/pg-cluster)"
+	spawn "$LOCKBOX" mutex "$U" sh -c "$LOSS_SCRIPT" sh "$T/term"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/term.pid"
+	track_pid "$(cat "$T/term.pid")"
+	"$SRC/tools/pg-cluster" restart "$LOCKBOX_PG_DIR"
+	wait_for test -s "$T/term"
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 0
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 0
+}
+
 @test "--on-loss USR1 picks the signal; --on-loss none sends nothing" {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" mutex --on-loss USR1 "$U" sh -c \
