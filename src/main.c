@@ -12,6 +12,7 @@
 #include "applets.h"
 #include "err.h"
 #include "exitcodes.h"
+#include "pool.h"
 
 #define USAGE \
 	"usage: lockbox APPLET [ARG...]\n" \
@@ -101,9 +102,10 @@ int main(int argc, char **argv)
 
 	if (fill_std_fds() != 0)
 		return LB_EXIT_FAIL;
-
+	lb_pool_set_argv(argv);
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
-	if (strcmp(base, PACKAGE) != 0)
+	/* lockbox-pg, the PostgreSQL helper, is a multicall name too */
+	if (strcmp(base, PACKAGE) != 0 && strcmp(base, PACKAGE "-pg") != 0)
 		return run(base, argc, argv);
 	if (argc < 2) {
 		fprintf(stderr, "%s\n", USAGE);

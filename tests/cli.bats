@@ -353,6 +353,17 @@ makefile_applets() {
 	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000" slots acquire --fd 0 0
 }
 
+# --- postgresql:// targets, with or without the backend ------------------
+
+@test "a postgresql:// target no server answers: 125, even with -E 0" {
+	# port 1 on the loopback: refused at once where the backend is built;
+	# a build without libpq says so; neither is ever a quiet skip
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "postgresql://127.0.0.1:1/db?lock=x" touch "$T/ran"
+	assert_stderr_regex '^mutex: postgresql://127\.0\.0\.1:1/db\?lock=x: (cannot connect: .*|this lockbox was built without PostgreSQL support \(configure --with-libpq\))$'
+	run -125 --separate-stderr "$LOCKBOX" slots -q -E 0 "postgres://127.0.0.1:1/db?lock=x" 2 touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+}
+
 # --- licence ----------------------------------------------------------
 
 @test "the tree has a LICENSE and every source file names it by SPDX id" {

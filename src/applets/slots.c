@@ -27,9 +27,13 @@ static const struct lb_poolcmd slots = {
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
 	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"
+	    "      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n"
+	    "                      TERM; none: do not) when the server connection is lost\n"
 	    "  -h, --help          this help\n"
 	    "\n"
 	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
+	    "LOCKFILE may be postgresql://HOST/DB?lock=NAME: a lock on a PostgreSQL\n"
+	    "server, shared between hosts; see lockbox-postgresql(7).\n"
 	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"
 	    "126 COMMAND not executable, 127 COMMAND not found. See slots(1).\n",
 	.fixed_max = 0,

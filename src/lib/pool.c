@@ -3,11 +3,69 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "err.h"
+
+static char **main_argv;
+
+void lb_pool_set_argv(char **argv)
+{
+	main_argv = argv;
+}
+
+int lb_pool_is_pg(const char *target)
+{
+	return strncmp(target, "postgresql://", 13) == 0 ||
+	    strncmp(target, "postgres://", 11) == 0;
+}
+
+#if defined(LOCKBOX_PG_BACKEND)
+static struct lb_pool *pg_open(const char *target, int access,
+    const struct lb_pool_opts *opts)
+{
+	return lb_pgpool_open(target, access, opts);
+}
+#elif defined(HAVE_LIBPQ)
+/*
+ * lockbox is static and has no libpq; lockbox-pg is the same program with
+ * it. Nothing has been locked or opened yet when a target is opened, so
+ * running the helper on the very same argv is the same run, only with
+ * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's.
+ */
+static struct lb_pool *pg_open(const char *target, int access,
+    const struct lb_pool_opts *opts)
+{
+	const char *helper = getenv("LOCKBOX_PG_HELPER");
+
+	(void)access;
+	(void)opts;
+	if (helper == NULL || *helper == '\0')
+		helper = LOCKBOX_PG_HELPER;
+	if (main_argv == NULL) {
+		lb_warnx("%s: no command line to hand to %s", target, helper);
+		return NULL;
+	}
+	fflush(NULL);
+	execv(helper, main_argv);
+	lb_warn("%s: cannot run the PostgreSQL helper %s", target, helper);
+	return NULL;
+}
+#else
+static struct lb_pool *pg_open(const char *target, int access,
+    const struct lb_pool_opts *opts)
+{
+	(void)access;
+	(void)opts;
+	lb_warnx("%s: this lockbox was built without PostgreSQL support (configure --with-libpq)",
+	    target);
+	return NULL;
+}
+#endif
 
 int lb_pool_init(struct lb_pool *p, const struct lb_pool_ops *ops, const char *name)
 {
@@ -24,6 +82,8 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 {
 	static const struct lb_pool_opts defaults = { 0, 0 };
 
+	if (lb_pool_is_pg(target))
+		return pg_open(target, access, opts != NULL ? opts : &defaults);
 	return lb_filepool_open(target, access, opts != NULL ? opts : &defaults);
 }
 

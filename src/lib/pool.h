@@ -43,6 +43,15 @@ struct lb_pool_opts {
 enum { LB_POOL_READ, LB_POOL_WRITE };
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts);
 
+/* Whether TARGET names a PostgreSQL server (postgresql://, postgres://). */
+int lb_pool_is_pg(const char *target);
+
+/*
+ * The program's own argv, from main: a build whose binary lacks a backend
+ * runs the helper that has it (lockbox-pg) with the same command line.
+ */
+void lb_pool_set_argv(char **argv);
+
 /* Adopt a lock file's fd the caller opened read-write (acquire/release --fd). */
 struct lb_pool *lb_pool_from_fd(int fd, const char *name);
 
@@ -93,7 +102,11 @@ struct lb_lock_site {
 };
 int lb_pool_lock_site(struct lb_pool *pool, unsigned slot, struct lb_lock_site *site);
 
-/* Keep the slot across exec: the lock lives as long as what the command inherits. */
+/*
+ * Keep the slot across exec: the lock lives as long as what the command
+ * inherits. A server lock also arms the loss signal (opts.on_loss) and
+ * exports LOCKBOX_FENCE for the command.
+ */
 int lb_pool_keep_on_exec(struct lb_pool *pool);
 
 void lb_pool_close(struct lb_pool *pool);

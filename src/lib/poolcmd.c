@@ -4,7 +4,9 @@
 
 #include <fcntl.h>
 #include <getopt.h>
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +29,10 @@ struct opts {
 	int quiet, verbose, json;
 	int fd;			/* --fd; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
+	int on_loss;		/* --on-loss: a signal, 0 for none */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
@@ -37,11 +40,38 @@ static const struct option longopts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "path", required_argument, NULL, OPT_PATH },
+	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/* --on-loss: none, a signal's name (TERM, SIGTERM) or number. */
+static int parse_signal(const char *arg)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+		{ "ALRM", SIGALRM }, { "HUP", SIGHUP }, { "INT", SIGINT },
+		{ "KILL", SIGKILL }, { "QUIT", SIGQUIT }, { "TERM", SIGTERM },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+	};
+	const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+	uint64_t v;
+	size_t i;
+
+	if (strcmp(arg, "none") == 0)
+		return 0;
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(n, names[i].name) == 0)
+			return names[i].sig;
+	if (lb_parse_uint(arg, 1, (uint64_t)SIGRTMAX, &v) != 0)
+		lb_usage_error("invalid signal '%s': expected none, a name such as TERM, or a number",
+		    arg);
+	return (int)v;
+}
 
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
@@ -77,6 +107,9 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 			break;
 		case OPT_PATH:
 			o->path = optarg;
+			break;
+		case OPT_ON_LOSS:
+			o->on_loss = parse_signal(optarg);
 			break;
 		}
 	}
@@ -121,8 +154,10 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 		return;
 	}
 	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
-		lb_warnx("%s: %sheld by PID %d (%s, %s)", name, waited,
-		    (int)h->v[0].who.pid, h->v[0].who.command,
+		/* a server's holders may be on any host */
+		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
+		    (int)h->v[0].who.pid, lb_pool_is_pg(name) ? " on " : "",
+		    lb_pool_is_pg(name) ? h->v[0].who.host : "", h->v[0].who.command,
 		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
 		return;
 	}
@@ -178,6 +213,7 @@ static int take(const struct lb_poolcmd *cmd, const struct opts *o,
 static int run(const struct lb_poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
+	struct lb_pool_opts popts = { 0, o->on_loss };
 	struct lb_ident who;
 	struct lb_pool *pool;
 	unsigned max = parse_max(cmd, max_arg), slot;
@@ -190,11 +226,12 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 		lb_usage_error("missing COMMAND");
 	if (o->json || o->fd >= 0)
 		lb_usage_error("--json and --fd do not go with COMMAND");
-	pool = lb_pool_open(path, LB_POOL_WRITE, NULL);
+	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	lb_ident_fill(&who, getpid(), command);
-	if (!take(cmd, o, pool, path, max, &who, &slot, &status)) {
+	/* the pool's name: a server URL's password is not repeated */
+	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
 		lb_pool_close(pool);
 		return status;
 	}
@@ -358,6 +395,7 @@ static void print_text(const char *s)
 static void print_holders(const struct opts *o, const char *path,
     const struct lb_holders *h, int count_only)
 {
+	int remote = lb_pool_is_pg(path);
 	char age[32];
 	size_t i;
 
@@ -372,16 +410,25 @@ static void print_holders(const struct opts *o, const char *path,
 		return;
 	}
 	if (!o->json) {
-		printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
+		/* a server's holders may be on any host: a HOST column says which */
+		if (remote)
+			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
+		else
+			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
 		for (i = 0; i < h->n; i++) {
 			const struct lb_holder *x = &h->v[i];
 
 			if (x->known) {
 				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
 				    lb_format_duration(lb_ident_age(&x->who), age));
+				if (remote)
+					printf("%-16s ", x->who.host);
 				print_text(x->who.command);
-			} else
+			} else if (remote) {
+				printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
+			} else {
 				printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
+			}
 		}
 		return;
 	}
@@ -417,7 +464,7 @@ static int look(const struct opts *o, const char *path, int count_only)
 		lb_pool_close(pool);
 		return LB_EXIT_FAIL;
 	}
-	print_holders(o, path, &h, count_only);
+	print_holders(o, lb_pool_name(pool), &h, count_only);
 	lb_holders_free(&h);
 	lb_pool_close(pool);
 	lb_close_stdout();
@@ -426,7 +473,9 @@ static int look(const struct opts *o, const char *path, int count_only)
 
 int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 {
-	struct opts o = { .wait = -1, .busy_status = LB_EXIT_BUSY, .fd = -1 };
+	struct opts o = {
+		.wait = -1, .busy_status = LB_EXIT_BUSY, .fd = -1, .on_loss = SIGTERM
+	};
 	int i = parse_opts(cmd, &o, argc, argv);
 	const char *path, *word;
 

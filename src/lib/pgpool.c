@@ -1,0 +1,941 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The PostgreSQL backend of a pool: session advisory locks.
+ *
+ * Slot S of lock NAME is the advisory lock (KEY, S) of the database the URL
+ * names, KEY a stable 31-bit hash of NAME. The server frees a session lock
+ * when its connection ends, for any reason, as the kernel frees a byte lock
+ * when its file is closed; and the connection's socket is inherited across
+ * exec like a lock fd, so the command holds its slot exactly as long as it
+ * lives (or keeps the socket). Holders describe themselves in their
+ * application_name; pg_locks joined with pg_stat_activity lists them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "backend.h"
+#include "clock.h"
+#include "err.h"
+#include "parse.h"
+
+/*
+ * Keepalive defaults: the client gives up on a silent peer (~11 s) well
+ * before the server does (~40 s), so the command is signalled before the
+ * server frees its lock for someone else.
+ */
+#define CLI_IDLE	"5"
+#define CLI_INTERVAL	"2"
+#define CLI_COUNT	"3"
+#define CLI_USER_TIMEOUT "11000"
+#define SRV_IDLE	20
+#define SRV_INTERVAL	5
+#define SRV_COUNT	4
+#define SRV_USER_TIMEOUT 40000
+
+/* a waiter queues on at most this many held slots; past that it also
+ * re-checks every WAIT_RECHECK */
+#define WAIT_CONNS	8
+#define WAIT_RECHECK	(500 * LB_NS_PER_MS)
+/* the slot-counting transaction's own lock: (KEY, -1) */
+#define COUNT_LOCK	"-1"
+#define APPNAME_MAX	63
+
+struct pgpool {
+	struct lb_pool base;
+	PGconn *conn;
+	char *conninfo;		/* the URL without lock= */
+	char *lock;		/* NAME */
+	int32_t key;
+	int on_loss;
+	unsigned slot;		/* held, 0: none */
+	char fence[24];		/* the acquisition's transaction id */
+	char appname[APPNAME_MAX + 1];
+};
+
+static const struct lb_pool_ops pg_ops;
+
+static struct pgpool *pp(struct lb_pool *pool)
+{
+	return (struct pgpool *)pool;
+}
+
+/* FNV-1a, folded to 31 bits: a positive int4, the same on every client. */
+static int32_t lock_key(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 16777619u;
+	}
+	return (int32_t)(h & 0x7fffffff);
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode S[0..n) into a new string; NULL on a bad escape. */
+static char *pct_decode(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *o = out;
+	size_t i;
+
+	if (out == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
+			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+
+			if (hi < 0 || lo < 0) {
+				free(out);
+				return NULL;
+			}
+			*o++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * Split URL into what libpq gets (every query parameter but lock=) and
+ * NAME. 0, or -1 (reported).
+ */
+static int split_url(struct pgpool *p, const char *url)
+{
+	const char *q = strchr(url, '?'), *a, *e;
+	size_t n = strlen(url);
+	char *info = malloc(n + 1), *o;
+
+	if (info == NULL) {
+		lb_warn("%s", p->base.name);
+		return -1;
+	}
+	p->conninfo = info;
+	if (q == NULL)
+		q = url + n;
+	memcpy(info, url, (size_t)(q - url));
+	o = info + (q - url);
+	for (a = *q == '?' ? q + 1 : q; *a != '\0'; a = *e == '&' ? e + 1 : e) {
+		e = a + strcspn(a, "&");
+		if (e - a >= 5 && strncmp(a, "lock=", 5) == 0) {
+			if (p->lock != NULL) {
+				lb_warnx("%s: lock= given twice", p->base.name);
+				return -1;
+			}
+			p->lock = pct_decode(a + 5, (size_t)(e - a - 5));
+			if (p->lock == NULL || p->lock[0] == '\0') {
+				lb_warnx("%s: invalid lock name", p->base.name);
+				return -1;
+			}
+		} else if (e > a) {
+			char sep = o == info + (q - url) ? '?' : '&';
+
+			*o++ = sep;
+			memcpy(o, a, (size_t)(e - a));
+			o += e - a;
+		}
+	}
+	*o = '\0';
+	if (p->lock == NULL) {
+		lb_warnx("%s: no lock=NAME in the URL (postgresql://HOST/DB?lock=NAME)",
+		    p->base.name);
+		return -1;
+	}
+	p->key = lock_key(p->lock);
+	return 0;
+}
+
+/* The name messages use: the URL with any password hidden. */
+static int set_name(struct pgpool *p, const char *url)
+{
+	const char *auth = strstr(url, "://"), *at, *colon;
+	char *name;
+
+	if (lb_pool_init(&p->base, &pg_ops, url) != 0)
+		return -1;
+	auth = auth != NULL ? auth + 3 : url;
+	at = strchr(auth, '@');
+	colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (colon == NULL)
+		return 0;
+	name = malloc(strlen(url) + 4);
+	if (name == NULL)
+		return 0;
+	sprintf(name, "%.*s:***%s", (int)(colon - url), url, at);
+	free(p->base.name);
+	p->base.name = name;
+	return 0;
+}
+
+/* The first line of libpq's last error, for a one-line message. */
+static const char *pq_error(PGconn *conn)
+{
+	static char line[256];
+	const char *m = PQerrorMessage(conn);
+	size_t n = strcspn(m, "\n");
+
+	if (n >= sizeof line)
+		n = sizeof line - 1;
+	memcpy(line, m, n);
+	line[n] = '\0';
+	return line[0] != '\0' ? line : "unknown error";
+}
+
+static const char *res_error(PGresult *r, PGconn *conn)
+{
+	static char line[256];
+	const char *m = r != NULL ? PQresultErrorMessage(r) : "";
+	size_t n = strcspn(m, "\n");
+
+	if (n == 0)
+		return pq_error(conn);
+	if (n >= sizeof line)
+		n = sizeof line - 1;
+	memcpy(line, m, n);
+	line[n] = '\0';
+	return line;
+}
+
+/* Run SQL; the last result when it is OK, else NULL (reported). */
+static PGresult *query(struct pgpool *p, PGconn *conn, const char *sql)
+{
+	PGresult *r = PQexec(conn, sql);
+	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return r;
+	lb_warnx("%s: %s", p->base.name, res_error(r, conn));
+	PQclear(r);
+	return NULL;
+}
+
+static PGconn *connect_to(struct pgpool *p)
+{
+	const char *kw[] = {
+		"keepalives", "keepalives_idle", "keepalives_interval",
+		"keepalives_count", "tcp_user_timeout", "connect_timeout",
+		"application_name", "dbname", NULL
+	};
+	/* dbname comes last: what the URL sets overrides these defaults */
+	const char *val[] = {
+		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, "10",
+		p->appname, p->conninfo, NULL
+	};
+	PGconn *conn = PQconnectdbParams(kw, val, 1);
+
+	if (conn == NULL) {
+		lb_warnx("%s: cannot connect: out of memory", p->base.name);
+		return NULL;
+	}
+	if (PQstatus(conn) != CONNECTION_OK) {
+		lb_warnx("%s: cannot connect: %s", p->base.name, pq_error(conn));
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+/*
+ * A session advisory lock means something only on the primary and only
+ * over a connection that is a session of its own. A standby takes advisory
+ * locks that no other server sees. A pooler (PgBouncer) answers the startup
+ * itself with a backend key of its own making, and in transaction mode
+ * hands each transaction to any server session: the lock would stay in a
+ * session this client no longer has.
+ */
+static int check_server(struct pgpool *p, PGconn *conn)
+{
+	PGresult *r = query(p, conn, "SELECT pg_is_in_recovery(), pg_backend_pid()");
+	int rc = -1;
+
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) != 1)
+		lb_warnx("%s: unexpected answer from the server", p->base.name);
+	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+		lb_warnx("%s: the server is a standby (in recovery); its advisory locks are not shared with the primary",
+		    p->base.name);
+	else if (atoi(PQgetvalue(r, 0, 1)) != PQbackendPID(conn))
+		lb_warnx("%s: the connection goes through a pooler (server PID %s, startup said %d); session locks need a direct connection",
+		    p->base.name, PQgetvalue(r, 0, 1), PQbackendPID(conn));
+	else
+		rc = 0;
+	PQclear(r);
+	return rc;
+}
+
+/* A conninfo value as an integer; DEF when unset or not a number. */
+static long conn_option(PGconn *conn, const char *key, long def)
+{
+	PQconninfoOption *o = PQconninfo(conn), *i;
+	long v = def;
+	char *end;
+
+	for (i = o; i != NULL && i->keyword != NULL; i++)
+		if (strcmp(i->keyword, key) == 0 && i->val != NULL && i->val[0] != '\0') {
+			v = strtol(i->val, &end, 10);
+			if (*end != '\0')
+				v = def;
+		}
+	PQconninfoFree(o);
+	return v;
+}
+
+/*
+ * How long a silent peer goes unnoticed, in ms, as Linux counts it: with
+ * a user timeout, the first probe after it; else the last probe.
+ */
+static long loss_bound(long idle, long interval, long count, long user_timeout)
+{
+	if (idle <= 0 || interval <= 0 || count <= 0)
+		return -1;	/* no keepalives: never */
+	if (user_timeout > 0) {
+		long t = (idle + interval) * 1000;
+
+		return (t > user_timeout ? t : user_timeout) + interval * 1000;
+	}
+	return (idle + interval * count) * 1000;
+}
+
+/*
+ * Keepalives on both ends of a holder's connection, the client's shorter:
+ * when a partition cuts it, the command must hear of it before the server
+ * frees the lock for another holder. Server settings the user chose (in
+ * the URL's options=-c ...) are kept, and refused when they would undo
+ * that order. Over a Unix socket there is no TCP and nothing to set.
+ */
+static int set_keepalives(struct pgpool *p, PGconn *conn)
+{
+	static const char *const names[] = {
+		"tcp_keepalives_idle", "tcp_keepalives_interval",
+		"tcp_keepalives_count", "tcp_user_timeout"
+	};
+	static const long ours[] = { SRV_IDLE, SRV_INTERVAL, SRV_COUNT, SRV_USER_TIMEOUT };
+	char sql[1024];
+	long srv[4], cli, server;
+	size_t n = 0, i;
+	PGresult *r;
+
+	n += (size_t)snprintf(sql + n, sizeof sql - n, "SELECT ");
+	for (i = 0; i < 4; i++)
+		n += (size_t)snprintf(sql + n, sizeof sql - n,
+		    "%sSELECT CASE WHEN source = 'client' THEN setting"
+		    " ELSE set_config(name, '%ld', false) END"
+		    " FROM pg_settings WHERE name = '%s'", i ? "), (" : "(",
+		    ours[i], names[i]);
+	snprintf(sql + n, sizeof sql - n, ")");
+	r = query(p, conn, sql);
+	if (r == NULL)
+		return -1;
+	for (i = 0; i < 4; i++)
+		srv[i] = PQgetisnull(r, 0, (int)i) ? 0 : atol(PQgetvalue(r, 0, (int)i));
+	PQclear(r);
+	if (srv[0] == 0 && srv[1] == 0 && srv[2] == 0)
+		return 0;	/* a Unix socket: the server has no TCP here */
+	server = loss_bound(srv[0], srv[1], srv[2], 0);
+	if (srv[3] > 0 && (server < 0 || srv[3] < server))
+		server = srv[3];
+	cli = conn_option(conn, "keepalives", 1) == 0 ? -1 :
+	    loss_bound(conn_option(conn, "keepalives_idle", 7200),
+	    conn_option(conn, "keepalives_interval", 75),
+	    conn_option(conn, "keepalives_count", 9),
+	    conn_option(conn, "tcp_user_timeout", 0));
+	if (server >= 0 && (cli < 0 || cli >= server)) {
+		lb_warnx("%s: the server would drop a silent connection (and free the lock) after %lds, before this client notices (%s): the command could outlive its lock",
+		    p->base.name, server / 1000,
+		    cli < 0 ? "keepalives off" : "later");
+		return -1;
+	}
+	return 0;
+}
+
+/* Settings a holder's session must not have: timeouts that end it. */
+static int harden_session(struct pgpool *p, PGconn *conn)
+{
+	PGresult *r = query(p, conn,
+	    "SELECT set_config('statement_timeout', '0', false),"
+	    " set_config('idle_in_transaction_session_timeout', '0', false),"
+	    " CASE WHEN current_setting('server_version_num')::int >= 140000"
+	    " THEN set_config('idle_session_timeout', '0', false) END");
+
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+/* A connection ready to take slots; NULL (reported) */
+static PGconn *holder_conn(struct pgpool *p, int access)
+{
+	PGconn *conn = connect_to(p);
+
+	if (conn == NULL)
+		return NULL;
+	if (check_server(p, conn) != 0 || (access == LB_POOL_WRITE &&
+	    (harden_session(p, conn) != 0 || set_keepalives(p, conn) != 0))) {
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+static void pg_close(struct lb_pool *pool)
+{
+	struct pgpool *p = pp(pool);
+
+	if (p->conn != NULL)
+		PQfinish(p->conn);
+	free(p->conninfo);
+	free(p->lock);
+	free(p);
+}
+
+struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool_opts *opts)
+{
+	struct pgpool *p = calloc(1, sizeof *p);
+	char host[LB_HOST_MAX] = "";
+
+	if (p == NULL) {
+		lb_warn("%s", url);
+		return NULL;
+	}
+	if (set_name(p, url) != 0) {
+		free(p);
+		return NULL;
+	}
+	p->on_loss = opts->on_loss;
+	gethostname(host, sizeof host - 1);
+	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
+	    (int)getpid(), getenv("LOCKBOX_HOST") != NULL ? getenv("LOCKBOX_HOST") : host);
+	if (split_url(p, url) != 0 || (p->conn = holder_conn(p, access)) == NULL) {
+		lb_pool_close(&p->base);
+		return NULL;
+	}
+	return &p->base;
+}
+
+/* "lockbox pid=P uid=U host=H cmd=C", cut to what pg_stat_activity keeps */
+static void describe_self(struct pgpool *p, const struct lb_ident *who)
+{
+	const char *host = getenv("LOCKBOX_HOST");
+	char full[256];
+	size_t i;
+
+	snprintf(full, sizeof full, "lockbox pid=%d uid=%u host=%.16s cmd=%s",
+	    (int)who->pid, (unsigned)who->uid, host != NULL ? host : who->host,
+	    who->command);
+	memcpy(p->appname, full, sizeof p->appname - 1);
+	p->appname[sizeof p->appname - 1] = '\0';
+	/* the server keeps printable ASCII only */
+	for (i = 0; p->appname[i] != '\0'; i++)
+		if ((unsigned char)p->appname[i] < 0x20 || (unsigned char)p->appname[i] > 0x7e)
+			p->appname[i] = '?';
+}
+
+/* The WHERE clause of "held slots of this lock" over pg_locks l. */
+static void held_where(const struct pgpool *p, char *buf, size_t n)
+{
+	snprintf(buf, n,
+	    "l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database"
+	    " WHERE datname = current_database()) AND l.classid = %" PRId32
+	    " AND l.objsubid = 2 AND l.mode = 'ExclusiveLock' AND l.granted"
+	    " AND l.objid BETWEEN 1 AND %d", p->key, LB_POOL_MAX_SLOTS);
+}
+
+/*
+ * Take the lowest free slot in 1..MAX when fewer than MAX are held, all in
+ * one round trip and one transaction. The count and the claim run under
+ * the transaction lock (KEY, -1): two clients with different MAX cannot
+ * both see room for one more. The count is of every holder, whatever slot
+ * it sits in, so a MAX smaller than another client's still holds. The
+ * transaction's id is the fence: each acquisition gets a larger one.
+ * Returns 1 taken, 0 busy, 2 room by the count but no slot free in 1..MAX
+ * (one is changing hands), -1 error (reported).
+ */
+static int try_take(struct pgpool *p, unsigned max)
+{
+	char where[512], sql[2048], *name;
+	PGresult *r;
+	int rc;
+
+	name = PQescapeLiteral(p->conn, p->appname, strlen(p->appname));
+	if (name == NULL) {
+		lb_warnx("%s: %s", p->base.name, pq_error(p->conn));
+		return -1;
+	}
+	held_where(p, where, sizeof where);
+	snprintf(sql, sizeof sql,
+	    "SET application_name = %s;"
+	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");"
+	    " SELECT s, CASE WHEN s IS NOT NULL THEN txid_current() END, h"
+	    " FROM (SELECT h, CASE WHEN h < %u THEN"
+	    " (SELECT s FROM generate_series(1, %u) s"
+	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
+	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
+	    name, p->key, max, max, p->key, where);
+	PQfreemem(name);
+	r = query(p, p->conn, sql);
+	if (r == NULL)
+		return -1;
+	rc = 0;
+	if (PQntuples(r) != 1) {
+		lb_warnx("%s: unexpected answer from the server", p->base.name);
+		rc = -1;
+	} else if (!PQgetisnull(r, 0, 0)) {
+		p->slot = (unsigned)atoi(PQgetvalue(r, 0, 0));
+		snprintf(p->fence, sizeof p->fence, "%s", PQgetvalue(r, 0, 1));
+		rc = 1;
+	} else if (strtoul(PQgetvalue(r, 0, 2), NULL, 10) < max) {
+		rc = 2;	/* room, but a slot in 1..MAX changing hands */
+	}
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * After a wait handed CONN slot S: keep it if S is within MAX and the
+ * holders, counted under the transaction lock, are no more than MAX (a
+ * client with a larger MAX may have filled the pool meanwhile). 1 kept
+ * (fence set), 0 let go, -1 error.
+ */
+static int confirm(struct pgpool *p, PGconn *conn, unsigned s, unsigned max)
+{
+	char where[512], sql[2048], *name;
+	PGresult *r;
+	int rc = 0;
+
+	name = PQescapeLiteral(conn, p->appname, strlen(p->appname));
+	if (name == NULL) {
+		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+		return -1;
+	}
+	held_where(p, where, sizeof where);
+	snprintf(sql, sizeof sql,
+	    "SET application_name = %s;"
+	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");"
+	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
+	    " THEN txid_current() WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
+	    name, p->key, s, max, where, max, p->key, s);
+	PQfreemem(name);
+	r = query(p, conn, sql);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "-1") != 0) {
+		snprintf(p->fence, sizeof p->fence, "%s", PQgetvalue(r, 0, 0));
+		rc = 1;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* The slots held now, ascending, preferring those within MAX; at most N. */
+static int held_slots(struct pgpool *p, unsigned max, unsigned *v, size_t n, size_t *got)
+{
+	char where[512], sql[1024];
+	PGresult *r;
+	int i;
+
+	held_where(p, where, sizeof where);
+	snprintf(sql, sizeof sql,
+	    "SELECT l.objid FROM pg_locks l WHERE %s ORDER BY l.objid > %u, l.objid LIMIT %zu",
+	    where, max, n);
+	r = query(p, p->conn, sql);
+	if (r == NULL)
+		return -1;
+	*got = 0;
+	for (i = 0; i < PQntuples(r); i++)
+		v[(*got)++] = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
+	PQclear(r);
+	return 0;
+}
+
+struct waiter {
+	PGconn *conn;
+	unsigned slot;
+	int busy;	/* a query is in flight */
+	int won;	/* it returned: the slot is this connection's */
+};
+
+/* Read what is there; 1 when the query finished, 0 not yet, -1 error. */
+static int waiter_poll(struct pgpool *p, struct waiter *w)
+{
+	PGresult *r;
+	int ok = 0, err = 0;
+
+	if (!PQconsumeInput(w->conn)) {
+		lb_warnx("%s: %s", p->base.name, pq_error(w->conn));
+		return -1;
+	}
+	if (PQisBusy(w->conn))
+		return 0;
+	while ((r = PQgetResult(w->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+
+		if (st == PGRES_TUPLES_OK)
+			ok = 1;
+		else if (st != PGRES_COMMAND_OK)
+			err = 1;
+		PQclear(r);
+	}
+	w->busy = 0;
+	w->won = ok && !err;
+	return 1;
+}
+
+/* Cancel a query still waiting and collect its end, whatever it was. */
+static void waiter_stop(struct pgpool *p, struct waiter *w)
+{
+	PGcancel *c;
+	char buf[256];
+
+	if (!w->busy)
+		return;
+	c = PQgetCancel(w->conn);
+	if (c != NULL) {
+		PQcancel(c, buf, sizeof buf);
+		PQfreeCancel(c);
+	}
+	while (w->busy && waiter_poll(p, w) == 0) {
+		struct pollfd pfd = { .fd = PQsocket(w->conn), .events = POLLIN };
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			break;
+	}
+	w->busy = 0;
+}
+
+static int waiter_send(struct pgpool *p, struct waiter *w, int64_t deadline)
+{
+	char sql[256];
+	/* the server ends the wait itself shortly after the deadline, so a
+	 * client that vanishes leaves no waiter queued for long */
+	long long ms = lb_remaining(deadline) / LB_NS_PER_MS + 1000;
+
+	snprintf(sql, sizeof sql,
+	    "SET lock_timeout = %lld; SELECT pg_advisory_lock(%" PRId32 ", %u)",
+	    ms, p->key, w->slot);
+	if (!PQsendQuery(w->conn, sql)) {
+		lb_warnx("%s: %s", p->base.name, pq_error(w->conn));
+		return -1;
+	}
+	w->busy = 1;
+	return 0;
+}
+
+/*
+ * Wait for one of the held slots without polling the server: queue a
+ * blocking pg_advisory_lock on each (up to WAIT_CONNS), the first on our
+ * own connection, the rest on connections of their own. The server hands
+ * a freed lock to the first in its queue, so waiters are served in order
+ * per slot and a newcomer cannot barge in. The first request granted wins
+ * and the others are cancelled. Returns 1 with *slot held on p->conn,
+ * 0 when the deadline passed or a re-check is due, -1 on error.
+ */
+static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned *slot)
+{
+	struct waiter w[WAIT_CONNS];
+	struct pollfd pfd[WAIT_CONNS];
+	unsigned held[WAIT_CONNS + 1];
+	size_t n, i, nw = 0;
+	int64_t until = deadline;
+	int rc = -1, win = -1;
+
+	if (held_slots(p, max, held, WAIT_CONNS + 1, &n) != 0)
+		return -1;
+	if (n == 0)
+		return 0;	/* freed meanwhile: try again at once */
+	if (n > WAIT_CONNS) {
+		n = WAIT_CONNS;
+		if (lb_remaining(deadline) > WAIT_RECHECK)
+			until = lb_deadline_after(WAIT_RECHECK);
+	}
+	memset(w, 0, sizeof w);
+	for (i = 0; i < n; i++) {
+		w[i].slot = held[i];
+		/* any of them may end up holding the slot: each is a holder's */
+		w[i].conn = i == 0 ? p->conn : holder_conn(p, LB_POOL_WRITE);
+		if (w[i].conn == NULL)
+			goto out;
+		nw++;
+		if (waiter_send(p, &w[i], deadline) != 0)
+			goto out;
+	}
+	while (win < 0) {
+		int64_t left = lb_remaining(until);
+		int ms = (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS), r;
+
+		if (left == 0) {
+			rc = 0;
+			goto out;
+		}
+		for (i = 0; i < nw; i++) {
+			pfd[i].fd = PQsocket(w[i].conn);
+			pfd[i].events = w[i].busy ? POLLIN : 0;
+		}
+		r = poll(pfd, nw, ms);
+		if (r < 0 && errno != EINTR) {
+			lb_warn("%s: poll", p->base.name);
+			goto out;
+		}
+		for (i = 0; r > 0 && i < nw; i++) {
+			if (pfd[i].revents == 0 || !w[i].busy)
+				continue;
+			if (waiter_poll(p, &w[i]) < 0)
+				goto out;
+			if (!w[i].busy && !w[i].won && lb_remaining(deadline) > 0) {
+				lb_warnx("%s: %s", p->base.name, pq_error(w[i].conn));
+				goto out;
+			}
+			if (w[i].won && win < 0)
+				win = (int)i;
+		}
+	}
+	rc = 1;
+out:
+	for (i = 0; i < nw; i++)
+		waiter_stop(p, &w[i]);
+	/* a request granted while being cancelled is let go with its connection */
+	for (i = 0; i < nw; i++) {
+		if ((int)i == win)
+			continue;
+		if (i == 0 && w[0].won) {
+			char sql[128];
+			PGresult *r;
+
+			snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%" PRId32 ", %u)",
+			    p->key, w[0].slot);
+			r = query(p, p->conn, sql);
+			if (r == NULL)
+				rc = -1;
+			PQclear(r);
+		}
+		if (i > 0 && w[i].conn != NULL)
+			PQfinish(w[i].conn);
+	}
+	if (rc == 1) {
+		if (win > 0) {
+			PQfinish(p->conn);
+			p->conn = w[win].conn;
+		}
+		*slot = w[win].slot;
+	}
+	return rc;
+}
+
+static int pg_holders(struct lb_pool *pool, struct lb_holders *out);
+
+static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
+{
+	struct pgpool *p = pp(pool);
+	unsigned s;
+	int r, tries = 0;
+
+	describe_self(p, who);
+	for (;;) {
+		r = try_take(p, max);
+		if (r == 1) {
+			*slot = p->slot;
+			return 1;
+		}
+		if (r < 0)
+			return -1;
+		/* a freed slot may be in a waiter's hands for an instant */
+		if (r == 2 && tries++ < 3)
+			continue;
+		if (lb_remaining(deadline) == 0)
+			break;
+		r = wait_slot(p, max, deadline, &s);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			r = confirm(p, p->conn, s, max);
+			if (r < 0)
+				return -1;
+			if (r == 1) {
+				*slot = p->slot = s;
+				return 1;
+			}
+		}
+	}
+	if (busy != NULL && pg_holders(pool, busy) != 0)
+		return -1;
+	return 0;
+}
+
+static unsigned pg_own_slot(struct lb_pool *pool)
+{
+	return pp(pool)->slot;
+}
+
+static int pg_release(struct lb_pool *pool, pid_t owner)
+{
+	struct pgpool *p = pp(pool);
+	PGresult *r = query(p, p->conn, "SELECT pg_advisory_unlock_all()");
+
+	(void)owner;
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	p->slot = 0;
+	return 0;
+}
+
+/* Parse "lockbox pid=P uid=U host=H cmd=C" into WHO; 0 when it is not one. */
+static int parse_appname(const char *s, struct lb_ident *who)
+{
+	const char *h, *c;
+	int pid;
+	unsigned uid = 0;
+
+	if (sscanf(s, "lockbox pid=%d", &pid) != 1 || pid <= 0)
+		return 0;
+	who->pid = pid;
+	if ((h = strstr(s, " uid=")) != NULL)
+		sscanf(h, " uid=%u", &uid);
+	who->uid = uid;
+	h = strstr(s, " host=");
+	c = strstr(s, " cmd=");
+	if (h != NULL) {
+		size_t n = c != NULL && c > h ? (size_t)(c - h - 6) : strlen(h + 6);
+
+		snprintf(who->host, sizeof who->host, "%.*s", (int)n, h + 6);
+	}
+	if (c != NULL)
+		snprintf(who->command, sizeof who->command, "%s", c + 5);
+	return 1;
+}
+
+/*
+ * Holders from the server: its lock table says who holds what, and each
+ * holder's session says who it is. Ages are the server's (since the
+ * holder's session last changed state: the end of its acquisition), so
+ * clocks of other hosts do not matter.
+ */
+static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
+{
+	struct pgpool *p = pp(pool);
+	char where[512], sql[1024];
+	PGresult *r;
+	int i, n;
+
+	held_where(p, where, sizeof where);
+	snprintf(sql, sizeof sql,
+	    "SELECT l.objid, a.application_name,"
+	    " (extract(epoch FROM now() - a.state_change) * 1000)::bigint"
+	    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
+	    " WHERE %s ORDER BY l.objid", where);
+	r = query(p, p->conn, sql);
+	if (r == NULL)
+		return -1;
+	n = PQntuples(r);
+	out->v = calloc(n ? (size_t)n : 1, sizeof *out->v);
+	if (out->v == NULL) {
+		lb_warn("%s", p->base.name);
+		PQclear(r);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct lb_holder *h = &out->v[out->n++];
+		int64_t age = PQgetisnull(r, i, 2) ? 0 : strtoll(PQgetvalue(r, i, 2), NULL, 10);
+
+		memset(h, 0, sizeof *h);
+		h->slot = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
+		h->known = !PQgetisnull(r, i, 1) && parse_appname(PQgetvalue(r, i, 1), &h->who);
+		/* no boot id: ages are taken on the wall clock, from the server's */
+		h->who.wall_ns = lb_now(CLOCK_REALTIME) - (age > 0 ? age : 0) * LB_NS_PER_MS;
+	}
+	PQclear(r);
+	return 0;
+}
+
+static int pg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
+{
+	(void)fn;
+	(void)arg;
+	lb_warnx("%s: adaptive state on a PostgreSQL server is not supported", pool->name);
+	return -1;
+}
+
+static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len)
+{
+	(void)area;
+	(void)len;
+	return pg_atom(pool, NULL, NULL);
+}
+
+/*
+ * The command inherits the connection's socket, and with it the lock.
+ * The kernel signals the command (opts.on_loss) when the socket turns
+ * readable or fails: after the last answer the server has nothing more to
+ * say to a holder, so anything it sends (a FATAL message before it ends
+ * the session, its FIN) and any error (keepalives gave up) means the
+ * session, and the lock, are gone or going.
+ */
+static int pg_keep_on_exec(struct lb_pool *pool)
+{
+	struct pgpool *p = pp(pool);
+	int fd = PQsocket(p->conn), fl;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (fd < 0 || fcntl(fd, F_SETFD, 0) != 0) {
+		lb_warn("%s: socket", p->base.name);
+		return -1;
+	}
+	if (p->on_loss != 0) {
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETOWN, getpid()) != 0 ||
+		    fcntl(fd, F_SETSIG, p->on_loss) != 0 ||
+		    fcntl(fd, F_SETFL, fl | O_ASYNC) != 0) {
+			lb_warn("%s: cannot watch the connection", p->base.name);
+			return -1;
+		}
+		/* what arrived before the watch was armed raised no signal */
+		if (poll(&pfd, 1, 0) != 0) {
+			lb_warnx("%s: the connection was lost before the command started",
+			    p->base.name);
+			return -1;
+		}
+	}
+	if (setenv("LOCKBOX_FENCE", p->fence, 1) != 0) {
+		lb_warn("setenv");
+		return -1;
+	}
+	return 0;
+}
+
+static const struct lb_pool_ops pg_ops = {
+	.acquire = pg_acquire,
+	.own_slot = pg_own_slot,
+	.release = pg_release,
+	.holders = pg_holders,
+	.atom = pg_atom,
+	.atom_read = pg_atom_read,
+	.lock_site = NULL,
+	.keep_on_exec = pg_keep_on_exec,
+	.close = pg_close,
+};

@@ -1,0 +1,354 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# shellcheck shell=bats
+# The PostgreSQL backend against a real server: slots and mutex on session
+# advisory locks, check/list/--json, -w, release when the holder dies,
+# SIGTERM when the session is lost, LOCKBOX_FENCE, refusals (standby,
+# pooler, unreachable, inverted keepalives) and many clients at once.
+# Needs LOCKBOX_PG_URL (tools/pg-cluster start prints it; .ci/run sets it).
+
+load test_helper
+
+AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
+
+setup() {
+	[[ -n ${LOCKBOX_PG_URL:-} ]] ||
+		skip "no PostgreSQL server: set LOCKBOX_PG_URL (eval \"\$(tools/pg-cluster start)\")"
+	lockbox_setup
+	SRC=${LOCKBOX_SRCDIR:-$BATS_TEST_DIRNAME/..}
+	# a lock of its own for every test, so tests never see each other
+	NAME=t$BATS_TEST_NUMBER-$$-$RANDOM
+	U="$LOCKBOX_PG_URL?lock=$NAME"
+}
+
+# sql QUERY: one value or row from the server, unaligned
+sql() {
+	psql "$LOCKBOX_PG_URL" -XAtq -c "$1"
+}
+
+# backend_of PID: the server session whose application_name names PID
+backend_of() {
+	sql "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'lockbox pid=$1 %'"
+}
+
+# hold APPLET ARG...: APPLET ARG... sh -c HOLD_SCRIPT in the background
+# (the command execs sleep 600 once it has its slot); HOLD_PID, HOLD_SLOT
+hold() {
+	start_holder_with "$@"
+	# shellcheck disable=SC2153 # set by start_holder_with
+	HOLD_PID=$HOLDER_PID
+	# shellcheck disable=SC2034,SC2153 # for the tests; set by start_holder_with
+	HOLD_SLOT=$HOLDER_SLOT
+}
+
+@test "slots: the command runs in place with LOCKBOX_SLOT and LOCKBOX_FENCE; check and list see it" {
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -7 --separate-stderr "$LOCKBOX" slots "$U" 3 sh -c \
+		'echo "$$ $LOCKBOX_SLOT $LOCKBOX_FENCE"; "$1" slots "$2" check; "$1" slots "$2" list; exit 7' \
+		sh "$LOCKBOX" "$U"
+	# shellcheck disable=SC2154 # set by bats' run
+	assert_equal "$stderr" ""
+	read -r pid slot fence <<<"${lines[0]}"
+	assert_equal "$slot" 1
+	assert_regex "$fence" '^[0-9]+$'
+	assert_equal "${lines[1]}" 1
+	assert_regex "${lines[2]}" '^SLOT +PID +AGE +HOST +COMMAND$'
+	assert_regex "${lines[3]}" "^1 +$pid +$AGE_RE +$(re_quote "$(hostname | cut -c1-16)") +sh -c "
+	# released when the command ended
+	run -0 "$LOCKBOX" slots "$U" check
+	assert_output 0
+	# every acquisition gets a larger fence
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" slots "$U" 3 sh -c 'echo "$LOCKBOX_FENCE"'
+	assert [ "$output" -gt "$fence" ]
+}
+
+@test "slots: MAX holders at most, lowest free slot first, busy names the holders" {
+	hold slots "$U" 2
+	assert_equal "$HOLD_SLOT" 1
+	local first=$HOLD_PID
+	hold slots "$U" 2
+	assert_equal "$HOLD_SLOT" 2
+	run -75 --separate-stderr "$LOCKBOX" slots "$U" 2 touch "$T/ran"
+	assert_equal "$stderr" "slots: $U: all 2 slots busy (PIDs $first, $HOLD_PID)"
+	# a client with a smaller MAX counts every holder: still busy
+	run -75 --separate-stderr "$LOCKBOX" slots -q "$U" 1 touch "$T/ran"
+	assert_equal "$stderr" ""
+	# a larger one takes slot 3
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" slots "$U" 3 sh -c 'echo "$LOCKBOX_SLOT"'
+	assert_output 3
+	stop_pid "$first"
+	wait_for held_is "$U" 1
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" slots "$U" 2 sh -c 'echo "$LOCKBOX_SLOT"'
+	assert_output 1
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "mutex: busy names PID, host, command and age; -E and -q; mutex = slots 1" {
+	hold mutex "$U"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$U" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): held by PID $HOLD_PID on [^ ]+ \\(sh -c .*, $AGE_RE\\)\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex -qE 0 "$U" touch "$T/ran"
+	assert_equal "$stderr" ""
+	run -75 "$LOCKBOX" slots -q "$U" 1 touch "$T/ran"
+	# postgres:// is the same server and the same lock
+	run -75 "$LOCKBOX" mutex -q "postgres://${U#postgresql://}" touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "check, list and --json" {
+	LOCKBOX_HOST=host-a hold mutex "$U"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" check
+	assert_output "{\"file\":\"$U\",\"held\":1}"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$U" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +host-a +sh -c "
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" list
+	printf '%s\n' "$output" | valid_json
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh -c .*\"\\}\\]\$"
+	stop_pid "$HOLD_PID"
+	wait_for held_is "$U" 0
+	run -0 "$LOCKBOX" mutex --json "$U" list
+	assert_output "[]"
+}
+
+@test "kill -9 of the holder frees its slot: the server ends the session" {
+	hold slots "$U" 1
+	run -0 "$LOCKBOX" slots "$U" check
+	assert_output 1
+	kill -KILL "$HOLD_PID"
+	wait_for held_is "$U" 0
+	run -0 "$LOCKBOX" mutex "$U" true
+}
+
+@test "-w: the waiter takes the slot as soon as the holder dies, queued on the server" {
+	hold mutex "$U"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	# queued: a lock request of this lock waits on the server
+	wait_for test "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = 1")" -ge 1
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" 1
+}
+
+@test "-w with several slots: any freed slot wakes the waiter; a timeout says so" {
+	hold slots "$U" 2
+	local a=$HOLD_PID
+	hold slots "$U" 2
+	run -75 --separate-stderr "$LOCKBOX" slots -w 300ms "$U" 2 true
+	assert_regex "$stderr" "^slots: $(re_quote "$U"): timed out after 300ms; all 2 slots busy \\(PIDs $a, $HOLD_PID\\)\$"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$U" 2 sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for test "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" -ge 2
+	# the second holder goes first: the waiter gets its slot
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" 2
+	# the waiter's other request was withdrawn
+	wait_for test "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" -eq 0
+}
+
+# A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
+# on TERM stops the sleep and writes "TERM" to $1.
+# shellcheck disable=SC2016 # expanded by the child shell
+LOSS_SCRIPT='trap '\''kill $s; echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 0'\'' TERM
+sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
+
+@test "connection loss: the command gets SIGTERM when its session is terminated" {
+	spawn "$LOCKBOX" mutex "$U" sh -c "$LOSS_SCRIPT" sh "$T/term"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/term.pid"
+	track_pid "$(cat "$T/term.pid")"
+	assert_equal "$(sql "SELECT pg_terminate_backend($(backend_of "$holder"))")" t
+	wait_for test -s "$T/term"
+	assert_equal "$(cat "$T/term")" TERM
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 0
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 0
+}
+
+@test "server restart: the command gets SIGTERM; the lock is free once the server is back" {
+	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||
+		skip "restarting needs the cluster's directory (LOCKBOX_PG_DIR from tools/pg-cluster)"
+	spawn "$LOCKBOX" mutex "$U" sh -c "$LOSS_SCRIPT" sh "$T/term"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/term.pid"
+	track_pid "$(cat "$T/term.pid")"
+	"$SRC/tools/pg-cluster" restart "$LOCKBOX_PG_DIR"
+	wait_for test -s "$T/term"
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 0
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 0
+}
+
+@test "--on-loss USR1 picks the signal; --on-loss none sends nothing" {
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex --on-loss USR1 "$U" sh -c \
+		'trap '\''echo USR1 >"$1"; exit 0'\'' USR1; echo ready >"$1.ready"; while :; do sleep 0.05; done' sh "$T/sig"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/sig.ready"
+	sql "SELECT pg_terminate_backend($(backend_of "$holder"))" >/dev/null
+	wait_for test -s "$T/sig"
+	reap "$holder"
+	hold mutex --on-loss none "$U"
+	sql "SELECT pg_terminate_backend($(backend_of "$HOLD_PID"))" >/dev/null
+	wait_for held_is "$U" 0
+	# the lock is gone, the command runs on: that is what none means
+	kill -0 "$HOLD_PID"
+	run -125 --separate-stderr "$LOCKBOX" mutex --on-loss BOGUS "$U" true
+	assert_equal "$stderr" "mutex: invalid signal 'BOGUS': expected none, a name such as TERM, or a number
+Try 'lockbox mutex --help'."
+}
+
+@test "unreachable server: 125, never turned into a skip by -E" {
+	local port
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	local bad="postgresql://nobody@127.0.0.1:$port/postgres?lock=x"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$bad" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$bad"): cannot connect: .*(refused|failed)"
+	run -125 --separate-stderr "$LOCKBOX" slots -q -E 0 -w 1 "$bad" 2 touch "$T/ran"
+	run -125 --separate-stderr "$LOCKBOX" slots "$bad" check
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "bad targets: no lock=NAME, an empty name, a password kept out of messages" {
+	run -125 --separate-stderr "$LOCKBOX" mutex "$LOCKBOX_PG_URL" true
+	assert_equal "$stderr" "mutex: $LOCKBOX_PG_URL: no lock=NAME in the URL (postgresql://HOST/DB?lock=NAME)"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$LOCKBOX_PG_URL?lock=" true
+	assert_equal "$stderr" "mutex: $LOCKBOX_PG_URL?lock=: invalid lock name"
+	run -125 --separate-stderr "$LOCKBOX" mutex "postgresql://u:secret@127.0.0.1:1/db" true
+	assert_equal "$stderr" "mutex: postgresql://u:***@127.0.0.1:1/db: no lock=NAME in the URL (postgresql://HOST/DB?lock=NAME)"
+	# nor in the busy message and --json (the test server trusts any password)
+	hold mutex "$U"
+	local pw="${LOCKBOX_PG_URL/@/:secret@}?lock=$NAME"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$pw" true
+	assert_regex "$stderr" "^mutex: $(re_quote "${U/@/:***@}"): held by PID $HOLD_PID "
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$pw" check
+	assert_output "{\"file\":\"${U/@/:***@}\",\"held\":1}"
+}
+
+@test "keepalives: a client slower than the server to notice a loss is refused" {
+	run -125 --separate-stderr "$LOCKBOX" mutex "$U&keepalives_idle=100" touch "$T/ran"
+	assert_regex "$stderr" "the server would drop a silent connection \\(and free the lock\\) after 40s, before this client notices"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$U&keepalives=0" touch "$T/ran"
+	assert_regex "$stderr" "keepalives off"
+	# the server's side set by the user, longer than the client's: fine
+	run -0 "$LOCKBOX" mutex "$U&options=-c%20tcp_keepalives_idle%3D60" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	# the holder's session runs with the server-side keepalives lockbox set
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" mutex "$U" sh -c 'psql "$1" -XAtqc "SHOW tcp_keepalives_idle" >/dev/null; echo ok' sh "$LOCKBOX_PG_URL"
+}
+
+@test "a standby is refused: its advisory locks are not the primary's" {
+	command -v pg_basebackup >/dev/null || skip "pg_basebackup is not installed"
+	local env
+	env=$("$SRC/tools/pg-cluster" standby "$LOCKBOX_PG_URL")
+	eval "$env"
+	# teardown stops it if the test fails (bats runs tests in subshells)
+	printf '%s\n' "$LOCKBOX_PG_STANDBY_DIR" >"$T/.standby"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$LOCKBOX_PG_STANDBY_URL?lock=$NAME" touch "$T/ran"
+	assert_regex "$stderr" "the server is a standby \\(in recovery\\)"
+	assert [ ! -e "$T/ran" ]
+	"$SRC/tools/pg-cluster" stop "$LOCKBOX_PG_STANDBY_DIR"
+	rm "$T/.standby"
+}
+
+@test "a pooler (PgBouncer, transaction pooling) is refused" {
+	local bouncer
+	bouncer=$(type -P pgbouncer || ls /usr/sbin/pgbouncer 2>/dev/null) ||
+		skip "pgbouncer is not installed"
+	local port dir user host pgport
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	user=${LOCKBOX_PG_URL#postgresql://}
+	user=${user%%@*}
+	host=${LOCKBOX_PG_URL#*@}
+	pgport=${host#*:}
+	pgport=${pgport%%/*}
+	# pgbouncer refuses to run as root; nobody cannot enter the test's dir
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/lockbox-pgbouncer.XXXXXX")
+	printf '%s\n' "$dir" >>"$T/.cleanup"
+	chmod 0755 "$dir"
+	cat >"$dir/pgbouncer.ini" <<EOF
+[databases]
+postgres = host=127.0.0.1 port=$pgport dbname=postgres user=$user
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+logfile = $dir/log
+pidfile = $dir/pid
+EOF
+	chmod -R a+rwX "$dir"
+	local as=()
+	(($(id -u) == 0)) && as=(runuser -u nobody --)
+	spawn "${as[@]}" "$bouncer" "$dir/pgbouncer.ini"
+	wait_for test -s "$dir/pid"
+	track_pid "$(cat "$dir/pid")"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "postgresql://$user@127.0.0.1:$port/postgres?lock=$NAME" touch "$T/ran"
+	assert_regex "$stderr" "goes through a pooler"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "without the helper: a clear 125" {
+	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no lockbox-pg in this build"
+	LOCKBOX_PG_HELPER=$T/missing run -125 --separate-stderr "$LOCKBOX" mutex "$U" true
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory\$"
+}
+
+# A holder in the simulation: marks itself in, checks the others, marks out.
+# shellcheck disable=SC2016 # expanded by the child shell
+SIM_SCRIPT='d=$1
+mkdir "$d/slot.$LOCKBOX_SLOT" 2>/dev/null || echo "slot $LOCKBOX_SLOT twice" >>"$d/bad"
+: >"$d/in.$$"
+set -- "$d"/in.*
+echo $# >>"$d/counts"
+rm -f "$d/in.$$"
+rmdir "$d/slot.$LOCKBOX_SLOT"'
+
+@test "ten hosts looping on slots URL 4 never run more than 4 at once" {
+	local d=$T/sim i pids=() rounds=15
+	mkdir "$d"
+	for i in $(seq 1 10); do
+		(
+			for _ in $(seq 1 "$rounds"); do
+				LOCKBOX_HOST=host-$i "$LOCKBOX" slots -q -w 60 "$U" 4 sh -c "$SIM_SCRIPT" sh "$d" ||
+					echo "host-$i: status $?" >>"$d/bad"
+			done
+		) 3>&- &
+		pids+=("$!")
+		track_pid "$!"
+	done
+	for i in "${pids[@]}"; do
+		wait "$i"
+	done
+	assert [ ! -e "$d/bad" ]
+	assert_equal "$(wc -l <"$d/counts")" $((10 * rounds))
+	assert_equal "$(sort -n "$d/counts" | tail -n 1 | awk '{ print ($1 <= 4) }')" 1
+	run -0 "$LOCKBOX" slots "$U" check
+	assert_output 0
+}
+
+teardown() {
+	if [[ -s ${T:-}/.standby ]]; then
+		"$SRC/tools/pg-cluster" stop "$(cat "$T/.standby")" || true
+	fi
+	kill_tracked
+	local d
+	if [[ -f ${T:-}/.cleanup ]]; then
+		while read -r d; do
+			rm -rf -- "$d"
+		done <"$T/.cleanup"
+	fi
+}
