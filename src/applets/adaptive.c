@@ -541,6 +541,12 @@ static int is_local(const struct lb_ident *who)
 	return lb_boot_id(ours) == 0 && memcmp(ours, who->boot_id, 16) == 0;
 }
 
+static void refuse_signal(struct run *r, int sig, const char *pids)
+{
+	lb_joblog(LOG_ERR, r->name, "signal-refused sig=%s pids=%s", sig_name(sig), pids);
+	lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name, sig_name(sig), pids);
+}
+
 /*
  * The paper's garbage collection, made safe: CONT (a stopped job can act
  * on what follows), INT, TERM, KILL, each to every verified process of the
@@ -555,7 +561,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	struct lb_ident old = h->who;
 	struct lb_lock_site site;
 	struct lb_job job;
-	char age[32], pids[512], refused[512];
+	char age[32], pids[512], refused[512], late[512];
 	unsigned slot;
 	size_t i;
 	int got = -1, n;
@@ -598,21 +604,24 @@ static int expire(struct run *r, struct lb_holder *h)
 			break;
 		}
 		if (n > 0 && lb_job_alive(&job, NULL, 0) > 0) {
-			/* only what the kernel delivered is logged as sent */
-			if (lb_job_signal(&job, sigs[i], pids, sizeof pids, refused,
-			    sizeof refused) > 0) {
+			/*
+			 * Signal 0 first asks the kernel who may be signalled, so
+			 * that the line can be logged before the signal (the log
+			 * then reads in causal order) and names only those.
+			 */
+			if (lb_job_signal(&job, 0, pids, sizeof pids, refused, sizeof refused) > 0) {
 				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
 				    sig_name(sigs[i]), pids);
 				if (r->o->verbose)
-					lb_warnx("%s: sent SIG%s to %s", r->name, sig_name(sigs[i]),
+					lb_warnx("%s: sending SIG%s to %s", r->name, sig_name(sigs[i]),
 					    pids);
 			}
-			if (refused[0] != '\0') {
-				lb_joblog(LOG_ERR, r->name, "signal-refused sig=%s pids=%s",
-				    sig_name(sigs[i]), refused);
-				lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name,
-				    sig_name(sigs[i]), refused);
-			}
+			if (refused[0] != '\0')
+				refuse_signal(r, sigs[i], refused);
+			/* a refusal only now (a member changed its credentials) is told too */
+			lb_job_signal(&job, sigs[i], NULL, 0, late, sizeof late);
+			if (late[0] != '\0' && strcmp(late, refused) != 0)
+				refuse_signal(r, sigs[i], late);
 		}
 		lb_holders_free(&now);
 		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
