@@ -291,11 +291,12 @@ waitfor: gave up after 0ms (1 attempt); last status 3"
 }
 
 @test "-v: the last sleep is cut to the time left" {
-	run -1 --separate-stderr "$LOCKBOX" waitfor --verbose 1s 900ms false
-	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 exited 1; next in 900ms"
-	assert_regex "$(stderr_line 1)" '^waitfor: attempt 2 exited 1; next in [0-9]{1,2}ms$'
+	# 500ms left for the second attempt: room for a loaded machine
+	run -1 --separate-stderr "$LOCKBOX" waitfor --verbose 1500ms 1s false
+	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 exited 1; next in 1s"
+	assert_regex "$(stderr_line 1)" '^waitfor: attempt 2 exited 1; next in [0-9]{1,3}ms$'
 	assert_equal "$(stderr_line 2)" "waitfor: attempt 3 exited 1; out of time"
-	assert_equal "$(stderr_line 3)" "waitfor: gave up after 1s (3 attempts); last status 1"
+	assert_equal "$(stderr_line 3)" "waitfor: gave up after 1.5s (3 attempts); last status 1"
 }
 
 @test "-v: a killed attempt, and a status not to retry" {
