@@ -31,6 +31,20 @@ backend_of() {
 	sql "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'lockbox pid=$1 %'"
 }
 
+# queued PID N: at least N lock requests wait on the server; 2 (give up)
+# when the waiter PID is gone, showing why
+queued() {
+	if ! kill -0 "$1" 2>/dev/null; then
+		printf 'waiter %s exited: %s\n' "$1" "$(cat "$SPAWN_ERR")" >&2
+		return 2
+	fi
+	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") >= $2))
+}
+
+none_queued() {
+	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 0))
+}
+
 # hold APPLET ARG...: APPLET ARG... sh -c HOLD_SCRIPT in the background
 # (the command execs sleep 600 once it has its slot); HOLD_PID, HOLD_SLOT
 hold() {
@@ -128,7 +142,7 @@ hold() {
 	spawn "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
 	local waiter=$SPAWN_PID
 	# queued: a lock request of this lock waits on the server
-	wait_for test "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = 1")" -ge 1
+	wait_for queued "$waiter" 1
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$HOLD_PID"
 	reap "$waiter"
@@ -145,14 +159,14 @@ hold() {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$U" 2 sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
 	local waiter=$SPAWN_PID
-	wait_for test "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" -ge 2
+	wait_for queued "$waiter" 2
 	# the second holder goes first: the waiter gets its slot
 	stop_pid "$HOLD_PID"
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(cat "$T/ran")" 2
 	# the waiter's other request was withdrawn
-	wait_for test "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" -eq 0
+	wait_for none_queued
 }
 
 # A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
