@@ -523,6 +523,7 @@ many_ready() {
 }
 
 @test "-w on a pool of 1,100 all held: a few threads, no CPU, and the slot a release --fd frees" {
+	need_ofd
 	hold_many "$F" 1100
 	run -0 held "$F"
 	assert_output 1100
