@@ -196,7 +196,7 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 	local holder=$SPAWN_PID
 	wait_for test -s "$T/term.pid"
 	track_pid "$(cat "$T/term.pid")"
-	"$SRC/tools/pg-cluster" restart "$LOCKBOX_PG_DIR"
+	"$SRC/tools/pg-cluster" restart "$LOCKBOX_PG_DIR" 3>&-
 	wait_for test -s "$T/term"
 	reap "$holder"
 	assert_equal "$REAP_STATUS" 0
