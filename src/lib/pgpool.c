@@ -467,6 +467,23 @@ static void held_where(const struct pgpool *p, char *buf, size_t n)
 }
 
 /*
+ * The start of every counting transaction: name the holder, then take the
+ * pool's count lock. Writes it to SQL; -1 (reported) if NAME cannot be quoted.
+ */
+static int count_prefix(struct pgpool *p, PGconn *conn, char *sql, size_t size)
+{
+	char *name = PQescapeLiteral(conn, p->appname, strlen(p->appname));
+
+	if (name == NULL) {
+		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+		return -1;
+	}
+	snprintf(sql, size, "SET application_name = %s;"
+	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");", name, p->key);
+	PQfreemem(name);
+	return 0;
+}
+/*
  * Take the lowest free slot in 1..MAX when fewer than MAX are held, all in
  * one round trip and one transaction. The count and the claim run under
  * the transaction lock (KEY, -1): two clients with different MAX cannot
@@ -478,26 +495,22 @@ static void held_where(const struct pgpool *p, char *buf, size_t n)
  */
 static int try_take(struct pgpool *p, unsigned max)
 {
-	char where[512], sql[2048], *name;
+	char where[512], sql[2048];
 	PGresult *r;
+	size_t n;
 	int rc;
 
-	name = PQescapeLiteral(p->conn, p->appname, strlen(p->appname));
-	if (name == NULL) {
-		lb_warnx("%s: %s", p->base.name, pq_error(p->conn));
+	if (count_prefix(p, p->conn, sql, sizeof sql) != 0)
 		return -1;
-	}
+	n = strlen(sql);
 	held_where(p, where, sizeof where);
-	snprintf(sql, sizeof sql,
-	    "SET application_name = %s;"
-	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");"
+	snprintf(sql + n, sizeof sql - n,
 	    " SELECT s, CASE WHEN s IS NOT NULL THEN txid_current() END, h"
 	    " FROM (SELECT h, CASE WHEN h < %u THEN"
 	    " (SELECT s FROM generate_series(1, %u) s"
 	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
 	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
-	    name, p->key, max, max, p->key, where);
-	PQfreemem(name);
+	    max, max, p->key, where);
 	r = query(p, p->conn, sql);
 	if (r == NULL)
 		return -1;
@@ -524,23 +537,19 @@ static int try_take(struct pgpool *p, unsigned max)
  */
 static int confirm(struct pgpool *p, PGconn *conn, unsigned s, unsigned max)
 {
-	char where[512], sql[2048], *name;
+	char where[512], sql[2048];
 	PGresult *r;
+	size_t n;
 	int rc = 0;
 
-	name = PQescapeLiteral(conn, p->appname, strlen(p->appname));
-	if (name == NULL) {
-		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+	if (count_prefix(p, conn, sql, sizeof sql) != 0)
 		return -1;
-	}
+	n = strlen(sql);
 	held_where(p, where, sizeof where);
-	snprintf(sql, sizeof sql,
-	    "SET application_name = %s;"
-	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");"
+	snprintf(sql + n, sizeof sql - n,
 	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
 	    " THEN txid_current() WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
-	    name, p->key, s, max, where, max, p->key, s);
-	PQfreemem(name);
+	    s, max, where, max, p->key, s);
 	r = query(p, conn, sql);
 	if (r == NULL)
 		return -1;
