@@ -30,7 +30,16 @@ printf 'start %s %s %s\n' "\${EPOCHREALTIME/./}" "\$\$" "\$LOCKBOX_SLOT" >>"\$1/
 read -r -t "\$3" -u 9 || true
 printf 'end %s %s %s\n' "\${EPOCHREALTIME/./}" "\$\$" "\$LOCKBOX_SLOT" >>"\$1/\$2"
 EOF
-	chmod +x "$T/holder"
+	# orphan: leaves the slot to a child and exits, so the recorded holder
+	# is gone while the slot stays held: a waiter at the head of the queue
+	# can only watch such a slot with a lock request of its own
+	cat >"$T/orphan" <<EOF
+#!$BASH
+"$T/holder" "\$@" </dev/null >/dev/null 2>&1 &
+EOF
+	chmod +x "$T/holder" "$T/orphan"
+	HOLDER=$T/holder
+	KILLS=1
 }
 
 # launch_fast OPTION...: launch, in a subshell free of bats' per-command
@@ -56,11 +65,11 @@ launch() {
 		while ((running >= CAP)); do
 			reap_one || return 1
 		done
-		"$LOCKBOX" slots "$@" "$F" 3 "$T/holder" "$T/log" "$i" "0.0$((RANDOM % 9 + 1))" \
+		"$LOCKBOX" slots "$@" "$F" 3 "$HOLDER" "$T/log" "$i" "0.0$((RANDOM % 9 + 1))" \
 			</dev/null >/dev/null 2>>"$T/stderr" 3>&- &
 		live[$!]=$i
 		running=$((running + 1))
-		maybe_kill
+		((KILLS == 0)) || maybe_kill
 	done
 	while ((running > 0)); do
 		reap_one || return 1
@@ -200,4 +209,22 @@ count_status() {
 	assert_equal "$output" "3 0"
 	run -0 held "$F"
 	assert_output 0
+}
+
+# all_ended N: N holder logs each have their end line.
+all_ended() {
+	(($(cat "$T"/log/* 2>/dev/null | grep -c '^end ') == $1))
+}
+
+@test "racing launches with -w 30, holders that leave the slot to a child: never a slot held twice" {
+	HOLDER=$T/orphan
+	KILLS=0
+	launch_fast -w 30
+	assert_equal "$(count_status 0)" "$LAUNCHES"
+	assert_equal "$(cat "$T/stderr")" ""
+	wait_for -t 120 all_ended "$LAUNCHES"
+	intervals >"$T/intervals"
+	run -0 concurrency <"$T/intervals"
+	assert_equal "$output" "3 0"
+	wait_for held_is "$F" 0
 }

@@ -772,6 +772,13 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			r = r == 1 ? 2 : r;
 			break;
 		}
+		/*
+		 * The watch threads go first: their read locks are ours (same
+		 * open file, or same process for classic locks), so a watch
+		 * lock granted on the slot we are about to claim would merge
+		 * with the claim, and its unlock would drop the claim.
+		 */
+		lb_wait_clear_locks(&w);
 		r = enter(p, deadline, &size);
 		if (r != 1)
 			break;
