@@ -562,11 +562,12 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	local marker=$T/cmd.b
 	# a job that only SIGKILL ends: the take-over waits 3 graces first
 	start_run slow 'trap "" INT TERM; exec sleep 600'
-	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 1s slow sh -c "$(marker_cmd "$marker")"
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 2s slow sh -c "$(marker_cmd "$marker")"
 	wait_for -t 30 test -s "$marker"
 	track_pid "$(cat "$marker")"
-	# its supervisor started 3s ago; its run just now: not expired by -x 2s
-	run -75 --separate-stderr ad -e 0 -x 2s slow true
+	# its supervisor started 6s ago or more; its run just now: not
+	# expired by -x 5s, which leaves a loaded machine 5s to get here
+	run -75 --separate-stderr ad -e 0 -x 5s slow true
 	assert_stderr_regex '^adaptive: slow: already running '
 	kill -0 "$(cat "$marker")"
 }
