@@ -181,6 +181,36 @@ for x in v:
 	assert_output 0
 }
 
+# age_of LOCKFILE PID: the age in seconds list --json gives PID's slot
+age_of() {
+	"$LOCKBOX" slots --json "$1" list |
+		grep -o "\"pid\":$2,\"uid\":[0-9]*,\"age_seconds\":[0-9.]*" | sed 's/.*://'
+}
+
+# older_than LOCKFILE PID SECONDS
+older_than() {
+	local age
+	age=$(age_of "$1" "$2")
+	[[ -n $age ]] && awk -v a="$age" -v s="$3" 'BEGIN { exit !(a >= s) }'
+}
+
+@test "-w: a waiter's age in list counts from when it took the slot, not from when it began to wait" {
+	start_holder "$F" 1
+	local holder=$HOLDER_PID age
+	HOLDERS=$((HOLDERS + 1))
+	spawn "$LOCKBOX" slots -w 60 "$F" 1 sh -c "$HOLD_SCRIPT" sh "$T/holder.$HOLDERS"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# the waiter has waited 2s at least once the holder is that old
+	wait_for older_than "$F" "$holder" 2
+	kill -TERM "$holder"
+	wait_for holder_ready "$T/holder.$HOLDERS" "$waiter"
+	age=$(age_of "$F" "$waiter")
+	echo "# age $age" >&3
+	assert [ -n "$age" ]
+	awk -v a="$age" 'BEGIN { exit !(a < 2) }'
+}
+
 @test "-w times out with 75 and the timed-out message" {
 	local a b t0 t1
 	start_holder "$F" 2

@@ -19,7 +19,6 @@
  * head_wait) and takes the first slot that frees; nobody else looks.
  * Attempts that do not wait never queue: they take a free slot or give up.
  */
-/* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <errno.h>
@@ -51,7 +50,7 @@
 #define QUICK_PROBES	64
 /* records per read in the quick path */
 #define QUICK_CHUNK	64
-/* holders known to have ended, passed from a wake-up to the next attempt */
+/* wake-ups remembered between a head's attempts */
 #define GONE_MAX	64
 /* how often the head looks again when some holders cannot be watched */
 #define RECHECK_MS	1000
@@ -70,9 +69,14 @@ struct filepool {
 	struct lb_slotset held;	/* last full scan: locked slots */
 };
 
-/* Holders that ended: their records are stale if their slot is free. */
+/*
+ * What woke a head since its last attempt: holders that ended (their
+ * records are stale if their slot is free), and the slots they held or
+ * that a lock request saw free (pid -1).
+ */
 struct gone {
 	pid_t pid[GONE_MAX];
+	unsigned slot[GONE_MAX];
 	size_t n;
 };
 
@@ -488,6 +492,30 @@ static unsigned quick_pick(struct filepool *p, off_t size, unsigned max,
 	return used - stale < max ? pick : 0;
 }
 
+/*
+ * The cheapest path, for a woken head: a slot that a wake-up named is
+ * free, and the file has no more records than MAX. Every holder has a
+ * record (written under the header lock, which we hold), so every holder
+ * is in those slots, one of which is free: fewer than MAX hold. Nothing
+ * is read, so the cost does not grow with the pool. That slot, or 0.
+ */
+static unsigned hint_pick(struct filepool *p, off_t size, unsigned max,
+    const struct gone *gone)
+{
+	unsigned nrec = records_in(size);
+	struct flock c;
+	size_t i;
+
+	for (i = 0; gone != NULL && nrec <= max && i < gone->n; i++) {
+		unsigned s = gone->slot[i];
+
+		if (s >= 1 && s <= nrec &&
+		    lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1)
+			return s;
+	}
+	return 0;
+}
+
 static unsigned highest_used(struct filepool *p)
 {
 	unsigned s;
@@ -551,14 +579,20 @@ static void forget_stale(struct filepool *p)
 
 /* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
 static int take_slot(struct filepool *p, off_t size, unsigned max,
-    const struct lb_ident *who, const struct gone *gone, unsigned *slot)
+    const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
 {
+	struct lb_ident who_now = *caller, *who = &who_now;
 	unsigned s, high;
 	int r;
 
+	/* the age in list counts from here, not from the start of a wait */
+	lb_ident_stamp(who);
 	if (repair(p, &size) != 0)
 		return -1;
-	s = quick_pick(p, size, max, gone, &high);
+	high = lb_get32(p->head + LB_HDR_OFF_HIGH);
+	s = hint_pick(p, size, max, gone);
+	if (s == 0)
+		s = quick_pick(p, size, max, gone, &high);
 	if (s != 0) {
 		r = claim(p, s);
 		if (r < 0)
@@ -720,7 +754,7 @@ static int watch(struct filepool *p, struct lb_wait *w)
 		if (state(p, s) == LB_REC_HELD) {
 			lb_record_decode(record(p, s), &who);
 			if (have_boot && memcmp(who.boot_id, boot, 16) == 0)
-				r = lb_wait_pid(w, who.pid, who.starttime, 0);
+				r = lb_wait_pid(w, who.pid, who.starttime, (int)s);
 		}
 		/* not pinned (0: the recorded process is gone, its children hold on) */
 		if (r == 1)
@@ -742,7 +776,7 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 {
 	struct lb_wait w;
 	struct lb_wait_event ev;
-	struct gone gone = { { 0 }, 0 };
+	struct gone gone = { { 0 }, { 0 }, 0 };
 	uint64_t releases;
 	off_t size;
 	int r, all;
@@ -762,8 +796,11 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			r = lb_wait_run(&w, deadline, all ? 0 : RECHECK_MS, &ev);
 			if (r != 1)
 				break;
-			if (ev.kind == LB_EV_PID && gone.n < GONE_MAX)
-				gone.pid[gone.n++] = ev.pid;
+			if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
+			    gone.n < GONE_MAX) {
+				gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
+				gone.slot[gone.n++] = (unsigned)ev.tag;
+			}
 			/* a write that is not a release: others queueing, or records changing */
 		} while (ev.kind == LB_EV_FILE && read_releases(p) == releases);
 		if (r != 1 || ev.kind == LB_EV_STOP) {

@@ -97,14 +97,19 @@ static void command_from_proc(char *dst, size_t size, pid_t pid)
 			dst[i] = ' ';
 }
 
+void lb_ident_stamp(struct lb_ident *who)
+{
+	who->wall_ns = lb_now(CLOCK_REALTIME);
+	who->boot_ns = lb_now(CLOCK_BOOTTIME);
+}
+
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[])
 {
 	memset(who, 0, sizeof *who);
 	who->pid = pid;
 	who->starttime = lb_proc_starttime(pid);
 	lb_boot_id(who->boot_id);
-	who->wall_ns = lb_now(CLOCK_REALTIME);
-	who->boot_ns = lb_now(CLOCK_BOOTTIME);
+	lb_ident_stamp(who);
 	who->uid = (uint32_t)getuid();
 	if (gethostname(who->host, sizeof who->host - 1) != 0)
 		who->host[0] = '\0';

@@ -33,6 +33,9 @@ uint64_t lb_proc_starttime(pid_t pid);
  */
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[]);
 
+/* Set the clocks of WHO to now: the moment its slot is taken, after any wait. */
+void lb_ident_stamp(struct lb_ident *who);
+
 /* Whether a record names a process that is provably gone on this host. */
 int lb_ident_gone(const struct lb_ident *who);
 
