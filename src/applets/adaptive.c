@@ -94,10 +94,12 @@ struct run {
 	int too_soon;
 	int64_t wait_left;		/* until the next run is allowed */
 	struct lb_atom last;		/* the state as last read */
+	struct lb_atom_clock last_now;	/* when it was read, on the state's clocks */
 	struct lb_atom before;		/* the state before this run's start */
 	/* this run */
 	int expired;			/* the lock was taken over from an expired run */
-	int64_t start_wall, start_boot;
+	int64_t start_wall, start_boot;	/* on the state's clocks */
+	int64_t local_start;		/* on this host's boot clock, for the log */
 	pid_t child;
 	int status;
 	int signalled;			/* the last signal passed on to the command */
@@ -305,21 +307,22 @@ static int load_state(struct run *r, const unsigned char *area, size_t len, stru
 }
 
 /* The anti-spam check: sets too_soon and wait_left; 1 when A was changed. */
-static int check_elapsed(struct run *r, struct lb_atom *a)
+static int check_elapsed(struct run *r, struct lb_atom *a, const struct lb_atom_clock *now)
 {
 	int future, changed = 0;
 	/* from the last completion, as CFEngine's lastcompleted */
-	int64_t since = lb_atom_since_end(a, &future);
+	int64_t since = lb_atom_since_end(a, now, &future);
 
+	r->last_now = *now;
 	if (future) {
 		/*
 		 * The clock went back past the last start or end: count it
 		 * as now and store that, so the atom waits one IFELAPSED at
 		 * most rather than until the clock catches up.
 		 */
-		lb_boot_id(a->boot_id);
-		a->start_wall = lb_now(CLOCK_REALTIME);
-		a->start_boot = lb_now(CLOCK_BOOTTIME);
+		memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
+		a->start_wall = now->wall;
+		a->start_boot = now->boot;
 		if (a->end_wall != 0) {
 			a->end_wall = a->start_wall;
 			a->duration = 0;
@@ -332,7 +335,8 @@ static int check_elapsed(struct run *r, struct lb_atom *a)
 }
 
 /* Looking, when the lock is busy: is it also too soon? */
-static int peek_fn(unsigned char *area, size_t len, void *arg)
+static int peek_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom *a = &r->last;
@@ -340,23 +344,23 @@ static int peek_fn(unsigned char *area, size_t len, void *arg)
 
 	if (r->foreign)
 		return 0;
-	write |= check_elapsed(r, a);
+	write |= check_elapsed(r, a, now);
 	if (write)
 		lb_atom_encode(area, len, a);
 	return write;
 }
 
 /* With the lock held: check again, then record the start. */
-static int begin_fn(unsigned char *area, size_t len, void *arg)
+static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom *a = &r->last;
 	int write = load_state(r, area, len, a);
-	int64_t now_wall = lb_now(CLOCK_REALTIME);
 
 	if (r->foreign)
 		return 0;
-	write |= check_elapsed(r, a);
+	write |= check_elapsed(r, a, now);
 	if (r->too_soon) {
 		if (write)
 			lb_atom_encode(area, len, a);
@@ -365,11 +369,11 @@ static int begin_fn(unsigned char *area, size_t len, void *arg)
 	if (a->flags & LB_ATOM_RUNNING) {
 		/* the last run's end was never recorded: it was expired, or its supervisor vanished */
 		if (r->expired) {
-			int64_t d = lb_atom_same_boot(a) ?
-			    lb_now(CLOCK_BOOTTIME) - a->start_boot : now_wall - a->start_wall;
+			int64_t d = lb_atom_same_boot(a, now) ?
+			    now->boot - a->start_boot : now->wall - a->start_wall;
 
 			a->status = LB_STATUS_EXPIRED;
-			a->end_wall = now_wall;
+			a->end_wall = now->wall;
 			a->duration = d > 0 ? d : 0;
 			a->expiries++;
 		} else {
@@ -381,11 +385,12 @@ static int begin_fn(unsigned char *area, size_t len, void *arg)
 	}
 	/* what to put back should the command not start at all */
 	r->before = *a;
-	r->start_wall = now_wall;
-	r->start_boot = lb_now(CLOCK_BOOTTIME);
+	r->start_wall = now->wall;
+	r->start_boot = now->boot;
+	r->local_start = lb_now(CLOCK_BOOTTIME);
 	a->flags = LB_ATOM_RUNNING;
 	a->super_pid = getpid();
-	lb_boot_id(a->boot_id);
+	memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
 	a->start_wall = r->start_wall;
 	a->start_boot = r->start_boot;
 	a->cmd_pid = a->cmd_pgid = 0;
@@ -405,12 +410,14 @@ static int ours(const struct run *r, const struct lb_atom *a)
 	    a->start_wall == r->start_wall;
 }
 
-static int started_fn(unsigned char *area, size_t len, void *arg)
+static int started_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
 
+	(void)now;
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
 	a.cmd_pid = r->child;
@@ -420,17 +427,19 @@ static int started_fn(unsigned char *area, size_t len, void *arg)
 	return 1;
 }
 
-static int end_fn(unsigned char *area, size_t len, void *arg)
+static int end_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
-	int64_t d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
+	int64_t d;
 
 	/* never overwrite a state that moved on (reset, or another run's) */
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
-	a.end_wall = lb_now(CLOCK_REALTIME);
+	d = lb_atom_same_boot(&a, now) ? now->boot - r->start_boot : now->wall - r->start_wall;
+	a.end_wall = now->wall;
 	a.duration = d > 0 ? d : 0;
 	a.status = r->status;
 	/* killed by a later start: an expiry, whoever records it first */
@@ -445,12 +454,14 @@ static int end_fn(unsigned char *area, size_t len, void *arg)
 }
 
 /* The command could not be started: no run happened, the state goes back. */
-static int unstart_fn(unsigned char *area, size_t len, void *arg)
+static int unstart_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
 
+	(void)now;
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
 	lb_atom_encode(area, len, &r->before);
@@ -458,12 +469,14 @@ static int unstart_fn(unsigned char *area, size_t len, void *arg)
 }
 
 /* Before the first signal: the run now ending is an expiry. */
-static int expiring_fn(unsigned char *area, size_t len, void *arg)
+static int expiring_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	const struct lb_ident *old = arg;
 	struct lb_atom a;
 	const char *why;
 
+	(void)now;
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & LB_ATOM_RUNNING) ||
 	    a.super_pid != old->pid)
 		return 0;
@@ -771,7 +784,7 @@ static int supervise(struct run *r, char **command)
 	r->status = r->killed ? LB_EXIT_SIGNAL + WTERMSIG(ws) : WEXITSTATUS(ws);
 	if (lb_pool_atom(r->pool, end_fn, r) < 0)
 		lb_warnx("%s: cannot record the end of the run", r->name);
-	d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
+	d = lb_now(CLOCK_BOOTTIME) - r->local_start;
 	lb_joblog(LOG_INFO, r->name, "finished status=%d duration=%lld.%03llds", r->status,
 	    (long long)(d / LB_NS_PER_S), (long long)(d % LB_NS_PER_S / LB_NS_PER_MS));
 	if (r->o->verbose)
@@ -792,7 +805,7 @@ static int64_t holder_age(const struct run *r, const struct lb_ident *who)
 	int64_t since;
 
 	if ((r->last.flags & LB_ATOM_RUNNING) && r->last.super_pid == who->pid &&
-	    (since = lb_atom_since_start(&r->last, &future)) >= 0)
+	    (since = lb_atom_since_start(&r->last, &r->last_now, &future)) >= 0)
 		return since;
 	return lb_ident_age(who);
 }
@@ -885,6 +898,7 @@ struct view {
 	char *name;
 	char *path;
 	struct lb_atom a;
+	struct lb_atom_clock now;	/* when it was read, on the state's clocks */
 	int known;			/* the file holds an atom's state */
 	int running;
 	struct lb_ident who;		/* the holder, when running and known */
@@ -913,7 +927,7 @@ static int look(struct view *v, int want_atom)
 
 	if (pool == NULL)
 		return -1;
-	r = lb_pool_atom_read(pool, area, sizeof area);
+	r = lb_pool_atom_read(pool, area, sizeof area, &v->now);
 	if (r < 0) {
 		lb_pool_close(pool);
 		return -1;
@@ -958,7 +972,7 @@ static const char *state_of(const struct view *v)
 static int64_t next_run(const struct view *v)
 {
 	int future;
-	int64_t since = v->known ? lb_atom_since_end(&v->a, &future) : -1;
+	int64_t since = v->known ? lb_atom_since_end(&v->a, &v->now, &future) : -1;
 	int64_t left = 0;
 
 	if (since >= 0 && since < v->a.ifelapsed)

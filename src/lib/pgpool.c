@@ -890,10 +890,12 @@ static int pg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	return -1;
 }
 
-static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len)
+static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
+    struct lb_atom_clock *now)
 {
 	(void)area;
 	(void)len;
+	(void)now;
 	return pg_atom(pool, NULL, NULL);
 }
 

@@ -129,10 +129,12 @@ int lb_pool_atom(struct lb_pool *p, lb_atom_fn *fn, void *arg)
 	return p->ops->atom(p, fn, arg);
 }
 
-int lb_pool_atom_read(struct lb_pool *p, unsigned char *area, size_t len)
+int lb_pool_atom_read(struct lb_pool *p, unsigned char *area, size_t len,
+    struct lb_atom_clock *now)
 {
 	memset(area, 0, len);
-	return p->ops->atom_read(p, area, len);
+	memset(now, 0, sizeof *now);
+	return p->ops->atom_read(p, area, len, now);
 }
 
 int lb_pool_lock_site(struct lb_pool *p, unsigned slot, struct lb_lock_site *site)

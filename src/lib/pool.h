@@ -76,19 +76,33 @@ int lb_pool_release(struct lb_pool *pool, pid_t owner);
 int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
 
 /*
- * The pool's atom area (adaptive's run state, LB_POOL_ATOM_SIZE bytes):
- * FN runs on a copy of it while no other process can change it, and when
- * FN returns 1 the copy is stored. Returns what FN returned, or -1 on
- * error (reported).
+ * The time of an atom transaction, on the clocks of whatever keeps the
+ * state: a lock file's are this host's, so that every host that shares
+ * a state agrees on how long ago its times were.
  */
-typedef int lb_atom_fn(unsigned char *area, size_t len, void *arg);
+struct lb_atom_clock {
+	int64_t wall;		/* ns since the epoch */
+	int64_t boot;		/* ns on a clock that is never set, of the boot named next */
+	uint8_t boot_id[16];
+};
+
+/*
+ * The pool's atom area (adaptive's run state, LB_POOL_ATOM_SIZE bytes):
+ * FN runs on a copy of it while no other process can change it, with the
+ * time of that moment, and when FN returns 1 the copy is stored. Returns
+ * what FN returned, or -1 on error (reported).
+ */
+typedef int lb_atom_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg);
 int lb_pool_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
 
 /*
- * Read the atom area without changing anything (read access is enough):
- * 1 read, 0 nothing stored yet (AREA zeroed), -1 error (reported).
+ * Read the atom area without changing anything (read access is enough),
+ * and the time of the reading: 1 read, 0 nothing stored yet (AREA
+ * zeroed), -1 error (reported).
  */
-int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len);
+int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
+    struct lb_atom_clock *now);
 
 /*
  * Where the kernel keeps SLOT's lock, for finding the local processes
