@@ -18,10 +18,18 @@
 
 struct lb_pool;
 
+/* A server's session holding a slot: enough to end exactly that one. */
+struct lb_session {
+	int pid;		/* the server's process for it; 0: not a server's lock */
+	int64_t start_us;	/* its start on the server's clock; -1: not shown to us */
+	char name[64];		/* its application_name */
+};
+
 struct lb_holder {
 	unsigned slot;
 	int known;		/* 0: the slot is locked but names no holder */
 	struct lb_ident who;
+	struct lb_session session;
 };
 
 struct lb_holders {
@@ -38,9 +46,10 @@ struct lb_pool_opts {
 /*
  * Open a lock target by name: a lock file's path, or another backend's
  * address (postgresql://...). READ only looks and never creates anything;
- * WRITE takes slots. NULL on error, already reported.
+ * WRITE takes slots; LIST opens a server's database without lock=, only
+ * for lb_pool_atom_names. NULL on error, already reported.
  */
-enum { LB_POOL_READ, LB_POOL_WRITE };
+enum { LB_POOL_READ, LB_POOL_WRITE, LB_POOL_LIST };
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts);
 
 /* Whether TARGET names a PostgreSQL server (postgresql://, postgres://). */
@@ -103,6 +112,23 @@ int lb_pool_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
  */
 int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
     struct lb_atom_clock *now);
+
+/*
+ * The names of the targets whose atom state the server of a LIST pool
+ * keeps, sorted, in a malloc'd array of malloc'd strings. 0, or -1
+ * (reported; ENOTSUP for a lock file).
+ */
+int lb_pool_atom_names(struct lb_pool *pool, char ***names, size_t *n);
+
+/*
+ * End the server session of H (from lb_pool_holders) when it still holds
+ * H's slot: the server then frees the lock, and the holder is told as
+ * its session ends (opts.on_loss). 1 ended, 0 that session no longer
+ * holds the slot, -1 error (reported), or -1 with errno EPERM and nothing
+ * reported when the server does not let us. A lock file's holders are
+ * processes: -1 with errno ENOTSUP.
+ */
+int lb_pool_end_session(struct lb_pool *pool, const struct lb_holder *h);
 
 /*
  * Where the kernel keeps SLOT's lock, for finding the local processes
