@@ -4,7 +4,9 @@
 # The PostgreSQL backend against a real server: slots and mutex on session
 # advisory locks, check/list/--json, -w, release when the holder dies,
 # SIGTERM when the session is lost, LOCKBOX_FENCE, refusals (standby,
-# pooler, unreachable, inverted keepalives) and many clients at once.
+# pooler, unreachable, inverted keepalives), many clients at once, and
+# adaptive's state in a table on the server's clock, with expiry by
+# ending the holder's session.
 # Needs LOCKBOX_PG_URL (tools/pg-cluster start prints it; .ci/run sets it).
 
 load test_helper
@@ -352,6 +354,147 @@ rmdir "$d/slot.$LOCKBOX_SLOT"'
 	assert_equal "$(sort -n "$d/counts" | tail -n 1 | awk '{ print ($1 <= 4) }')" 1
 	run -0 "$LOCKBOX" slots "$U" check
 	assert_output 0
+}
+
+# ad ARG...: adaptive with its state on the server and the test's log
+ad() {
+	"$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" --log "$T/log" "$@"
+}
+
+# ad_status NAME: the text status of atom NAME
+ad_status() {
+	"$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" status "$1"
+}
+
+overdue_pg() {
+	ad_status "$1" | grep -q '^  state  *overdue$'
+}
+
+# stored NAME OFFSET BYTES: an unsigned little-endian field of the atom
+# area the server keeps for NAME (layout in atom.h and adaptive(1))
+stored() {
+	sql "SELECT sum(get_byte(area, $2 + i)::numeric * 256::numeric ^ i)::numeric(30, 0)
+		FROM lockbox_atom, generate_series(0, $3 - 1) i WHERE name = '$1'"
+}
+
+# A command for a hung run: writes its PID to $1, ignores TERM, loops.
+# shellcheck disable=SC2016 # expanded by the child shell
+HUNG_SCRIPT='trap "" TERM; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; while :; do sleep 1; done'
+
+@test "adaptive: the state is a row of the server's table; too soon is 75; status counts the runs" {
+	run -3 ad -e 1h "$NAME" sh -c 'exit 3'
+	run -75 --separate-stderr ad -e 1h "$NAME" touch "$T/ran"
+	assert_regex "$stderr" "^adaptive: $NAME: too soon; next run allowed in (1h|59m[0-9]+s)\$"
+	assert [ ! -e "$T/ran" ]
+	# one row under the lock's name: the atom area, as a lock file keeps it
+	assert_equal "$(sql "SELECT length(area) || ' ' || lock_key FROM lockbox_atom WHERE name = '$NAME'")" \
+		"4032 $(sql "SELECT DISTINCT lock_key FROM lockbox_atom WHERE name = '$NAME'")"
+	assert_equal "$(stored "$NAME" 92 4)" 1
+	run -0 ad -e 0 "$NAME" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	run -0 --separate-stderr ad_status "$NAME"
+	assert_line "$NAME"
+	assert_regex "$output" $'\n  state +idle\n'
+	assert_regex "$output" $'\n  last status +0\n'
+	assert_regex "$output" $'\n  runs +2 \\(0 expired\\); last 2: '
+	assert_regex "$output" $'\n  server +'"$(re_quote "$LOCKBOX_PG_URL?lock=$NAME")"'$'
+	# with no NAME, every atom of the database
+	run -0 "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" status
+	assert_line "$NAME"
+	run -0 "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" --json status "$NAME"
+	printf '%s\n' "$output" | valid_json
+	assert_regex "$output" '"runs":2,"expiries":0'
+	run -0 sed -E 's/^[0-9TZ:-]+ adaptive\[[0-9]+\] [^ ]+ //; s/ (pid|duration|command)=.*//' "$T/log"
+	assert_output "ran
+finished status=3
+skipped-too-soon next=1h
+ran
+finished status=0"
+}
+
+@test "adaptive: a hung run on another host is expired by ending its session; its supervisor stops the command" {
+	spawn env LOCKBOX_HOST=far-host "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" --log "$T/log" \
+		-e 0 -x 1s -g 300ms "$NAME" sh -c "$HUNG_SCRIPT" sh "$T/old"
+	local old=$SPAWN_PID old_err=$SPAWN_ERR
+	wait_for holder_ready "$T/old" "$old"
+	track_pid "$(cat "$T/old")"
+	run -75 --separate-stderr ad -e 0 -x 1h "$NAME" touch "$T/ran"
+	assert_regex "$stderr" "^adaptive: $NAME: already running \\(PID $old on far-host, $AGE_RE\\)\$"
+	wait_for overdue_pg "$NAME"
+	run -0 --separate-stderr ad -e 0 -x 1s "$NAME" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	# the old supervisor heard of it from its socket: TERM, ignored, then KILL
+	reap "$old"
+	assert_equal "$REAP_STATUS" 137
+	assert_equal "$(cat "$old_err")" \
+		"adaptive: $NAME: the run's session on the server ended; its lock is free: sending SIGTERM"
+	run -0 grep -cE "\\] $NAME (expire pid=$old host=far-host age=$AGE_RE|session-ended pid=$old session=[0-9]+|expired pid=$old after=session-end|lock-lost pid=[0-9]+ signal=(TERM|KILL))\$" "$T/log"
+	assert_output 5
+	run -0 --separate-stderr ad_status "$NAME"
+	assert_regex "$output" $'\n  runs +2 \\(1 expired\\)'
+	run -0 "$LOCKBOX" mutex "$LOCKBOX_PG_URL?lock=$NAME" check
+	assert_output 0
+}
+
+@test "adaptive: a role that may not end the holder's session: refused and logged so, nothing ended" {
+	[[ $LOCKBOX_PG_URL =~ ^(postgres(ql)?://)([^@/]*@)?(.*)$ ]] || fail "unexpected URL"
+	local weak="${BASH_REMATCH[1]}lockbox_weak@${BASH_REMATCH[4]}"
+	[[ $(sql "SELECT rolsuper FROM pg_roles WHERE rolname = current_user") == t ]] ||
+		skip "the test's role is no superuser: it cannot make a weaker one"
+	sql "DO \$\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'lockbox_weak')
+		THEN CREATE ROLE lockbox_weak LOGIN; END IF; END\$\$"
+	spawn "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" --log "$T/log" -e 0 -x 1s "$NAME" \
+		sh -c "$HUNG_SCRIPT" sh "$T/old"
+	local old=$SPAWN_PID
+	wait_for holder_ready "$T/old" "$old"
+	track_pid "$(cat "$T/old")"
+	sql "GRANT SELECT, INSERT, UPDATE ON lockbox_atom TO lockbox_weak"
+	wait_for overdue_pg "$NAME"
+	run -75 --separate-stderr "$LOCKBOX" adaptive -d "$weak" --log "$T/log" -e 0 -x 1s "$NAME" touch "$T/ran"
+	assert_equal "$stderr" \
+		"adaptive: $NAME: cannot expire PID $old on $(hostname | cut -c1-16): the server does not let this role end its session"
+	assert [ ! -e "$T/ran" ]
+	run -0 grep -c "\\] $NAME expire-refused pid=$old reason=permission\$" "$T/log"
+	run -1 grep -E "session-ended|lock-lost|expired pid" "$T/log"
+	# the run goes on, holding its lock
+	kill -0 "$old"
+	run -0 "$LOCKBOX" mutex "$LOCKBOX_PG_URL?lock=$NAME" check
+	assert_output 1
+}
+
+@test "adaptive: times are the server's: a client clock days off neither stores its time nor ends the wait" {
+	command -v faketime >/dev/null || skip "faketime is not installed"
+	# an ASan build refuses to start under faketime's LD_PRELOAD
+	FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f +0 "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" status "$NAME" \
+		>/dev/null 2>&1 || skip "the binary does not run under faketime"
+	run -0 env FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f -3d "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" \
+		--log "$T/log" -e 1h "$NAME" true
+	local server logged start
+	server=$(sql "SELECT extract(epoch FROM now())::bigint")
+	# the client's clock was three days behind: its own log line says so
+	logged=$(date -d "$(cut -d' ' -f1 "$T/log" | head -n 1)" +%s)
+	assert [ $((server - logged)) -gt $((2 * 86400)) ]
+	# the start it stored is the server's time (nanoseconds at offset 40)
+	start=$(($(stored "$NAME" 40 8) / 1000000000))
+	assert [ $((server - start)) -ge 0 ]
+	assert [ $((server - start)) -lt 60 ]
+	# a client a day ahead: too soon still, by the server's clock
+	run -75 --separate-stderr env FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f +1d "$LOCKBOX" adaptive \
+		-d "$LOCKBOX_PG_URL" -e 1h "$NAME" touch "$T/ran"
+	assert_regex "$stderr" "too soon; next run allowed in (1h|59m[0-9]+s)\$"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "adaptive: a state URL takes no lock=; an unreachable server is 125" {
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$U" x true
+	assert_equal "$stderr" "adaptive: invalid state database '$U': lock= comes from NAME
+Try 'lockbox adaptive --help'."
+	local port
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	run -125 --separate-stderr "$LOCKBOX" adaptive -E 0 -d "postgresql://nobody@127.0.0.1:$port/postgres" x touch "$T/ran"
+	assert_regex "$stderr" "cannot connect"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "postgresql://nobody@127.0.0.1:$port/postgres" status
+	assert [ ! -e "$T/ran" ]
 }
 
 teardown() {

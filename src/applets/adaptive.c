@@ -33,7 +33,7 @@
 
 #define USAGE \
 	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER] [-g GRACE] [-d DIR] [-E CODE]\n" \
-	"                [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
+	"                [--on-loss SIG] [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
 	"       adaptive [-d DIR] [--json] status [NAME...]"
 
 #define HELP \
@@ -53,9 +53,13 @@
 	"                         default 5s)\n" \
 	"  -d, --dir DIR          state directory (default $LOCKBOX_DIR, else\n" \
 	"                         /var/lib/lockbox for root, else\n" \
-	"                         ${XDG_STATE_HOME:-~/.local/state}/lockbox)\n" \
+	"                         ${XDG_STATE_HOME:-~/.local/state}/lockbox), or a\n" \
+	"                         PostgreSQL database, postgresql://HOST/DB, that\n" \
+	"                         keeps the state on the server's clock\n" \
 	"  -E, --conflict-exit-code CODE\n" \
 	"                         exit with CODE instead of 75 when skipping\n" \
+	"      --on-loss SIG      postgresql:// state: signal COMMAND with SIG (default\n" \
+	"                         TERM; none: nothing) when the run's session ends\n" \
 	"  -q, --quiet            no message when skipping\n" \
 	"  -v, --verbose          narrate on standard error\n" \
 	"      --log FILE         append one line per event to FILE\n" \
@@ -77,6 +81,7 @@ struct opts {
 	const char *dir;
 	const char *log;
 	int busy_status;
+	int on_loss;			/* 0: none */
 	int quiet, verbose, json, use_syslog;
 };
 
@@ -84,7 +89,8 @@ struct opts {
 struct run {
 	const struct opts *o;
 	const char *name;
-	const char *path;
+	const char *path;		/* the state's lock file, or its server's URL */
+	int remote;			/* the state and the lock are a server's */
 	struct lb_pool *pool;
 	struct lb_ident who;		/* this supervisor, as the lock records it */
 	int warned;			/* corrupt state reported once */
@@ -94,17 +100,20 @@ struct run {
 	int too_soon;
 	int64_t wait_left;		/* until the next run is allowed */
 	struct lb_atom last;		/* the state as last read */
+	struct lb_atom_clock last_now;	/* when it was read, on the state's clocks */
 	struct lb_atom before;		/* the state before this run's start */
 	/* this run */
 	int expired;			/* the lock was taken over from an expired run */
-	int64_t start_wall, start_boot;
+	int64_t start_wall, start_boot;	/* on the state's clocks */
+	int64_t local_start;		/* on this host's boot clock, for the log */
 	pid_t child;
 	int status;
 	int signalled;			/* the last signal passed on to the command */
+	int lost;			/* the server ended the run's session */
 	int killed;			/* the command died of a signal */
 };
 
-enum { OPT_JSON = 256, OPT_LOG, OPT_SYSLOG };
+enum { OPT_JSON = 256, OPT_LOG, OPT_ON_LOSS, OPT_SYSLOG };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
@@ -115,6 +124,7 @@ static const struct option longopts[] = {
 	{ "if-elapsed", required_argument, NULL, 'e' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -162,6 +172,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 				lb_usage_error("invalid log file ''");
 			o->log = optarg;
 			break;
+		case OPT_ON_LOSS:
+			o->on_loss = lb_opt_signal(optarg);
+			break;
 		case OPT_SYSLOG:
 			o->use_syslog = 1;
 			break;
@@ -185,6 +198,22 @@ static char *join(const char *a, const char *b)
 	return s;
 }
 
+/* A database's URL as it is: a '/' added would change the database's name. */
+static char *dir_or_url(const char *dir)
+{
+	char *s;
+
+	if (!lb_pool_is_pg(dir))
+		return join(dir, "");
+	/* NAME is the lock: the URL names only the database */
+	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL)
+		lb_usage_error("invalid state database '%s': lock= comes from NAME", dir);
+	s = strdup(dir);
+	if (s == NULL)
+		lb_die(LB_EXIT_FAIL, "out of memory");
+	return s;
+}
+
 /* $LOCKBOX_DIR, else /var/lib/lockbox for root, else the XDG state home's. */
 static char *state_dir(const struct opts *o)
 {
@@ -192,9 +221,9 @@ static char *state_dir(const struct opts *o)
 	char *base, *dir;
 
 	if (o->dir != NULL)
-		return join(o->dir, "");
+		return dir_or_url(o->dir);
 	if (env != NULL && *env != '\0')
-		return join(env, "");
+		return dir_or_url(env);
 	if (geteuid() == 0)
 		return join("/var/lib/lockbox", "");
 	env = getenv("XDG_STATE_HOME");
@@ -246,6 +275,37 @@ static int make_dirs(char *dir, mode_t mode)
  * becomes '_'), then a hash of the exact NAME, so "a b" and "a_b" get
  * files of their own: DIR/a_b-1f2e3d4c.lock.
  */
+static char *atom_url(const char *url, const char *name)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(url);
+	char *s = malloc(n + 6 + 3 * strlen(name) + 1), *o;
+	const unsigned char *p;
+
+	if (s == NULL)
+		lb_die(LB_EXIT_FAIL, "out of memory");
+	memcpy(s, url, n);
+	o = s + n;
+	o += sprintf(o, "%clock=", strchr(url, '?') != NULL ? '&' : '?');
+	for (p = (const unsigned char *)name; *p != '\0'; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~:", *p) != NULL) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return s;
+}
+
+/*
+ * The target of atom NAME: in a database, the lock NAME itself
+ * (URL?lock=NAME), so mutex on that URL excludes the atom's runs as mutex
+ * on a state file does.
+ */
 static char *atom_path(const char *dir, const char *name)
 {
 	char file[128 + 32];
@@ -253,6 +313,8 @@ static char *atom_path(const char *dir, const char *name)
 	const unsigned char *p;
 	size_t n = 0;
 
+	if (lb_pool_is_pg(dir))
+		return atom_url(dir, name);
 	for (p = (const unsigned char *)name; *p != '\0'; p++) {
 		h ^= *p;
 		h *= UINT64_C(1099511628211);
@@ -305,21 +367,22 @@ static int load_state(struct run *r, const unsigned char *area, size_t len, stru
 }
 
 /* The anti-spam check: sets too_soon and wait_left; 1 when A was changed. */
-static int check_elapsed(struct run *r, struct lb_atom *a)
+static int check_elapsed(struct run *r, struct lb_atom *a, const struct lb_atom_clock *now)
 {
 	int future, changed = 0;
 	/* from the last completion, as CFEngine's lastcompleted */
-	int64_t since = lb_atom_since_end(a, &future);
+	int64_t since = lb_atom_since_end(a, now, &future);
 
+	r->last_now = *now;
 	if (future) {
 		/*
 		 * The clock went back past the last start or end: count it
 		 * as now and store that, so the atom waits one IFELAPSED at
 		 * most rather than until the clock catches up.
 		 */
-		lb_boot_id(a->boot_id);
-		a->start_wall = lb_now(CLOCK_REALTIME);
-		a->start_boot = lb_now(CLOCK_BOOTTIME);
+		memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
+		a->start_wall = now->wall;
+		a->start_boot = now->boot;
 		if (a->end_wall != 0) {
 			a->end_wall = a->start_wall;
 			a->duration = 0;
@@ -332,7 +395,8 @@ static int check_elapsed(struct run *r, struct lb_atom *a)
 }
 
 /* Looking, when the lock is busy: is it also too soon? */
-static int peek_fn(unsigned char *area, size_t len, void *arg)
+static int peek_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom *a = &r->last;
@@ -340,23 +404,23 @@ static int peek_fn(unsigned char *area, size_t len, void *arg)
 
 	if (r->foreign)
 		return 0;
-	write |= check_elapsed(r, a);
+	write |= check_elapsed(r, a, now);
 	if (write)
 		lb_atom_encode(area, len, a);
 	return write;
 }
 
 /* With the lock held: check again, then record the start. */
-static int begin_fn(unsigned char *area, size_t len, void *arg)
+static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom *a = &r->last;
 	int write = load_state(r, area, len, a);
-	int64_t now_wall = lb_now(CLOCK_REALTIME);
 
 	if (r->foreign)
 		return 0;
-	write |= check_elapsed(r, a);
+	write |= check_elapsed(r, a, now);
 	if (r->too_soon) {
 		if (write)
 			lb_atom_encode(area, len, a);
@@ -365,11 +429,11 @@ static int begin_fn(unsigned char *area, size_t len, void *arg)
 	if (a->flags & LB_ATOM_RUNNING) {
 		/* the last run's end was never recorded: it was expired, or its supervisor vanished */
 		if (r->expired) {
-			int64_t d = lb_atom_same_boot(a) ?
-			    lb_now(CLOCK_BOOTTIME) - a->start_boot : now_wall - a->start_wall;
+			int64_t d = lb_atom_same_boot(a, now) ?
+			    now->boot - a->start_boot : now->wall - a->start_wall;
 
 			a->status = LB_STATUS_EXPIRED;
-			a->end_wall = now_wall;
+			a->end_wall = now->wall;
 			a->duration = d > 0 ? d : 0;
 			a->expiries++;
 		} else {
@@ -381,11 +445,12 @@ static int begin_fn(unsigned char *area, size_t len, void *arg)
 	}
 	/* what to put back should the command not start at all */
 	r->before = *a;
-	r->start_wall = now_wall;
-	r->start_boot = lb_now(CLOCK_BOOTTIME);
+	r->start_wall = now->wall;
+	r->start_boot = now->boot;
+	r->local_start = lb_now(CLOCK_BOOTTIME);
 	a->flags = LB_ATOM_RUNNING;
 	a->super_pid = getpid();
-	lb_boot_id(a->boot_id);
+	memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
 	a->start_wall = r->start_wall;
 	a->start_boot = r->start_boot;
 	a->cmd_pid = a->cmd_pgid = 0;
@@ -405,12 +470,14 @@ static int ours(const struct run *r, const struct lb_atom *a)
 	    a->start_wall == r->start_wall;
 }
 
-static int started_fn(unsigned char *area, size_t len, void *arg)
+static int started_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
 
+	(void)now;
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
 	a.cmd_pid = r->child;
@@ -420,17 +487,19 @@ static int started_fn(unsigned char *area, size_t len, void *arg)
 	return 1;
 }
 
-static int end_fn(unsigned char *area, size_t len, void *arg)
+static int end_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
-	int64_t d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
+	int64_t d;
 
 	/* never overwrite a state that moved on (reset, or another run's) */
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
-	a.end_wall = lb_now(CLOCK_REALTIME);
+	d = lb_atom_same_boot(&a, now) ? now->boot - r->start_boot : now->wall - r->start_wall;
+	a.end_wall = now->wall;
 	a.duration = d > 0 ? d : 0;
 	a.status = r->status;
 	/* killed by a later start: an expiry, whoever records it first */
@@ -445,25 +514,46 @@ static int end_fn(unsigned char *area, size_t len, void *arg)
 }
 
 /* The command could not be started: no run happened, the state goes back. */
-static int unstart_fn(unsigned char *area, size_t len, void *arg)
+static int unstart_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
 
+	(void)now;
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
 	lb_atom_encode(area, len, &r->before);
 	return 1;
 }
 
-/* Before the first signal: the run now ending is an expiry. */
-static int expiring_fn(unsigned char *area, size_t len, void *arg)
+/* An expiry that did not happen after all: the run's end is its own. */
+static int unexpiring_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
 {
 	const struct lb_ident *old = arg;
 	struct lb_atom a;
 	const char *why;
 
+	(void)now;
+	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & LB_ATOM_EXPIRING) ||
+	    a.super_pid != old->pid)
+		return 0;
+	a.flags &= ~LB_ATOM_EXPIRING;
+	lb_atom_encode(area, len, &a);
+	return 1;
+}
+
+/* Before the first signal: the run now ending is an expiry. */
+static int expiring_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
+{
+	const struct lb_ident *old = arg;
+	struct lb_atom a;
+	const char *why;
+
+	(void)now;
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & LB_ATOM_RUNNING) ||
 	    a.super_pid != old->pid)
 		return 0;
@@ -520,12 +610,21 @@ static int foreign(struct run *r)
 
 static const char *sig_name(int sig)
 {
+	static char num[16];
+
 	switch (sig) {
+	case SIGALRM: return "ALRM";
 	case SIGCONT: return "CONT";
+	case SIGHUP: return "HUP";
 	case SIGINT: return "INT";
-	case SIGTERM: return "TERM";
 	case SIGKILL: return "KILL";
-	default: return "?";
+	case SIGQUIT: return "QUIT";
+	case SIGTERM: return "TERM";
+	case SIGUSR1: return "USR1";
+	case SIGUSR2: return "USR2";
+	default:
+		snprintf(num, sizeof num, "%d", sig);
+		return num;
 	}
 }
 
@@ -674,13 +773,54 @@ static int exec_failed(int fd, int *err)
 
 static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
 
+/* To the command's whole group; to it alone if it left the group. */
+static void signal_job(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) != 0)
+		kill(pid, sig);
+}
+
+/*
+ * The run's session on the server ended (an expiry elsewhere, an
+ * administrator, a restart, a partition): the lock is free for another
+ * run, so this one must stop. CONT and the --on-loss signal to the job;
+ * the deadline for KILL, or 0 when there is none.
+ */
+static int64_t lock_lost(struct run *r, pid_t pid)
+{
+	r->lost = 1;
+	lb_warnx("%s: the run's session on the server ended; its lock is free%s%s", r->name,
+	    r->o->on_loss ? ": sending SIG" : "", r->o->on_loss ? sig_name(r->o->on_loss) : "");
+	lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=%s", (int)pid,
+	    r->o->on_loss ? sig_name(r->o->on_loss) : "none");
+	if (r->o->on_loss == 0)
+		return 0;
+	signal_job(pid, SIGCONT);
+	signal_job(pid, r->o->on_loss);
+	return r->o->on_loss == SIGKILL ? 0 : lb_deadline_after(r->o->grace);
+}
+
+/* sigwaitinfo, or sigtimedwait until DEADLINE when there is one (EAGAIN then). */
+static int wait_signal(const sigset_t *set, siginfo_t *si, int64_t deadline)
+{
+	int64_t left;
+	struct timespec ts;
+
+	if (deadline == 0)
+		return sigwaitinfo(set, si);
+	left = lb_remaining(deadline);
+	ts.tv_sec = (time_t)(left / LB_NS_PER_S);
+	ts.tv_nsec = (long)(left % LB_NS_PER_S);
+	return sigtimedwait(set, si, &ts);
+}
+
 static int supervise(struct run *r, char **command)
 {
 	struct sigaction dfl, chld_old;
 	sigset_t set, old;
 	siginfo_t si;
 	char cmd[LB_COMMAND_MAX * 4], buf[32];
-	int64_t d;
+	int64_t d, kill_at = 0;
 	size_t i;
 	int ws = 0, err, report[2];
 	pid_t pid;
@@ -693,6 +833,9 @@ static int supervise(struct run *r, char **command)
 	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
+	/* a server's lock: the pool has the kernel send SIGIO when its session ends */
+	if (r->remote)
+		sigaddset(&set, SIGIO);
 	for (i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
 		struct sigaction cur;
 
@@ -749,16 +892,25 @@ static int supervise(struct run *r, char **command)
 	if (r->o->verbose)
 		lb_warnx("%s: running %s (PID %d)", r->name, r->who.command, (int)pid);
 	for (;;) {
-		int sig = sigwaitinfo(&set, &si);
+		int sig = wait_signal(&set, &si, kill_at);
 		pid_t w;
 
+		if (sig < 0 && errno == EAGAIN) {
+			/* the job outlived GRACE after the loss: it must not run on unlocked */
+			lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=KILL", (int)pid);
+			signal_job(pid, SIGKILL);
+			kill_at = 0;
+		}
 		if (sig < 0)
 			continue;	/* EINTR: a stop and continue */
+		if (sig == SIGIO) {
+			if (!r->lost)
+				kill_at = lock_lost(r, pid);
+			continue;
+		}
 		if (sig != SIGCHLD) {
 			r->signalled = sig;
-			/* to the command's whole group; to it alone if it left the group */
-			if (kill(-pid, sig) != 0)
-				kill(pid, sig);
+			signal_job(pid, sig);
 			continue;
 		}
 		do
@@ -771,7 +923,7 @@ static int supervise(struct run *r, char **command)
 	r->status = r->killed ? LB_EXIT_SIGNAL + WTERMSIG(ws) : WEXITSTATUS(ws);
 	if (lb_pool_atom(r->pool, end_fn, r) < 0)
 		lb_warnx("%s: cannot record the end of the run", r->name);
-	d = lb_now(CLOCK_BOOTTIME) - r->start_boot;
+	d = lb_now(CLOCK_BOOTTIME) - r->local_start;
 	lb_joblog(LOG_INFO, r->name, "finished status=%d duration=%lld.%03llds", r->status,
 	    (long long)(d / LB_NS_PER_S), (long long)(d % LB_NS_PER_S / LB_NS_PER_MS));
 	if (r->o->verbose)
@@ -792,9 +944,76 @@ static int64_t holder_age(const struct run *r, const struct lb_ident *who)
 	int64_t since;
 
 	if ((r->last.flags & LB_ATOM_RUNNING) && r->last.super_pid == who->pid &&
-	    (since = lb_atom_since_start(&r->last, &future)) >= 0)
+	    (since = lb_atom_since_start(&r->last, &r->last_now, &future)) >= 0)
 		return since;
 	return lb_ident_age(who);
+}
+
+/*
+ * Expiry of a run whose lock is a server's session lock. No process of
+ * that run can be shown to be one to signal: it may be on another host,
+ * and even on this one nothing proves which process holds the session.
+ * So the server ends the holder's session instead (pg_terminate_backend,
+ * only of the session that still holds the lock): that frees the lock,
+ * and the holder's supervisor, told by its socket, signals its command
+ * (--on-loss, then KILL after its GRACE). 1: the lock is ours; 0: someone
+ * else has it (*h describes them); otherwise an exit status.
+ */
+static int expire_session(struct run *r, struct lb_holder *h)
+{
+	struct lb_holders now = { NULL, 0 };
+	struct lb_ident old = h->who;
+	char age[32];
+	unsigned slot;
+	int ended, got;
+
+	lb_format_duration(holder_age(r, &old), age);
+	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d host=%s age=%s", (int)old.pid, old.host, age);
+	if (r->o->verbose)
+		lb_warnx("%s: PID %d on %s has run for %s; expiring it", r->name, (int)old.pid,
+		    old.host, age);
+	if (lb_pool_atom(r->pool, expiring_fn, &old) < 0)
+		lb_warnx("%s: cannot mark the run as expiring", r->name);
+	ended = lb_pool_end_session(r->pool, h);
+	if (ended < 0 && errno == EPERM) {
+		lb_warnx("%s: cannot expire PID %d on %s: the server does not let this role end its session",
+		    r->name, (int)old.pid, old.host);
+		lb_joblog(LOG_ERR, r->name, "expire-refused pid=%d reason=permission", (int)old.pid);
+		lb_pool_atom(r->pool, unexpiring_fn, &old);
+		return LB_EXIT_BUSY;
+	}
+	if (ended < 0)
+		return LB_EXIT_FAIL;
+	if (ended == 1) {
+		lb_joblog(LOG_NOTICE, r->name, "session-ended pid=%d session=%d", (int)old.pid,
+		    h->session.pid);
+		if (r->o->verbose)
+			lb_warnx("%s: the server ended session %d of PID %d", r->name,
+			    h->session.pid, (int)old.pid);
+	} else {
+		lb_pool_atom(r->pool, unexpiring_fn, &old);
+	}
+	/* the server frees the lock as the session's process exits: wait for that, event-driven */
+	got = lb_pool_acquire(r->pool, 1, ended == 1 ? lb_deadline_after(r->o->grace) : 0,
+	    &r->who, &slot, &now);
+	if (got == 1) {
+		lb_joblog(LOG_NOTICE, r->name, "expired pid=%d after=session-end", (int)old.pid);
+		if (r->o->verbose)
+			lb_warnx("%s: lock freed; taking over", r->name);
+		r->expired = ended == 1;
+	} else if (got == 0 && now.n > 0 && now.v[0].known &&
+	    now.v[0].session.pid != h->session.pid) {
+		*h = now.v[0];	/* another took the lock first */
+	} else if (got == 0) {
+		lb_warnx("%s: PID %d still holds the lock after its session was ended; giving up",
+		    r->name, (int)old.pid);
+		lb_joblog(LOG_ERR, r->name, "expire-failed pids=%d", (int)old.pid);
+		got = LB_EXIT_BUSY;
+	} else {
+		got = LB_EXIT_FAIL;
+	}
+	lb_holders_free(&now);
+	return got;
 }
 
 static int take(struct run *r, int *status)
@@ -817,10 +1036,10 @@ static int take(struct run *r, int *status)
 			*status = too_soon(r);
 		else if (h.n == 0 || !h.v[0].known)
 			*status = busy(r, h.n ? &h.v[0] : NULL);
-		else if (holder = h.v[0], !is_local(&holder.who) ||
+		else if (holder = h.v[0], (!r->remote && !is_local(&holder.who)) ||
 		    holder_age(r, &holder.who) < r->o->expireafter)
 			*status = busy(r, &holder);
-		else if ((x = expire(r, &holder)) == 1)
+		else if ((x = r->remote ? expire_session(r, &holder) : expire(r, &holder)) == 1)
 			got = 1;
 		else
 			*status = x == 0 ? busy(r, &holder) : x;
@@ -831,6 +1050,7 @@ static int take(struct run *r, int *status)
 
 static int run_atom(struct opts *o, const char *name, char **command)
 {
+	struct lb_pool_opts popts = { 0, 0 };
 	struct run r;
 	char *dir;
 	int status = LB_EXIT_FAIL;
@@ -839,7 +1059,8 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	r.o = o;
 	r.name = name;
 	dir = state_dir(o);
-	if (make_dirs(dir, geteuid() == 0 ? 0755 : 0700) != 0) {
+	r.remote = lb_pool_is_pg(dir);
+	if (!r.remote && make_dirs(dir, geteuid() == 0 ? 0755 : 0700) != 0) {
 		free(dir);
 		return LB_EXIT_FAIL;
 	}
@@ -849,7 +1070,9 @@ static int run_atom(struct opts *o, const char *name, char **command)
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
-	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, NULL);
+	/* a server tells this supervisor (SIGIO, see supervise) when the run's session ends */
+	popts.on_loss = SIGIO;
+	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
 	if (r.pool == NULL) {
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
@@ -884,7 +1107,10 @@ static int run_atom(struct opts *o, const char *name, char **command)
 struct view {
 	char *name;
 	char *path;
+	const char *where;		/* what to show of PATH: "file" or "server" */
+	char *shown;			/* PATH, any password hidden */
 	struct lb_atom a;
+	struct lb_atom_clock now;	/* when it was read, on the state's clocks */
 	int known;			/* the file holds an atom's state */
 	int running;
 	struct lb_ident who;		/* the holder, when running and known */
@@ -913,14 +1139,18 @@ static int look(struct view *v, int want_atom)
 
 	if (pool == NULL)
 		return -1;
-	r = lb_pool_atom_read(pool, area, sizeof area);
+	v->where = lb_pool_is_pg(v->path) ? "server" : "file";
+	v->shown = strdup(lb_pool_name(pool));
+	if (v->shown == NULL)
+		lb_die(LB_EXIT_FAIL, "out of memory");
+	r = lb_pool_atom_read(pool, area, sizeof area, &v->now);
 	if (r < 0) {
 		lb_pool_close(pool);
 		return -1;
 	}
 	d = lb_atom_decode(area, sizeof area, &v->a, &why);
 	if (d < 0) {
-		lb_warnx("%s: run state unreadable (%s)", v->path, why);
+		lb_warnx("%s: run state unreadable (%s)", v->shown, why);
 	} else if (d == 1) {
 		v->known = 1;
 		if (v->name == NULL)
@@ -958,7 +1188,7 @@ static const char *state_of(const struct view *v)
 static int64_t next_run(const struct view *v)
 {
 	int future;
-	int64_t since = v->known ? lb_atom_since_end(&v->a, &future) : -1;
+	int64_t since = v->known ? lb_atom_since_end(&v->a, &v->now, &future) : -1;
 	int64_t left = 0;
 
 	if (since >= 0 && since < v->a.ifelapsed)
@@ -1031,7 +1261,7 @@ static void print_text(const struct view *v, int first)
 		else
 			printf("  %-14s %u\n", "runs", (unsigned)a->runs);
 	}
-	printf("  %-14s %s\n", "file", v->path);
+	printf("  %-14s %s\n", v->where, v->shown);
 }
 
 static void json_secs(const char *key, int64_t ns, int valid)
@@ -1072,8 +1302,8 @@ static void print_json(const struct view *v, int first)
 
 	printf("%s{\"name\":", first ? "" : ",");
 	lb_json_string(stdout, v->name);
-	printf(",\"file\":");
-	lb_json_string(stdout, v->path);
+	printf(",\"%s\":", v->where);
+	lb_json_string(stdout, v->shown);
 	printf(",\"state\":\"%s\"", state_of(v));
 	if (v->running && v->who_known)
 		printf(",\"pid\":%d", (int)v->who.pid);
@@ -1119,6 +1349,35 @@ static int by_path(const void *x, const void *y)
 	return strcmp(((const struct view *)x)->path, ((const struct view *)y)->path);
 }
 
+/*
+ * The atoms a server keeps state for, into *V (when ALL). The server is
+ * asked first, before any output: a lockbox without libpq runs its helper
+ * from here, on the same command line. 0, or -1 (reported).
+ */
+static int list_server(const char *url, int all, struct view **v, size_t *n)
+{
+	struct lb_pool *pool = lb_pool_open(url, LB_POOL_LIST, NULL);
+	char **names;
+	size_t k, i;
+	int rc = 0;
+
+	if (pool == NULL)
+		return -1;
+	if (all && (rc = lb_pool_atom_names(pool, &names, &k)) == 0) {
+		*v = calloc(k ? k : 1, sizeof **v);
+		if (*v == NULL)
+			lb_die(LB_EXIT_FAIL, "out of memory");
+		for (i = 0; i < k; i++) {
+			(*v)[i].name = names[i];
+			(*v)[i].path = atom_path(url, names[i]);
+		}
+		free(names);
+		*n = k;
+	}
+	lb_pool_close(pool);
+	return rc;
+}
+
 static int status_cmd(const struct opts *o, int argc, char **argv)
 {
 	struct view *v = NULL;
@@ -1128,6 +1387,10 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 
 	if (o->log != NULL || o->use_syslog)
 		lb_usage_error("--log and --syslog go with COMMAND");
+	if (lb_pool_is_pg(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
+		free(dir);
+		return LB_EXIT_FAIL;
+	}
 	if (argc > 0) {
 		v = calloc((size_t)argc, sizeof *v);
 		if (v == NULL)
@@ -1137,7 +1400,7 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 			v[n].name = strdup(argv[i]);
 			v[n++].path = atom_path(dir, argv[i]);
 		}
-	} else {
+	} else if (!lb_pool_is_pg(dir)) {
 		DIR *d = opendir(dir);
 		struct dirent *e;
 		size_t cap = 0;
@@ -1185,6 +1448,7 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 		}
 		free(v[i].name);
 		free(v[i].path);
+		free(v[i].shown);
 	}
 	if (o->json)
 		printf("]\n");
@@ -1201,6 +1465,7 @@ int adaptive_main(int argc, char **argv)
 		.expireafter = DEFAULT_EXPIREAFTER,
 		.grace = DEFAULT_GRACE,
 		.busy_status = LB_EXIT_BUSY,
+		.on_loss = SIGTERM,
 	};
 	int i = parse_opts(&o, argc, argv);
 	char **command;

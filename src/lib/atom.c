@@ -159,14 +159,23 @@ void lb_atom_push(struct lb_atom *a, int64_t start_wall, int64_t duration,
 		a->nring++;
 }
 
-int lb_atom_same_boot(const struct lb_atom *a)
+void lb_atom_local_clock(struct lb_atom_clock *now)
 {
-	uint8_t ours[16];
-
-	return lb_boot_id(ours) == 0 && memcmp(ours, a->boot_id, 16) == 0;
+	now->wall = lb_now(CLOCK_REALTIME);
+	now->boot = lb_now(CLOCK_BOOTTIME);
+	if (lb_boot_id(now->boot_id) != 0)
+		memset(now->boot_id, 0, sizeof now->boot_id);
 }
 
-int64_t lb_atom_since_start(const struct lb_atom *a, int *future)
+int lb_atom_same_boot(const struct lb_atom *a, const struct lb_atom_clock *now)
+{
+	static const uint8_t none[16];
+
+	return memcmp(now->boot_id, none, 16) != 0 && memcmp(now->boot_id, a->boot_id, 16) == 0;
+}
+
+int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock *now,
+    int *future)
 {
 	int64_t since;
 
@@ -178,10 +187,10 @@ int64_t lb_atom_since_start(const struct lb_atom *a, int *future)
 	 * one boot it is the honest measure; across a reboot only the wall
 	 * clock is comparable.
 	 */
-	if (lb_atom_same_boot(a))
-		since = lb_now(CLOCK_BOOTTIME) - a->start_boot;
+	if (lb_atom_same_boot(a, now))
+		since = now->boot - a->start_boot;
 	else
-		since = lb_now(CLOCK_REALTIME) - a->start_wall;
+		since = now->wall - a->start_wall;
 	if (since < 0) {
 		*future = 1;
 		since = 0;
@@ -189,18 +198,19 @@ int64_t lb_atom_since_start(const struct lb_atom *a, int *future)
 	return since;
 }
 
-int64_t lb_atom_since_end(const struct lb_atom *a, int *future)
+int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *now,
+    int *future)
 {
 	int64_t since;
 
 	if (a->end_wall == 0 || a->duration < 0)
-		return lb_atom_since_start(a, future);
+		return lb_atom_since_start(a, now, future);
 	*future = 0;
 	/* the boot clock while the start and the duration are of one run of this boot */
-	if (!(a->flags & LB_ATOM_RUNNING) && lb_atom_same_boot(a))
-		since = lb_now(CLOCK_BOOTTIME) - a->start_boot - a->duration;
+	if (!(a->flags & LB_ATOM_RUNNING) && lb_atom_same_boot(a, now))
+		since = now->boot - a->start_boot - a->duration;
 	else
-		since = lb_now(CLOCK_REALTIME) - a->end_wall;
+		since = now->wall - a->end_wall;
 	if (since < 0) {
 		*future = 1;
 		since = 0;

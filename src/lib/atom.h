@@ -12,7 +12,8 @@
  * offsets below are from the start of the area). Every integer is
  * little-endian and fixed-width; times are nanoseconds, "wall" on
  * CLOCK_REALTIME since the epoch, "boot" on CLOCK_BOOTTIME of the boot
- * named by the boot id.
+ * named by the boot id. The clocks are those of whatever keeps the state
+ * (struct lb_atom_clock): a lock file's are this host's.
  *
  *     0   8  magic "adaptive"
  *     8   4  layout version (1)
@@ -99,21 +100,29 @@ void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a);
 void lb_atom_push(struct lb_atom *a, int64_t start_wall, int64_t duration,
     int32_t status);
 
-/* Whether the last start is of this boot (its boot clock can be used). */
-int lb_atom_same_boot(const struct lb_atom *a);
+struct lb_atom_clock;
+
+/* This host's clocks, for state kept in a lock file. */
+void lb_atom_local_clock(struct lb_atom_clock *now);
+
+/* Whether the last start is of NOW's boot (its boot clock can be used). */
+int lb_atom_same_boot(const struct lb_atom *a, const struct lb_atom_clock *now);
 
 /*
- * Time since the last start: on the boot clock when it was this boot, else
- * on the wall clock. A start in the future counts as now: *future is set
- * so the caller can store the clamped time. -1 when there was no start.
+ * Time from the last start to NOW: on the boot clock when it was the same
+ * boot, else on the wall clock. A start in the future counts as now:
+ * *future is set so the caller can store the clamped time. -1 when there
+ * was no start.
  */
-int64_t lb_atom_since_start(const struct lb_atom *a, int *future);
+int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock *now,
+    int *future);
 
 /*
  * The same from the last completion (CFEngine's lastcompleted): the end of
  * the last run when one is recorded, else its start; -1 when never run.
  */
-int64_t lb_atom_since_end(const struct lb_atom *a, int *future);
+int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *now,
+    int *future);
 
 /* Longest and median of the known durations in the ring: count of them. */
 size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median);

@@ -21,7 +21,10 @@ struct lb_pool_ops {
 	int (*release)(struct lb_pool *, pid_t owner);
 	int (*holders)(struct lb_pool *, struct lb_holders *out);
 	int (*atom)(struct lb_pool *, lb_atom_fn *fn, void *arg);
-	int (*atom_read)(struct lb_pool *, unsigned char *area, size_t len);
+	int (*atom_read)(struct lb_pool *, unsigned char *area, size_t len,
+	    struct lb_atom_clock *now);
+	int (*atom_names)(struct lb_pool *, char ***names, size_t *n);
+	int (*end_session)(struct lb_pool *, const struct lb_holder *h);
 	int (*lock_site)(struct lb_pool *, unsigned slot, struct lb_lock_site *site);
 	int (*keep_on_exec)(struct lb_pool *);
 	void (*close)(struct lb_pool *);	/* frees the backend's part */

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atom.h"
 #include "backend.h"
 #include "clock.h"
 #include "err.h"
@@ -975,6 +976,7 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 {
 	struct filepool *p = fp(pool);
 	unsigned char area[LB_ATOM_SIZE];
+	struct lb_atom_clock now;
 	off_t size;
 	int r = enter(p, 0, &size);
 
@@ -984,19 +986,22 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 		header_unlock(p);
 		return -1;
 	}
-	r = fn(area, sizeof area, arg);
+	lb_atom_local_clock(&now);
+	r = fn(area, sizeof area, &now, arg);
 	if (r == 1 && pwrite_all(p, area, sizeof area, LB_ATOM_OFF) != 0)
 		r = -1;
 	header_unlock(p);
 	return r;
 }
 
-static int file_atom_read(struct lb_pool *pool, unsigned char *area, size_t len)
+static int file_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
+    struct lb_atom_clock *now)
 {
 	struct filepool *p = fp(pool);
 	off_t size;
 	int locked, rc = -1;
 
+	lb_atom_local_clock(now);
 	if (p->fd < 0)
 		return 0;	/* no file: no state */
 	locked = look_lock(p);

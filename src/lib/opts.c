@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,4 +68,30 @@ void lb_help(const char *usage, const char *rest)
 	printf("%s\n%s", usage, rest);
 	lb_close_stdout();
 	exit(LB_EXIT_OK);
+}
+
+/* --on-loss: none, a signal's name (TERM, SIGTERM) or number. */
+int lb_opt_signal(const char *arg)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+		{ "ALRM", SIGALRM }, { "HUP", SIGHUP }, { "INT", SIGINT },
+		{ "KILL", SIGKILL }, { "QUIT", SIGQUIT }, { "TERM", SIGTERM },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+	};
+	const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
+	uint64_t v;
+	size_t i;
+
+	if (strcmp(arg, "none") == 0)
+		return 0;
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(n, names[i].name) == 0)
+			return names[i].sig;
+	if (lb_parse_uint(arg, 1, (uint64_t)SIGRTMAX, &v) != 0)
+		lb_usage_error("invalid signal '%s': expected none, a name such as TERM, or a number",
+		    arg);
+	return (int)v;
 }

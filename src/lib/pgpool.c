@@ -9,6 +9,12 @@
  * exec like a lock fd, so the command holds its slot exactly as long as it
  * lives (or keeps the socket). Holders describe themselves in their
  * application_name; pg_locks joined with pg_stat_activity lists them.
+ *
+ * adaptive's run state for NAME is a row of the table lockbox_atom, the
+ * atom area of a lock file's header kept as it is (bytea), read and
+ * written in one transaction under the transaction lock (KEY, -2). Its
+ * times are the server's clock: every host that shares the state agrees
+ * on how long ago they were, whatever its own clock says.
  */
 #include "config.h"
 
@@ -49,7 +55,28 @@
 #define WAIT_RECHECK	(500 * LB_NS_PER_MS)
 /* the slot-counting transaction's own lock: (KEY, -1) */
 #define COUNT_LOCK	"-1"
+/* the atom transaction's: (KEY, -2) */
+#define ATOM_LOCK	"-2"
+/* creating the state table, once per database: a one-number advisory lock
+ * ("lockbox" in ASCII), apart from the two-number locks of slots */
+#define TABLE_LOCK	"30521908067921784"
 #define APPNAME_MAX	63
+
+/*
+ * The server has no clock that is never set (nothing like CLOCK_BOOTTIME
+ * that SQL can read): its wall clock stands in for the boot clock too,
+ * under a boot id that says so.
+ */
+#define SERVER_CLOCK_ID	"postgresql clock"
+
+#define ATOM_TABLE_SQL \
+	"CREATE TABLE IF NOT EXISTS lockbox_atom (" \
+	" name text PRIMARY KEY," \
+	" lock_key integer NOT NULL," \
+	" area bytea NOT NULL," \
+	" updated timestamptz NOT NULL)"
+/* the server's time, in microseconds since the epoch */
+#define SERVER_NOW_SQL	"(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 
 struct pgpool {
 	struct lb_pool base;
@@ -59,6 +86,8 @@ struct pgpool {
 	int32_t key;
 	int on_loss;
 	unsigned slot;		/* held, 0: none */
+	int armed;		/* keep_on_exec: the holder's connection must stay silent */
+	PGconn *state_conn;	/* for atom transactions once armed */
 	char fence[24];		/* the acquisition's transaction id */
 	char appname[APPNAME_MAX + 1];
 };
@@ -124,7 +153,7 @@ static char *pct_decode(const char *s, size_t n)
  * Split URL into what libpq gets (every query parameter but lock=) and
  * NAME. 0, or -1 (reported).
  */
-static int split_url(struct pgpool *p, const char *url)
+static int split_url(struct pgpool *p, const char *url, int access)
 {
 	const char *q = strchr(url, '?'), *a, *e;
 	size_t n = strlen(url);
@@ -160,6 +189,12 @@ static int split_url(struct pgpool *p, const char *url)
 		}
 	}
 	*o = '\0';
+	if (p->lock == NULL && access == LB_POOL_LIST)
+		return 0;
+	if (p->lock != NULL && access == LB_POOL_LIST) {
+		lb_warnx("%s: a database to list takes no lock=", p->base.name);
+		return -1;
+	}
 	if (p->lock == NULL) {
 		lb_warnx("%s: no lock=NAME in the URL (postgresql://HOST/DB?lock=NAME)",
 		    p->base.name);
@@ -233,7 +268,7 @@ static PGresult *query(struct pgpool *p, PGconn *conn, const char *sql)
 	return NULL;
 }
 
-static PGconn *connect_to(struct pgpool *p)
+static PGconn *connect_to(struct pgpool *p, const char *appname)
 {
 	const char *kw[] = {
 		"keepalives", "keepalives_idle", "keepalives_interval",
@@ -243,7 +278,7 @@ static PGconn *connect_to(struct pgpool *p)
 	/* dbname comes last: what the URL sets overrides these defaults */
 	const char *val[] = {
 		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, "10",
-		p->appname, p->conninfo, NULL
+		appname, p->conninfo, NULL
 	};
 	PGconn *conn = PQconnectdbParams(kw, val, 1);
 
@@ -391,7 +426,7 @@ static int harden_session(struct pgpool *p, PGconn *conn)
 /* A connection ready to take slots; NULL (reported) */
 static PGconn *holder_conn(struct pgpool *p, int access)
 {
-	PGconn *conn = connect_to(p);
+	PGconn *conn = connect_to(p, p->appname);
 
 	if (conn == NULL)
 		return NULL;
@@ -409,6 +444,8 @@ static void pg_close(struct lb_pool *pool)
 
 	if (p->conn != NULL)
 		PQfinish(p->conn);
+	if (p->state_conn != NULL)
+		PQfinish(p->state_conn);
 	free(p->conninfo);
 	free(p->lock);
 	free(p);
@@ -431,7 +468,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), getenv("LOCKBOX_HOST") != NULL ? getenv("LOCKBOX_HOST") : host);
-	if (split_url(p, url) != 0 || (p->conn = holder_conn(p, access)) == NULL) {
+	if (split_url(p, url, access) != 0 || (p->conn = holder_conn(p, access)) == NULL) {
 		lb_pool_close(&p->base);
 		return NULL;
 	}
@@ -855,7 +892,8 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 	held_where(p, where, sizeof where);
 	snprintf(sql, sizeof sql,
 	    "SELECT l.objid, a.application_name,"
-	    " (extract(epoch FROM now() - a.state_change) * 1000)::bigint"
+	    " (extract(epoch FROM now() - a.state_change) * 1000)::bigint, l.pid,"
+	    " (extract(epoch FROM a.backend_start) * 1000000)::bigint"
 	    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE %s ORDER BY l.objid", where);
 	r = query(p, p->conn, sql);
@@ -877,24 +915,256 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 		h->known = !PQgetisnull(r, i, 1) && parse_appname(PQgetvalue(r, i, 1), &h->who);
 		/* no boot id: ages are taken on the wall clock, from the server's */
 		h->who.wall_ns = lb_now(CLOCK_REALTIME) - (age > 0 ? age : 0) * LB_NS_PER_MS;
+		h->session.pid = atoi(PQgetvalue(r, i, 3));
+		h->session.start_us = PQgetisnull(r, i, 4) ? -1 :
+		    strtoll(PQgetvalue(r, i, 4), NULL, 10);
+		snprintf(h->session.name, sizeof h->session.name, "%s", PQgetvalue(r, i, 1));
 	}
 	PQclear(r);
 	return 0;
 }
 
-static int pg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
+/*
+ * The connection for atom transactions: the pool's own until its socket is
+ * handed to the command, since after that anything arriving on it means
+ * the session is lost; then one of its own, named apart from holders.
+ * NULL (reported).
+ */
+static PGconn *state_conn(struct pgpool *p)
 {
-	(void)fn;
-	(void)arg;
-	lb_warnx("%s: adaptive state on a PostgreSQL server is not supported", pool->name);
-	return -1;
+	char name[APPNAME_MAX + 1];
+
+	if (!p->armed)
+		return p->conn;
+	if (p->state_conn != NULL && PQstatus(p->state_conn) == CONNECTION_OK)
+		return p->state_conn;
+	if (p->state_conn != NULL)
+		PQfinish(p->state_conn);
+	snprintf(name, sizeof name, "lockbox-state pid=%d", (int)getpid());
+	p->state_conn = connect_to(p, name);
+	if (p->state_conn != NULL && check_server(p, p->state_conn) != 0) {
+		PQfinish(p->state_conn);
+		p->state_conn = NULL;
+	}
+	return p->state_conn;
 }
 
-static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len)
+static void server_clock(const char *us, struct lb_atom_clock *now)
 {
-	(void)area;
-	(void)len;
-	return pg_atom(pool, NULL, NULL);
+	now->wall = strtoll(us, NULL, 10) * 1000;
+	now->boot = now->wall;
+	memcpy(now->boot_id, SERVER_CLOCK_ID, sizeof now->boot_id);
+}
+
+/* A bytea in its text form into AREA, zero-filled past what was stored. */
+static int unescape_area(struct pgpool *p, const char *text, unsigned char *area, size_t len)
+{
+	size_t n;
+	unsigned char *b = PQunescapeBytea((const unsigned char *)text, &n);
+
+	if (b == NULL) {
+		lb_warnx("%s: cannot read the run state: out of memory", p->base.name);
+		return -1;
+	}
+	memset(area, 0, len);
+	memcpy(area, b, n < len ? n : len);
+	PQfreemem(b);
+	return 0;
+}
+
+/* Run SQL (ROLLBACK, COMMIT) whose result is only its success. */
+static int command(struct pgpool *p, PGconn *conn, const char *sql, const char *tag)
+{
+	PGresult *r = query(p, conn, sql);
+	int ok = r != NULL && strcmp(PQcmdStatus(r), tag) == 0;
+
+	if (r != NULL && !ok)
+		lb_warnx("%s: %s did not happen (%s)", p->base.name, tag, PQcmdStatus(r));
+	PQclear(r);
+	return ok ? 0 : -1;
+}
+
+static int store_area(struct pgpool *p, PGconn *conn, const unsigned char *area, size_t len)
+{
+	char key[16];
+	const char *values[3] = { p->lock, key, (const char *)area };
+	int lens[3] = { 0, 0, (int)len }, fmts[3] = { 0, 0, 1 };
+	PGresult *r;
+	int rc = -1;
+
+	snprintf(key, sizeof key, "%" PRId32, p->key);
+	r = PQexecParams(conn,
+	    "INSERT INTO lockbox_atom (name, lock_key, area, updated)"
+	    " VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (name) DO UPDATE"
+	    " SET lock_key = EXCLUDED.lock_key, area = EXCLUDED.area, updated = EXCLUDED.updated",
+	    3, NULL, values, lens, fmts, 0);
+	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK)
+		rc = 0;
+	else
+		lb_warnx("%s: cannot store the run state: %s", p->base.name, res_error(r, conn));
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * One transaction: take (KEY, -2), create the table if this is the
+ * database's first atom, read the row and the server's time, let FN
+ * change it, store it. Every change of one atom's row happens under
+ * that lock, so a row that does not exist yet is covered too.
+ */
+static int pg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
+{
+	struct pgpool *p = pp(pool);
+	PGconn *conn = state_conn(p);
+	unsigned char area[LB_POOL_ATOM_SIZE];
+	struct lb_atom_clock now;
+	char sql[1024], *name;
+	PGresult *r;
+	int rc = -1;
+
+	if (conn == NULL)
+		return -1;
+	name = PQescapeLiteral(conn, p->lock, strlen(p->lock));
+	if (name == NULL) {
+		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+		return -1;
+	}
+	snprintf(sql, sizeof sql,
+	    "BEGIN; SELECT pg_advisory_xact_lock(%" PRId32 ", " ATOM_LOCK ");"
+	    " DO $$BEGIN IF to_regclass('lockbox_atom') IS NULL THEN"
+	    " PERFORM pg_advisory_xact_lock(" TABLE_LOCK "); " ATOM_TABLE_SQL "; END IF; END$$;"
+	    " SELECT (SELECT area FROM lockbox_atom WHERE name = %s), " SERVER_NOW_SQL,
+	    p->key, name);
+	PQfreemem(name);
+	r = query(p, conn, sql);
+	if (r != NULL && PQntuples(r) == 1 &&
+	    unescape_area(p, PQgetvalue(r, 0, 0), area, sizeof area) == 0) {
+		server_clock(PQgetvalue(r, 0, 1), &now);
+		rc = fn(area, sizeof area, &now, arg);
+		if (rc == 1 && store_area(p, conn, area, sizeof area) != 0)
+			rc = -1;
+	}
+	PQclear(r);
+	if (rc == 1)
+		return command(p, conn, "COMMIT", "COMMIT") == 0 ? 1 : -1;
+	command(p, conn, "ROLLBACK", "ROLLBACK");
+	return rc;
+}
+
+/* Whether the state table exists, and the server's time. 1, 0, or -1. */
+static int state_table(struct pgpool *p, PGconn *conn, struct lb_atom_clock *now)
+{
+	PGresult *r = query(p, conn,
+	    "SELECT to_regclass('lockbox_atom') IS NOT NULL, " SERVER_NOW_SQL);
+	int rc = -1;
+
+	if (r != NULL && PQntuples(r) == 1) {
+		if (now != NULL)
+			server_clock(PQgetvalue(r, 0, 1), now);
+		rc = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Reading creates nothing: no table is no state. */
+static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
+    struct lb_atom_clock *now)
+{
+	struct pgpool *p = pp(pool);
+	PGconn *conn = state_conn(p);
+	char sql[512], *name;
+	PGresult *r;
+	int rc;
+
+	if (conn == NULL || (rc = state_table(p, conn, now)) <= 0)
+		return conn == NULL ? -1 : rc;
+	name = PQescapeLiteral(conn, p->lock, strlen(p->lock));
+	if (name == NULL) {
+		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+		return -1;
+	}
+	snprintf(sql, sizeof sql, "SELECT area FROM lockbox_atom WHERE name = %s", name);
+	PQfreemem(name);
+	r = query(p, conn, sql);
+	if (r == NULL)
+		return -1;
+	rc = PQntuples(r) == 1;
+	if (rc && unescape_area(p, PQgetvalue(r, 0, 0), area, len) != 0)
+		rc = -1;
+	PQclear(r);
+	return rc;
+}
+
+static int pg_atom_names(struct lb_pool *pool, char ***names, size_t *n)
+{
+	struct pgpool *p = pp(pool);
+	PGresult *r;
+	int i, rc = state_table(p, p->conn, NULL);
+
+	if (rc <= 0)
+		return rc;
+	r = query(p, p->conn, "SELECT name FROM lockbox_atom ORDER BY name COLLATE \"C\"");
+	if (r == NULL)
+		return -1;
+	*names = calloc((size_t)PQntuples(r) + 1, sizeof **names);
+	for (i = 0; *names != NULL && i < PQntuples(r); i++) {
+		(*names)[i] = strdup(PQgetvalue(r, i, 0));
+		if ((*names)[i] == NULL)
+			break;
+		*n = (size_t)i + 1;
+	}
+	rc = *names != NULL && *n == (size_t)PQntuples(r) ? 0 : -1;
+	if (rc != 0)
+		lb_warn("%s", p->base.name);
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * pg_terminate_backend of the session that holds H's slot, in the same
+ * statement that checks it is that session still: the server process,
+ * its start (when the server shows it to us) and its application_name,
+ * which names the holder's host and PID. A holder that let go, or another
+ * that took the slot since, is never ended.
+ */
+static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
+{
+	struct pgpool *p = pp(pool);
+	char where[512], sql[2048], start[32], *name;
+	PGresult *r;
+	int rc = -1;
+
+	if (h->session.pid <= 0)
+		return 0;
+	name = PQescapeLiteral(p->conn, h->session.name, strlen(h->session.name));
+	if (name == NULL) {
+		lb_warnx("%s: %s", p->base.name, pq_error(p->conn));
+		return -1;
+	}
+	if (h->session.start_us < 0)
+		snprintf(start, sizeof start, "NULL");
+	else
+		snprintf(start, sizeof start, "%lld", (long long)h->session.start_us);
+	held_where(p, where, sizeof where);
+	snprintf(sql, sizeof sql,
+	    "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
+	    " JOIN pg_stat_activity a ON a.pid = l.pid WHERE %s AND l.objid = %u"
+	    " AND l.pid = %d AND a.application_name = %s"
+	    " AND (extract(epoch FROM a.backend_start) * 1000000)::bigint IS NOT DISTINCT FROM %s",
+	    where, h->slot, h->session.pid, name, start);
+	PQfreemem(name);
+	r = PQexec(p->conn, sql);
+	if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK) {
+		rc = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	} else if (r != NULL && PQresultErrorField(r, PG_DIAG_SQLSTATE) != NULL &&
+	    strcmp(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501") == 0) {
+		errno = EPERM;	/* insufficient_privilege: told by the caller */
+	} else {
+		lb_warnx("%s: %s", p->base.name, res_error(r, p->conn));
+	}
+	PQclear(r);
+	return rc;
 }
 
 /*
@@ -934,6 +1204,7 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 		lb_warn("setenv");
 		return -1;
 	}
+	p->armed = 1;
 	return 0;
 }
 
@@ -944,6 +1215,8 @@ static const struct lb_pool_ops pg_ops = {
 	.holders = pg_holders,
 	.atom = pg_atom,
 	.atom_read = pg_atom_read,
+	.atom_names = pg_atom_names,
+	.end_session = pg_end_session,
 	.lock_site = NULL,
 	.keep_on_exec = pg_keep_on_exec,
 	.close = pg_close,

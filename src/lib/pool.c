@@ -84,6 +84,10 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 
 	if (lb_pool_is_pg(target))
 		return pg_open(target, access, opts != NULL ? opts : &defaults);
+	if (access == LB_POOL_LIST) {
+		lb_warnx("%s: not a server: nothing to list", target);
+		return NULL;
+	}
 	return lb_filepool_open(target, access, opts != NULL ? opts : &defaults);
 }
 
@@ -129,10 +133,33 @@ int lb_pool_atom(struct lb_pool *p, lb_atom_fn *fn, void *arg)
 	return p->ops->atom(p, fn, arg);
 }
 
-int lb_pool_atom_read(struct lb_pool *p, unsigned char *area, size_t len)
+int lb_pool_atom_read(struct lb_pool *p, unsigned char *area, size_t len,
+    struct lb_atom_clock *now)
 {
 	memset(area, 0, len);
-	return p->ops->atom_read(p, area, len);
+	memset(now, 0, sizeof *now);
+	return p->ops->atom_read(p, area, len, now);
+}
+
+int lb_pool_atom_names(struct lb_pool *p, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	if (p->ops->atom_names == NULL) {
+		errno = ENOTSUP;
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	return p->ops->atom_names(p, names, n);
+}
+
+int lb_pool_end_session(struct lb_pool *p, const struct lb_holder *h)
+{
+	if (p->ops->end_session == NULL) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	return p->ops->end_session(p, h);
 }
 
 int lb_pool_lock_site(struct lb_pool *p, unsigned slot, struct lb_lock_site *site)

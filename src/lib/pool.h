@@ -18,10 +18,18 @@
 
 struct lb_pool;
 
+/* A server's session holding a slot: enough to end exactly that one. */
+struct lb_session {
+	int pid;		/* the server's process for it; 0: not a server's lock */
+	int64_t start_us;	/* its start on the server's clock; -1: not shown to us */
+	char name[64];		/* its application_name */
+};
+
 struct lb_holder {
 	unsigned slot;
 	int known;		/* 0: the slot is locked but names no holder */
 	struct lb_ident who;
+	struct lb_session session;
 };
 
 struct lb_holders {
@@ -38,9 +46,10 @@ struct lb_pool_opts {
 /*
  * Open a lock target by name: a lock file's path, or another backend's
  * address (postgresql://...). READ only looks and never creates anything;
- * WRITE takes slots. NULL on error, already reported.
+ * WRITE takes slots; LIST opens a server's database without lock=, only
+ * for lb_pool_atom_names. NULL on error, already reported.
  */
-enum { LB_POOL_READ, LB_POOL_WRITE };
+enum { LB_POOL_READ, LB_POOL_WRITE, LB_POOL_LIST };
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts);
 
 /* Whether TARGET names a PostgreSQL server (postgresql://, postgres://). */
@@ -76,19 +85,50 @@ int lb_pool_release(struct lb_pool *pool, pid_t owner);
 int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
 
 /*
- * The pool's atom area (adaptive's run state, LB_POOL_ATOM_SIZE bytes):
- * FN runs on a copy of it while no other process can change it, and when
- * FN returns 1 the copy is stored. Returns what FN returned, or -1 on
- * error (reported).
+ * The time of an atom transaction, on the clocks of whatever keeps the
+ * state: a lock file's are this host's, so that every host that shares
+ * a state agrees on how long ago its times were.
  */
-typedef int lb_atom_fn(unsigned char *area, size_t len, void *arg);
+struct lb_atom_clock {
+	int64_t wall;		/* ns since the epoch */
+	int64_t boot;		/* ns on a clock that is never set, of the boot named next */
+	uint8_t boot_id[16];
+};
+
+/*
+ * The pool's atom area (adaptive's run state, LB_POOL_ATOM_SIZE bytes):
+ * FN runs on a copy of it while no other process can change it, with the
+ * time of that moment, and when FN returns 1 the copy is stored. Returns
+ * what FN returned, or -1 on error (reported).
+ */
+typedef int lb_atom_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg);
 int lb_pool_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
 
 /*
- * Read the atom area without changing anything (read access is enough):
- * 1 read, 0 nothing stored yet (AREA zeroed), -1 error (reported).
+ * Read the atom area without changing anything (read access is enough),
+ * and the time of the reading: 1 read, 0 nothing stored yet (AREA
+ * zeroed), -1 error (reported).
  */
-int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len);
+int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
+    struct lb_atom_clock *now);
+
+/*
+ * The names of the targets whose atom state the server of a LIST pool
+ * keeps, sorted, in a malloc'd array of malloc'd strings. 0, or -1
+ * (reported; ENOTSUP for a lock file).
+ */
+int lb_pool_atom_names(struct lb_pool *pool, char ***names, size_t *n);
+
+/*
+ * End the server session of H (from lb_pool_holders) when it still holds
+ * H's slot: the server then frees the lock, and the holder is told as
+ * its session ends (opts.on_loss). 1 ended, 0 that session no longer
+ * holds the slot, -1 error (reported), or -1 with errno EPERM and nothing
+ * reported when the server does not let us. A lock file's holders are
+ * processes: -1 with errno ENOTSUP.
+ */
+int lb_pool_end_session(struct lb_pool *pool, const struct lb_holder *h);
 
 /*
  * Where the kernel keeps SLOT's lock, for finding the local processes

@@ -47,32 +47,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* --on-loss: none, a signal's name (TERM, SIGTERM) or number. */
-static int parse_signal(const char *arg)
-{
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = {
-		{ "ALRM", SIGALRM }, { "HUP", SIGHUP }, { "INT", SIGINT },
-		{ "KILL", SIGKILL }, { "QUIT", SIGQUIT }, { "TERM", SIGTERM },
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
-	};
-	const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
-	uint64_t v;
-	size_t i;
-
-	if (strcmp(arg, "none") == 0)
-		return 0;
-	for (i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcmp(n, names[i].name) == 0)
-			return names[i].sig;
-	if (lb_parse_uint(arg, 1, (uint64_t)SIGRTMAX, &v) != 0)
-		lb_usage_error("invalid signal '%s': expected none, a name such as TERM, or a number",
-		    arg);
-	return (int)v;
-}
-
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
     char **argv)
@@ -109,7 +83,7 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 			o->path = optarg;
 			break;
 		case OPT_ON_LOSS:
-			o->on_loss = parse_signal(optarg);
+			o->on_loss = lb_opt_signal(optarg);
 			break;
 		}
 	}
