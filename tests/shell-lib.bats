@@ -554,14 +554,15 @@ EOF
 			wait -n || failed=$((failed + 1))
 			running=$((running - 1))
 		fi
-		bash "$T/count.$MODE" "$i" 3>&- &
+		bash "$T/count.$MODE" "$i" 3>&- 2>"$T/count.err.$i" &
 		running=$((running + 1))
 	done
 	while ((running > 0)); do
 		wait -n || failed=$((failed + 1))
 		running=$((running - 1))
 	done
-	assert_equal "$failed" 0
+	# a failure shows what the scripts said
+	assert_equal "$failed: $(cat "$T"/count.err.*)" "0: "
 	assert_equal "$(cat "$T/counter")" 200
 }
 

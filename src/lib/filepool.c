@@ -476,10 +476,10 @@ static unsigned quick_pick(struct filepool *p, off_t size, unsigned max,
 			*high = s;
 			if (st != LB_REC_HELD)
 				continue;
-			lb_record_decode(chunk + i, &who);
-			dead = is_gone(gone, who.pid);
+			dead = is_gone(gone, lb_record_pid(chunk + i));
 			if (!dead && (pick != 0 || s > max || probes++ >= QUICK_PROBES))
 				continue;
+			lb_record_decode(chunk + i, &who);
 			if ((dead || lb_ident_gone(&who)) &&
 			    lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1) {
 				stale++;

@@ -54,10 +54,15 @@ void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
 }
 
 /* Decoding never trusts the bytes: strings are cut to their fields. */
+pid_t lb_record_pid(const unsigned char rec[LB_REC_SIZE])
+{
+	return (pid_t)(lb_get32(rec + REC_PID) & 0x7fffffff);
+}
+
 void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who)
 {
 	memset(who, 0, sizeof *who);
-	who->pid = (pid_t)(lb_get32(rec + REC_PID) & 0x7fffffff);
+	who->pid = lb_record_pid(rec);
 	who->starttime = lb_get64(rec + REC_STARTTIME);
 	who->wall_ns = (int64_t)lb_get64(rec + REC_WALL);
 	who->boot_ns = (int64_t)lb_get64(rec + REC_BOOT);

@@ -57,6 +57,8 @@ static inline off_t lb_slot_offset(unsigned slot)
 uint32_t lb_record_state(const unsigned char rec[LB_REC_SIZE]);
 void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
     const struct lb_ident *who);
+/* The PID of a record, alone: cheaper than decoding it all. */
+pid_t lb_record_pid(const unsigned char rec[LB_REC_SIZE]);
 void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who);
 
 /* A fresh header. */
