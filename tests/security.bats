@@ -331,3 +331,109 @@ start_named_holder() {
 	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 true
 }
+
+# --- item: zero-size pseudo-files are not lock files ------------------------
+# A file of a kernel file system (proc, sysfs, cgroup, ...) looks empty, and
+# writing a header into one changes the system. And an empty file that
+# lockbox did not create gets a header only when nobody else could have put
+# it there for root to write into.
+
+@test "a zero-size file of /proc is refused and never written: the hostname stays" {
+	((EUID == 0)) || skip "needs root for a UTS namespace of its own"
+	command -v unshare >/dev/null || skip "needs unshare"
+	unshare -u true 2>/dev/null || skip "cannot make a UTS namespace here"
+	local msg="on a kernel file system (proc), not a lock file; refusing to touch it"
+	# in a namespace of its own, so that a failure cannot rename the host
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr unshare -u bash -c '
+		f=/proc/sys/kernel/hostname
+		hostname lockbox-test || exit 9
+		"$1" mutex "$f" true; printf "%s\n" "$?"
+		"$1" slots -w 1 "$f" 2 true; printf "%s\n" "$?"
+		"$1" mutex "$f" check; printf "%s\n" "$?"
+		exec 7<>"$f"
+		"$1" mutex acquire --fd 7; printf "%s\n" "$?"
+		hostname' sh "$LOCKBOX"
+	assert_equal "${lines[*]}" "125 125 125 125 lockbox-test"
+	assert_stderr "mutex: /proc/sys/kernel/hostname: $msg
+slots: /proc/sys/kernel/hostname: $msg
+mutex: /proc/sys/kernel/hostname: $msg
+mutex: /proc/sys/kernel/hostname: $msg"
+}
+
+@test "a zero-size file of /sys is refused, also by check" {
+	local f
+	for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/profiling \
+		/sys/power/state; do
+		[[ -f $f && ! -L $f ]] && break
+		f=
+	done
+	[[ -n $f ]] || skip "no sysfs file to try"
+	run -125 --separate-stderr "$LOCKBOX" slots "$f" check
+	assert_stderr "slots: $f: on a kernel file system (sysfs), not a lock file; refusing to touch it"
+	assert_output ""
+}
+
+# not_adopted MESSAGE FILE: every applet form refuses the empty FILE with
+# 125 and "APPLET: FILE: MESSAGE", and it stays empty
+not_adopted() {
+	local msg=$1 f=$2 owner
+	owner=$(stat -c %u:%a "$f")
+	run -125 --separate-stderr "$LOCKBOX" mutex "$f" touch "$T/ran"
+	assert_stderr "mutex: $f: $msg"
+	run -125 --separate-stderr "$LOCKBOX" slots -w 1 "$f" 2 touch "$T/ran"
+	assert_stderr "slots: $f: $msg"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -125 --separate-stderr bash -c 'exec 7<>"$2" && exec "$1" mutex acquire --fd 7' sh \
+		"$LOCKBOX" "$f"
+	assert_stderr "mutex: $f: $msg"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$f")" 0
+	assert_equal "$(stat -c %u:%a "$f")" "$owner"
+	# a read-only look at it is fine: nobody holds it
+	run -0 "$LOCKBOX" mutex "$f" check
+	assert_output 0
+}
+
+@test "an empty file owned by another user, or with another link, is not adopted" {
+	: >"$F"
+	chown 65534 "$F" 2>/dev/null || skip "cannot give a file away"
+	not_adopted "empty, and owned by UID 65534, neither the caller nor root; refusing to adopt it" "$F"
+	chown 0 "$F"
+	mkdir "$T/elsewhere"
+	ln "$F" "$T/elsewhere/precious"
+	not_adopted "empty, with 2 links; refusing to adopt it" "$F"
+	rm "$T/elsewhere/precious"
+	# the safe case stays: root's own, one link
+	run -0 "$LOCKBOX" mutex "$F" true
+	run -0 head -c 16 "$F"
+	assert_output "lockbox lock v1"
+}
+
+@test "an empty file anyone may write, in a sticky shared directory, is not adopted" {
+	mkdir "$T/shared"
+	chmod 1777 "$T/shared"
+	: >"$T/shared/x.lock"
+	chmod 0666 "$T/shared/x.lock"
+	not_adopted "empty, and writable by anyone in a shared directory; refusing to adopt it" \
+		"$T/shared/x.lock"
+	# the same file in a directory of root's own is root's own
+	mkdir "$T/private"
+	: >"$T/private/x.lock"
+	chmod 0666 "$T/private/x.lock"
+	run -0 "$LOCKBOX" mutex "$T/private/x.lock" true
+	run -0 head -c 16 "$T/private/x.lock"
+	assert_output "lockbox lock v1"
+}
+
+@test "a user's own empty file in a sticky directory is adopted" {
+	need_root_and_nobody
+	local d
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	as_nobody sh -c ': >"$1"' sh "$d/x.lock"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/x.lock" true
+	run -0 head -c 16 "$d/x.lock"
+	assert_output "lockbox lock v1"
+}

@@ -62,6 +62,7 @@ struct filepool {
 	int fd;			/* slot locks (the caller's, for --fd); -1: no file, seen read-only */
 	int cfd;		/* header and queue locks: always our own open file */
 	int owned;		/* we opened fd */
+	int idflags;		/* LB_ID_ flags: how far an empty file may be trusted */
 	unsigned char head[LB_HDR_FIELDS];	/* the header fields, as last read */
 	unsigned char *buf;	/* header and records as last read; zeros past that */
 	size_t loaded;		/* bytes of buf read from the file */
@@ -85,7 +86,7 @@ static struct filepool *fp(struct lb_pool *pool)
 	return (struct filepool *)pool;
 }
 
-static struct lb_pool *pool_new(int fd, int cfd, int owned, const char *name)
+static struct lb_pool *pool_new(int fd, int cfd, int owned, int idflags, const char *name)
 {
 	struct filepool *p = calloc(1, sizeof *p);
 
@@ -101,19 +102,19 @@ static struct lb_pool *pool_new(int fd, int cfd, int owned, const char *name)
 	p->fd = fd;
 	p->cfd = cfd;
 	p->owned = owned;
+	p->idflags = idflags;
 	return &p->base;
 }
 
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts)
 {
 	struct lb_pool *p;
-	int fd;
+	int fd, idflags;
 
-	(void)opts;
-	fd = lb_lockfile_open(path, access == LB_POOL_WRITE);
+	fd = lb_lockfile_open(path, access == LB_POOL_WRITE, opts->mode, &idflags);
 	if (fd == -1)
 		return NULL;
-	p = pool_new(fd, fd, 1, path);
+	p = pool_new(fd, fd, 1, idflags, path);
 	if (p == NULL && fd >= 0)
 		close(fd);
 	return p;
@@ -151,7 +152,8 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
 		close(cfd);
 		return NULL;
 	}
-	p = pool_new(fd, cfd, 0, name);
+	/* where the caller found the file is unknown: an empty one is trusted less */
+	p = pool_new(fd, cfd, 0, LB_ID_SHARED_DIR, name);
 	if (p == NULL)
 		close(cfd);
 	return p;
@@ -301,7 +303,7 @@ static int enter(struct filepool *p, int64_t deadline, off_t *size)
 
 	if (r != 1)
 		return r;
-	*size = lb_lockfile_identify(p->cfd, p->name, 1);
+	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags);
 	if (*size < 0 || pread_all(p, p->head, sizeof p->head, 0) != 0 ||
 	    set_header_word(p, LB_HDR_OFF_GEN, header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {
 		header_unlock(p);
