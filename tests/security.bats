@@ -122,9 +122,11 @@ magic_file() {
 	assert_output "lockbox lock v1"
 }
 
-@test "a new lock file is created with mode 0666 minus the umask" {
+@test "a new lock file is created 0600, for its owner only, whatever the umask" {
 	run -0 sh -c 'umask 022 && exec "$@"' sh "$LOCKBOX" slots "$F" 1 true
-	assert_equal "$(stat -c %a "$F")" 644
+	assert_equal "$(stat -c %a "$F")" 600
+	run -0 sh -c 'umask 0 && exec "$@"' sh "$LOCKBOX" mutex "$T/open" true
+	assert_equal "$(stat -c %a "$T/open")" 600
 	run -0 sh -c 'umask 077 && exec "$@"' sh "$LOCKBOX" slots "$T/private" 1 true
 	assert_equal "$(stat -c %a "$T/private")" 600
 }
@@ -436,4 +438,48 @@ not_adopted() {
 	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/x.lock" true
 	run -0 head -c 16 "$d/x.lock"
 	assert_output "lockbox lock v1"
+}
+
+# --- item: command lines stay private: mode 0600, only the command's name ---
+# Records name their holders' commands and outlive them on disk while they
+# hold: a lock file is for its owner unless made to be shared (--mode), and
+# a record keeps the command's name, not its arguments (--record-args).
+
+@test "--mode gives a new lock file exactly that mode, and leaves an existing one alone" {
+	run -0 sh -c 'umask 077 && exec "$@"' sh "$LOCKBOX" slots --mode 0664 "$F" 2 true
+	assert_equal "$(stat -c %a "$F")" 664
+	run -0 sh -c 'umask 022 && exec "$@"' sh "$LOCKBOX" mutex --mode 666 "$T/shared" true
+	assert_equal "$(stat -c %a "$T/shared")" 666
+	# only when lockbox creates the file
+	run -0 "$LOCKBOX" slots --mode 0600 "$F" 2 true
+	assert_equal "$(stat -c %a "$F")" 664
+	run -0 "$LOCKBOX" mutex "$T/shared" true
+	assert_equal "$(stat -c %a "$T/shared")" 666
+}
+
+@test "--mode takes octal permissions the owner can read and write, and only where a file is made" {
+	local bad
+	for bad in 0444 0200 8 0x1b6 rw-r--r-- 04600 01666 '' 00000600; do
+		run -125 --separate-stderr "$LOCKBOX" mutex --mode "$bad" "$F" touch "$T/ran"
+		assert_stderr_regex "^mutex: invalid mode '$bad': [^"$'\n'"]+"$'\n'"Try 'lockbox mutex --help'\.\$"
+	done
+	run -125 --separate-stderr "$LOCKBOX" slots --mode 0644 "$F" check
+	assert_stderr "slots: --mode does not go with check or list"$'\n'"Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex acquire --mode 0644 --fd 0
+	assert_stderr "mutex: --mode goes with COMMAND: the caller made FD's file"$'\n'"Try 'lockbox mutex --help'."
+	assert [ ! -e "$F" ]
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a pool made with --mode 0666 is shared with another user; a default one is not" {
+	need_root_and_nobody
+	local d
+	d=$(world_readable_dir)
+	run -0 "$LOCKBOX" mutex --mode 0666 "$d/shared.lock" true
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/shared.lock" true
+	run -0 "$LOCKBOX" mutex "$d/private.lock" true
+	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" true
+	assert_stderr "mutex: $d/private.lock: Permission denied"
+	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" list
+	assert_stderr "mutex: $d/private.lock: Permission denied"
 }

@@ -6,7 +6,7 @@
 #include "poolcmd.h"
 
 #define USAGE \
-	"usage: mutex [-qv] [-w DUR] [-E CODE] LOCKFILE [--] COMMAND [ARG...]\n" \
+	"usage: mutex [-qv] [-w DUR] [-E CODE] [--mode MODE] LOCKFILE [--] COMMAND [ARG...]\n" \
 	"       mutex [--json] LOCKFILE check|list\n" \
 	"       mutex acquire [-qv] [-w DUR] [-E CODE] [--path PATH] --fd FD\n" \
 	"       mutex release [--path PATH] --fd FD"
@@ -25,6 +25,8 @@ static const struct lb_poolcmd mutex = {
 	    "                      exit with CODE instead of 75 when the lock is not taken\n"
 	    "  -q, --quiet         no message when the lock is not taken\n"
 	    "  -v, --verbose       say when the lock is taken\n"
+	    "      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n"
+	    "                      default 0600 (less the umask): for the owner only\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
 	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"

@@ -6,7 +6,7 @@
 #include "poolcmd.h"
 
 #define USAGE \
-	"usage: slots [-qv] [-w DUR] [-E CODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
+	"usage: slots [-qv] [-w DUR] [-E CODE] [--mode MODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
 	"       slots [--json] LOCKFILE check|list\n" \
 	"       slots acquire [-qv] [-w DUR] [-E CODE] [--path PATH] --fd FD MAX\n" \
 	"       slots release [--path PATH] --fd FD"
@@ -24,6 +24,8 @@ static const struct lb_poolcmd slots = {
 	    "                      exit with CODE instead of 75 when no slot is taken\n"
 	    "  -q, --quiet         no message when no slot is taken\n"
 	    "  -v, --verbose       say which slot was taken\n"
+	    "      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n"
+	    "                      default 0600 (less the umask): for the owner only\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
 	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"

@@ -63,7 +63,7 @@ void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who
 void lb_header_init(unsigned char hdr[LB_HDR_SIZE]);
 
 /* A lock file lockbox creates, unless told another mode. */
-#define LB_LOCKFILE_MODE 0666
+#define LB_LOCKFILE_MODE 0600
 
 /* How lb_lockfile_identify may treat a file. */
 enum {

@@ -20,6 +20,7 @@ int lb_getopt(int argc, char **argv, const char *shortopts,
 /* Option arguments every applet shares; a bad one is a usage error. */
 int lb_opt_exit_code(const char *arg);			/* -E: 0 to 255 */
 int64_t lb_opt_duration(const char *arg, int64_t bare_unit);	/* in ns */
+unsigned lb_opt_mode(const char *arg);	/* --mode: octal, the owner's rw in it */
 
 /* --help: the usage line(s), then the rest, on stdout; exit 0. */
 _Noreturn void lb_help(const char *usage, const char *rest);

@@ -30,15 +30,17 @@ struct opts {
 	int fd;			/* --fd; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
+	unsigned mode;		/* --mode: of a file created now; 0: the default */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "fd", required_argument, NULL, OPT_FD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "path", required_argument, NULL, OPT_PATH },
 	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -104,6 +106,9 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 			break;
 		case OPT_JSON:
 			o->json = 1;
+			break;
+		case OPT_MODE:
+			o->mode = lb_opt_mode(optarg);
 			break;
 		case OPT_PATH:
 			o->path = optarg;
@@ -213,7 +218,7 @@ static int take(const struct lb_poolcmd *cmd, const struct opts *o,
 static int run(const struct lb_poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
-	struct lb_pool_opts popts = { 0, o->on_loss };
+	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss };
 	struct lb_ident who;
 	struct lb_pool *pool;
 	unsigned max = parse_max(cmd, max_arg), slot;
@@ -335,6 +340,8 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 
 	if (o->fd < 0)
 		lb_usage_error("%s needs --fd FD", argv[0]);
+	if (o->mode != 0)
+		lb_usage_error("--mode goes with COMMAND: the caller made FD's file");
 	if (release || cmd->fixed_max) {
 		if (max_arg != NULL)
 			lb_usage_error("unexpected argument '%s'", max_arg);
@@ -490,6 +497,8 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
 		if (i + 1 < argc)
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		if (o.mode != 0)
+			lb_usage_error("--mode does not go with check or list");
 		return look(&o, path, word[0] == 'c');
 	}
 	if (o.json)
