@@ -290,7 +290,7 @@ stuck_header() {
 start_named_holder() {
 	HOLDERS=$((HOLDERS + 1))
 	local marker=$T/holder.$HOLDERS
-	spawn "$LOCKBOX" slots "$F" 2 sh -c "$HOLD_SCRIPT" "$1" "$marker"
+	spawn "$LOCKBOX" slots --record-args "$F" 2 sh -c "$HOLD_SCRIPT" "$1" "$marker"
 	HOLDER_PID=$SPAWN_PID
 	wait_for holder_ready "$marker" "$HOLDER_PID"
 }
@@ -482,4 +482,38 @@ not_adopted() {
 	assert_stderr "mutex: $d/private.lock: Permission denied"
 	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" list
 	assert_stderr "mutex: $d/private.lock: Permission denied"
+}
+
+@test "a record keeps the command's name, not its arguments; --record-args keeps them" {
+	start_holder_with slots "$F" 2 env SECRET=hunter2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID +[^ ]+ +env\$"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	assert_regex "$output" '"command":"env"'
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
+	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	run -1 grep -c hunter2 "$F"
+	# the record of a holder from a shell (acquire --fd) too
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	spawn bash -c 'exec 7<>"$2" && "$1" slots acquire --fd 7 2 && exec sleep 600' \
+		sh "$LOCKBOX" "$F" hunter2
+	wait_for held_is "$F" 2
+	run -1 grep -c hunter2 "$F"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "$output" $'\n'"[0-9] +$SPAWN_PID +[^ ]+ +bash\$"
+	stop_pid "$SPAWN_PID"
+	stop_pid "$HOLDER_PID"
+	# asked for, the whole command line
+	start_holder_with slots --record-args "$F" 2 env SECRET=hunter2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" " env SECRET=hunter2 sh -c "
+	run -0 grep -c hunter2 "$F"
+	stop_pid "$HOLDER_PID"
+}
+
+@test "--record-args goes with COMMAND or acquire" {
+	run -125 --separate-stderr "$LOCKBOX" slots --record-args "$F" list
+	assert_stderr "slots: --record-args goes with COMMAND or acquire"$'\n'"Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex release --record-args --fd 0
+	assert_stderr "mutex: --record-args goes with COMMAND or acquire"$'\n'"Try 'lockbox mutex --help'."
 }

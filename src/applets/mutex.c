@@ -6,9 +6,9 @@
 #include "poolcmd.h"
 
 #define USAGE \
-	"usage: mutex [-qv] [-w DUR] [-E CODE] [--mode MODE] LOCKFILE [--] COMMAND [ARG...]\n" \
+	"usage: mutex [-qv] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE [--] COMMAND [ARG...]\n" \
 	"       mutex [--json] LOCKFILE check|list\n" \
-	"       mutex acquire [-qv] [-w DUR] [-E CODE] [--path PATH] --fd FD\n" \
+	"       mutex acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD\n" \
 	"       mutex release [--path PATH] --fd FD"
 
 static const struct lb_poolcmd mutex = {
@@ -27,6 +27,8 @@ static const struct lb_poolcmd mutex = {
 	    "  -v, --verbose       say when the lock is taken\n"
 	    "      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n"
 	    "                      default 0600 (less the umask): for the owner only\n"
+	    "      --record-args   record the holder's whole command line, not only\n"
+	    "                      its name (anyone who can read LOCKFILE sees it)\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
 	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"

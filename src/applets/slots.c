@@ -6,9 +6,9 @@
 #include "poolcmd.h"
 
 #define USAGE \
-	"usage: slots [-qv] [-w DUR] [-E CODE] [--mode MODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
+	"usage: slots [-qv] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
 	"       slots [--json] LOCKFILE check|list\n" \
-	"       slots acquire [-qv] [-w DUR] [-E CODE] [--path PATH] --fd FD MAX\n" \
+	"       slots acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD MAX\n" \
 	"       slots release [--path PATH] --fd FD"
 
 static const struct lb_poolcmd slots = {
@@ -26,6 +26,8 @@ static const struct lb_poolcmd slots = {
 	    "  -v, --verbose       say which slot was taken\n"
 	    "      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n"
 	    "                      default 0600 (less the umask): for the owner only\n"
+	    "      --record-args   record the holder's whole command line, not only\n"
+	    "                      its name (anyone who can read LOCKFILE sees it)\n"
 	    "      --json          check/list output as JSON\n"
 	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
 	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"

@@ -31,9 +31,10 @@ struct opts {
 	const char *path;	/* --path: the file FD must be; NULL: none */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
 	unsigned mode;		/* --mode: of a file created now; 0: the default */
+	int record_args;	/* --record-args: the whole command line in the record */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
@@ -44,6 +45,7 @@ static const struct option longopts[] = {
 	{ "path", required_argument, NULL, OPT_PATH },
 	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
@@ -115,6 +117,9 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 			break;
 		case OPT_ON_LOSS:
 			o->on_loss = parse_signal(optarg);
+			break;
+		case OPT_RECORD_ARGS:
+			o->record_args = 1;
 			break;
 		}
 	}
@@ -235,6 +240,8 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	lb_ident_fill(&who, getpid(), command);
+	if (!o->record_args)
+		lb_ident_name_only(&who, 0, command);
 	/* the pool's name: a server URL's password is not repeated */
 	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
 		lb_pool_close(pool);
@@ -342,6 +349,8 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 		lb_usage_error("%s needs --fd FD", argv[0]);
 	if (o->mode != 0)
 		lb_usage_error("--mode goes with COMMAND: the caller made FD's file");
+	if (release && o->record_args)
+		lb_usage_error("--record-args goes with COMMAND or acquire");
 	if (release || cmd->fixed_max) {
 		if (max_arg != NULL)
 			lb_usage_error("unexpected argument '%s'", max_arg);
@@ -376,6 +385,8 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 		/* taking again what the fd holds changes nothing */
 		slot = lb_pool_own_slot(pool);
 		lb_ident_fill(&who, getppid(), NULL);
+		if (!o->record_args)
+			lb_ident_name_only(&who, getppid(), NULL);
 		if (slot > max) {
 			status = held_above(cmd, name, o->fd, slot, max);
 		} else if (slot != 0) {
@@ -499,6 +510,8 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
 		if (o.mode != 0)
 			lb_usage_error("--mode does not go with check or list");
+		if (o.record_args)
+			lb_usage_error("--record-args goes with COMMAND or acquire");
 		return look(&o, path, word[0] == 'c');
 	}
 	if (o.json)
