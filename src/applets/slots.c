@@ -8,6 +8,7 @@
 #define USAGE \
 	"usage: slots [-qv] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
 	"       slots [--json] LOCKFILE check|list\n" \
+	"       slots [--mode MODE] LOCKFILE create\n" \
 	"       slots acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD MAX\n" \
 	"       slots release [--path PATH] --fd FD"
 
@@ -34,6 +35,9 @@ static const struct lb_poolcmd slots = {
 	    "      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n"
 	    "                      TERM; none: do not) when the server connection is lost\n"
 	    "  -h, --help          this help\n"
+	    "\n"
+	    "create makes LOCKFILE (or checks the one there) without taking it:\n"
+	    "0 when it is a lock file lockbox may use, 125 otherwise.\n"
 	    "\n"
 	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
 	    "LOCKFILE may be postgresql://HOST/DB?lock=NAME: a lock on a PostgreSQL\n"

@@ -125,23 +125,27 @@ struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_p
  * caller's: if this process dies holding one, the kernel drops it with
  * us, instead of leaving it to a shell that lives on.
  */
-struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
+struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path)
 {
 #ifndef HAVE_OFD_LOCKS
 	/* a per-process lock taken by this helper would die with it */
 	(void)fd;
+	(void)path;
 	lb_warnx("%s: --fd needs open file description locks, which this build lacks", name);
 	return NULL;
 #else
 	struct stat a, b;
 	struct lb_pool *p;
-	char path[64];
-	int cfd;
+	char self[64];
+	/* where the caller found the file is unknown: an empty one is trusted less */
+	int cfd, idflags = LB_ID_SHARED_DIR;
 
 	if (lb_lockfile_check_fd(fd, name, 1) != 0)
 		return NULL;
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	cfd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (path != NULL && lb_lockfile_check_path(fd, path, &idflags) != 0)
+		return NULL;
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	cfd = open(self, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (cfd < 0) {
 		lb_warn("%s: cannot open it again", name);
 		return NULL;
@@ -152,8 +156,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
 		close(cfd);
 		return NULL;
 	}
-	/* where the caller found the file is unknown: an empty one is trusted less */
-	p = pool_new(fd, cfd, 0, LB_ID_SHARED_DIR, name);
+	p = pool_new(fd, cfd, 0, idflags, name);
 	if (p == NULL)
 		close(cfd);
 	return p;

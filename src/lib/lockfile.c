@@ -197,6 +197,31 @@ static int sticky_shared(const struct stat *dir)
 }
 
 /*
+ * fs.protected_regular, kept by lockbox itself: the kernel applies it only
+ * to opens with O_CREAT, and it may be switched off. In a sticky directory
+ * that others may write to (/tmp, /run/lock), a file owned by neither the
+ * caller nor the directory's owner may have been put there by anyone, for
+ * root to write into. Such a file is used only when it is a lock file
+ * made to be shared: it has the magic, and a mode that lets others write
+ * it (created with --mode 0664 or 0666). 0 to use it, -1 refused (reported).
+ */
+static int sticky_rule(int fd, const struct stat *st, const struct stat *dir,
+    const char *name)
+{
+	unsigned char magic[LB_MAGIC_LEN];
+
+	if (!sticky_shared(dir) || st->st_uid == geteuid() || st->st_uid == dir->st_uid)
+		return 0;
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) &&
+	    pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+	    memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0)
+		return 0;
+	lb_warnx("%s: owned by UID %u in a shared sticky directory, and not a lock file shared with --mode; refusing it",
+	    name, (unsigned)st->st_uid);
+	return -1;
+}
+
+/*
  * Open or create BASE in DFD for writing. A new file is made with
  * O_EXCL, so lockbox knows it is its own (*created): an existing one is
  * then opened without O_CREAT, and a file deleted in between is made
@@ -277,8 +302,57 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 		close(fd);
 		return -1;
 	}
+	if (writable && !created) {
+		struct stat st;
+
+		if (fstat(fd, &st) != 0) {
+			lb_warn("%s", path);
+			close(fd);
+			return -1;
+		}
+		if (sticky_rule(fd, &st, &dir, path) != 0) {
+			close(fd);
+			return -1;
+		}
+	}
 	*idflags = (created ? LB_ID_CREATED : 0) | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
 	return fd;
+}
+
+int lb_lockfile_check_path(int fd, const char *path, int *idflags)
+{
+	const char *base;
+	struct stat f, l, dir;
+	int dfd, e, rc = -1;
+
+	*idflags = LB_ID_SHARED_DIR;
+	if (fstat(fd, &f) != 0) {
+		lb_warn("fd %d", fd);
+		return -1;
+	}
+	dfd = open_dir(path, &base);
+	if (dfd < 0 || fstat(dfd, &dir) != 0 || *base == '\0' ||
+	    fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) != 0) {
+		e = *base == '\0' ? EISDIR : errno;
+		if (dfd >= 0)
+			close(dfd);
+		errno = e;
+		lb_warn("%s", path);
+		return -1;
+	}
+	close(dfd);
+	if (S_ISLNK(l.st_mode))
+		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
+	else if (!S_ISREG(l.st_mode) || !S_ISREG(f.st_mode))
+		lb_warnx("%s: not a regular file", path);
+	else if (f.st_dev != l.st_dev || f.st_ino != l.st_ino)
+		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
+		    path, fd);
+	else if (sticky_rule(fd, &f, &dir, path) == 0)
+		rc = 0;
+	if (rc == 0 && !sticky_shared(&dir))
+		*idflags = 0;
+	return rc;
 }
 
 int lb_lockfile_check_fd(int fd, const char *name, int writable)

@@ -76,7 +76,10 @@ enum {
 /*
  * Open a lock file without trusting the path: a final symlink is refused,
  * a FIFO never blocks the open, anything but a regular file on a real
- * file system is refused. A writable open creates a missing file with
+ * file system is refused. A writable open of an existing file in a sticky
+ * directory that others may write refuses one owned by neither the
+ * caller nor the directory's owner, unless it is a lock file that others
+ * may write (shared on purpose). A writable open creates a missing file with
  * MODE (exactly; 0: LB_LOCKFILE_MODE less the umask). *IDFLAGS gets the
  * LB_ID_ flags the file was opened with. Errors are reported under
  * PATH. Returns the fd (close-on-exec), -1 on error, or LB_OPEN_MISSING
@@ -87,6 +90,15 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags);
 
 /* An fd the caller opened must be a regular file too (and writable if asked). */
 int lb_lockfile_check_fd(int fd, const char *name, int writable);
+
+/*
+ * The caller opened FD on PATH, but a symlink or another file may have
+ * been put in PATH's place between its check and its open: FD must be the
+ * regular file PATH names now (PATH not a symlink), and pass the sticky
+ * directory rule that lb_lockfile_open applies. 0 with *IDFLAGS set from
+ * PATH's directory, or -1 (reported).
+ */
+int lb_lockfile_check_path(int fd, const char *path, int *idflags);
 
 /*
  * With the header locked: identify the file. An empty file gets a fresh

@@ -281,42 +281,6 @@ static int check_access(int fd, const char *name)
 }
 
 /*
- * --path: the caller opened PATH and passed the fd, but between its check
- * and its open a symlink or another file may have been put in PATH's
- * place. Checked here, after the open, the fd must be the regular file
- * that PATH names now, PATH itself not a symlink: then what the caller
- * meant to lock is what gets locked. (PATH changing after this check is
- * harmless: the lock is on the file the fd is open on, as for any holder.)
- */
-static int check_path(int fd, const char *path)
-{
-	struct stat f, l;
-
-	if (fstat(fd, &f) != 0) {
-		lb_warn("fd %d", fd);
-		return -1;
-	}
-	if (lstat(path, &l) != 0) {
-		lb_warn("%s", path);
-		return -1;
-	}
-	if (S_ISLNK(l.st_mode)) {
-		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
-		return -1;
-	}
-	if (!S_ISREG(l.st_mode) || !S_ISREG(f.st_mode)) {
-		lb_warnx("%s: not a regular file", path);
-		return -1;
-	}
-	if (f.st_dev != l.st_dev || f.st_ino != l.st_ino) {
-		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
-		    path, fd);
-		return -1;
-	}
-	return 0;
-}
-
-/*
  * The fd holds slot OWN already, above MAX: another slot would make one
  * open file two holders (and the caller's idea of its slot wrong), so
  * refuse, and leave that slot and its record as they are.
@@ -373,9 +337,16 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	}
 	if (!release && check_access(o->fd, name) != 0)
 		return LB_EXIT_FAIL;
-	if (o->path != NULL && check_path(o->fd, o->path) != 0)
-		return LB_EXIT_FAIL;
-	pool = lb_pool_from_fd(o->fd, name);
+	/*
+	 * --path: the caller opened PATH and passed the fd, but between its
+	 * check and its open a symlink or another file may have been put in
+	 * PATH's place. Checked here, after the open, the fd must be the
+	 * regular file that PATH names now, PATH itself not a symlink: then
+	 * what the caller meant to lock is what gets locked. (PATH changing
+	 * after this check is harmless: the lock is on the file the fd is
+	 * open on, as for any holder.)
+	 */
+	pool = lb_pool_from_fd(o->fd, name, o->path);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	/* the lock belongs to the caller's open file: the caller is its holder */
@@ -489,6 +460,35 @@ static int look(const struct opts *o, const char *path, int count_only)
 	return LB_EXIT_OK;
 }
 
+/* Changes nothing: create only wants the file identified under the header lock. */
+static int unchanged(unsigned char *area, size_t len, void *arg)
+{
+	(void)area;
+	(void)len;
+	(void)arg;
+	return 0;
+}
+
+/*
+ * create: make the lock file, or check the one there, as taking a slot
+ * would (no symlink, a regular file of a real file system, the sticky
+ * directory rule, a header written into a new or safely adopted empty
+ * file, the magic otherwise), and take nothing. The shell library runs
+ * it so that bash never has to create the file itself.
+ */
+static int create(const struct opts *o, const char *path)
+{
+	struct lb_pool_opts popts = { (mode_t)o->mode, 0 };
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
+	int r;
+
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	r = lb_pool_atom(pool, unchanged, NULL);
+	lb_pool_close(pool);
+	return r == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
+}
+
 int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 {
 	struct opts o = {
@@ -513,6 +513,13 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 		if (o.record_args)
 			lb_usage_error("--record-args goes with COMMAND or acquire");
 		return look(&o, path, word[0] == 'c');
+	}
+	if (word != NULL && strcmp(word, "create") == 0) {
+		if (i + 1 < argc)
+			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		if (o.json || o.record_args || o.fd >= 0 || o.wait >= 0)
+			lb_usage_error("create takes no option but --mode");
+		return create(&o, path);
 	}
 	if (o.json)
 		lb_usage_error("--json goes with check or list");
