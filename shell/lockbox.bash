@@ -141,28 +141,46 @@ _lockbox_held() {
 }
 
 # _lockbox_open APPLET FILE: _lockbox_r is a new read-write fd on FILE.
-# bash would follow a symlink and block on a FIFO: refuse them first. What
-# is swapped in between this check and the open, the binary refuses: it is
-# given --path FILE and checks that the fd is the regular file FILE names.
+# bash never creates the file, nor opens it for writing by its name: `<>`
+# would create the target of a dangling symlink put in FILE's place, and
+# open a file another user planted. A missing or empty file is made by the
+# binary (create: O_EXCL, no symlink, the sticky directory rule, the
+# header written). bash then opens FILE read-only, which creates nothing,
+# and reopens that very open file read-write through /proc/self/fd,
+# without looking FILE up again. What is swapped in between, the binary
+# refuses: it is given --path FILE and checks that the fd is the regular
+# lock file FILE names. A FIFO swapped in just before the read-only open
+# would block it; the checks right before leave that window small, and
+# only someone who may replace FILE in its directory can do it (in a
+# sticky directory, not for a file of this user or the directory's owner).
 _lockbox_open() {
-	local app=$1 file=$2 fd msg
+	local app=$1 file=$2 ro fd msg
+	if [[ -L $file || ! -s $file ]]; then
+		"$_lockbox_bin" "$app" "$file" create || return
+	fi
 	if [[ -L $file ]]; then
 		_lockbox_warn "$app: $file: is a symbolic link; refusing to follow it"
 		return 125
 	fi
-	if [[ -e $file && ! -f $file ]]; then
+	if [[ ! -f $file ]]; then
 		_lockbox_warn "$app: $file: not a regular file"
 		return 125
 	fi
-	if { exec {fd}<>"$file"; } 2>/dev/null; then
-		_lockbox_r=$fd
-		return 0
+	if ! { exec {ro}<"$file"; } 2>/dev/null; then
+		# bash's own words for why, without its "script: line N:" prefix
+		msg=$(: 2>&1 <"$file") || :
+		_lockbox_warn "$app: $file: ${msg##*: }"
+		return 125
 	fi
-	# bash's own words for why, without its "script: line N:" prefix
-	msg=$({ exec {fd}<>"$file"; } 2>&1) || :
-	msg=${msg##*"$file": }
-	_lockbox_warn "$app: $file: ${msg:-cannot open}"
-	return 125
+	if ! { exec {fd}<>"/proc/self/fd/$ro"; } 2>/dev/null; then
+		msg=$(: 2>&1 <>"/proc/self/fd/$ro") || :
+		_lockbox_close "$ro"
+		_lockbox_warn "$app: $file: ${msg##*: }"
+		return 125
+	fi
+	_lockbox_close "$ro"
+	_lockbox_r=$fd
+	return 0
 }
 
 # _lockbox_close FD

@@ -517,3 +517,113 @@ not_adopted() {
 	run -125 --separate-stderr "$LOCKBOX" mutex release --record-args --fd 0
 	assert_stderr "mutex: --record-args goes with COMMAND or acquire"$'\n'"Try 'lockbox mutex --help'."
 }
+
+# --- item: the shell library never lets bash create or follow the lock path --
+# In a world-writable sticky directory another user may flip the lock path
+# between a file, a symlink and nothing while root's script takes the lock.
+# bash's `<>` creates the target of a dangling symlink and opens whatever the
+# path names then; the library must leave making the file to the binary and
+# open only the file that was checked.
+
+# flipper PATH STOP BAIT TARGET...: as nobody, flip PATH as fast as it goes
+# between a symlink to each TARGET and a hard link to BAIT (an empty file of
+# nobody's), each put in place by rename, so PATH is seldom missing; every
+# tenth round it is removed. Until the file STOP exists (at most 5 million
+# rounds); prints the rounds.
+flipper() {
+	# shellcheck disable=SC2016 # perl's variables
+	as_nobody perl -e '
+		my ($path, $stop, $bait, @targets) = @ARGV;
+		my $n = 0;
+		while ($n < 5_000_000 && !-e $stop) {
+			for my $t (@targets) {
+				symlink($t, "$path.$$") and rename("$path.$$", $path);
+				link($bait, "$path.$$") and rename("$path.$$", $path);
+			}
+			unlink($path) if $n % 10 == 0;
+			$n++;
+		}
+		unlink("$path.$$");
+		print "$n\n";
+	' "$@"
+}
+
+@test "a path flipped between file, symlink and nothing by another user: nothing outside is made or written" {
+	need_root_and_nobody
+	command -v perl >/dev/null || skip "needs perl"
+	local d lib attempts=150
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	lib=$("$LOCKBOX" --shell-lib)
+	printf 'precious data\n' >"$T/precious"
+	: >"$T/empty"
+	chmod 0600 "$T/precious" "$T/empty"
+	local before
+	before=$(sha "$T/precious")
+	as_nobody mkdir "$d/bait"
+	as_nobody touch "$d/bait/file"
+	spawn flipper "$d/x.lock" "$d/stop" "$d/bait/file" "$T/precious" "$T/empty" "$T/missing"
+	local flip=$SPAWN_PID
+	# root's script takes and drops the lock, then removes the file, so
+	# that every attempt meets the race anew
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		. "$1"
+		for ((i = 0; i < $3; i++)); do
+			rc=0
+			acquire_mutex "$2" || rc=$?
+			if ((rc == 0)); then
+				"$LOCKBOX" mutex "$2" check >/dev/null
+				release_mutex "$2"
+			fi
+			printf "%s\n" "$rc"
+			rm -f "$2"
+		done' sh "$lib" "$d/x.lock" "$attempts"
+	: >"$d/stop"
+	reap "$flip"
+	assert_equal "$REAP_STATUS" 0
+	assert [ "$(cat "$SPAWN_OUT")" -gt 0 ]
+	# every attempt took the lock or refused the path: 0 or 125
+	assert_equal "${#lines[@]}" "$attempts"
+	run -1 grep -vxE '0|125' <<<"$output"
+	assert [ ! -e "$T/missing" ]
+	assert_equal "$(sha "$T/precious")" "$before"
+	assert_equal "$(stat -c %u:%a:%s "$T/precious")" 0:600:14
+	assert_equal "$(stat -c %u:%a:%s "$T/empty")" 0:600:0
+	# nobody's file was never written by root
+	assert_equal "$(stat -c %u:%s "$d/bait/file")" 65534:0
+}
+
+@test "the library refuses a FIFO, a symlink and another user's file in a sticky directory, without blocking" {
+	need_root_and_nobody
+	local d lib
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	lib=$("$LOCKBOX" --shell-lib)
+	as_nobody mkfifo "$d/fifo.lock"
+	as_nobody ln -s "$T/missing" "$d/link.lock"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	as_nobody sh -c ': >"$1" && "$2" mutex --mode 0644 "$3" create' sh \
+		"$d/empty.lock" "$LOCKBOX" "$d/full.lock"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr timeout 20 bash -c '
+		. "$1"
+		for f in fifo link empty full; do
+			rc=0
+			acquire_mutex "$2/$f.lock" || rc=$?
+			printf "%s " "$rc"
+		done' sh "$lib" "$d"
+	assert_output "125 125 125 125 "
+	assert_stderr "mutex: $d/fifo.lock: not a regular file
+mutex: $d/link.lock: is a symbolic link; refusing to follow it
+mutex: $d/empty.lock: owned by UID 65534 in a shared sticky directory, and not a lock file shared with --mode; refusing it
+mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a lock file shared with --mode; refusing it"
+	assert [ ! -e "$T/missing" ]
+	assert_equal "$(stat -c %s "$d/empty.lock")" 0
+	# a pool made to be shared (--mode 0666) is used
+	as_nobody "$LOCKBOX" mutex --mode 0666 "$d/shared.lock" create
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '. "$1" && acquire_mutex "$2" && "$LOCKBOX" mutex "$2" check' \
+		sh "$lib" "$d/shared.lock"
+	assert_output 1
+}
