@@ -140,6 +140,30 @@ _lockbox_held() {
 	[[ -n ${_lockbox_fd[$1]-} && ${_lockbox_pid[$1]-} == "$BASHPID" ]]
 }
 
+# _lockbox_find FILE: _lockbox_r is the key of the lock this shell holds
+# on FILE: FILE's own key, or that of a held lock whose fd is open on the
+# file FILE names under another name (a hard link, a bind mount, a renamed
+# directory), so that no spelling of a held file leaves it held. Returns 1,
+# with FILE's own key, when this shell holds no lock on it.
+_lockbox_find() {
+	local file=$1 key k
+	_lockbox_key "$file"
+	key=$_lockbox_r
+	if _lockbox_held "$key"; then
+		return 0
+	fi
+	if ((${#_lockbox_fd[@]} > 0)) && [[ -e $file ]]; then
+		for k in "${!_lockbox_fd[@]}"; do
+			if _lockbox_held "$k" && [[ $file -ef /proc/self/fd/${_lockbox_fd[$k]} ]]; then
+				_lockbox_r=$k
+				return 0
+			fi
+		done
+	fi
+	_lockbox_r=$key
+	return 1
+}
+
 # _lockbox_open APPLET FILE: _lockbox_r is a new read-write fd on FILE.
 # bash never creates the file, nor opens it for writing by its name: `<>`
 # would create the target of a dangling symlink put in FILE's place, and
@@ -200,9 +224,8 @@ _lockbox_acquire() {
 	if [[ -n $wait ]]; then
 		args+=(-w "$wait")
 	fi
-	_lockbox_key "$file"
-	key=$_lockbox_r
-	if _lockbox_held "$key"; then
+	if _lockbox_find "$file"; then
+		key=$_lockbox_r
 		# already ours: taking it again changes nothing; but a slot above
 		# MAX is not taken twice (the binary's words)
 		slot=${_lockbox_slot[$key]}
@@ -221,6 +244,7 @@ _lockbox_acquire() {
 		fi
 		return 0
 	fi
+	key=$_lockbox_r
 	_lockbox_open "$app" "$file" || return
 	fd=$_lockbox_r
 	args+=(--fd "$fd" --path "$file")
@@ -278,19 +302,20 @@ _lockbox_drop() {
 	return "$rc"
 }
 
-# _lockbox_release KIND [FILE]: FILE's lock, or with no FILE every lock of
-# KIND this shell holds. Not holding it (a lock of the parent shell, seen
-# from a subshell, included) is no error and changes nothing.
+# _lockbox_release KIND [FILE]: FILE's lock, by any of its names, or with
+# no FILE every lock of KIND this shell holds. Afterwards this shell holds
+# no lock on FILE: not holding it (released already, or a lock of the
+# parent shell seen from a subshell) changes nothing and returns 0, so a
+# script's own EXIT trap may release what the library's released first.
 _lockbox_release() {
-	local kind=$1 key rc=0
+	local rc=0
 	if (($# > 1)); then
-		_lockbox_key "$2"
-		key=$_lockbox_r
-		if _lockbox_held "$key"; then
-			_lockbox_drop "$key" || rc=$?
+		if _lockbox_find "$2"; then
+			_lockbox_drop "$_lockbox_r" || rc=$?
 		fi
 		return "$rc"
 	fi
+	local kind=$1 key
 	if ((${#_lockbox_fd[@]} == 0)); then
 		return 0
 	fi

@@ -688,6 +688,44 @@ EOF
 }
 
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_other_names() {
+	mkdir -p "$T/dir.$MODE" "$T/moved.$MODE"
+	script other-names <<'EOF'
+cd "$T/dir.$MODE"
+acquire_mutex x.lock
+ln x.lock "$T/hard.$MODE.lock"
+# another name of a held file is the same lock: taken once, released
+acquire_mutex "$T/hard.$MODE.lock"
+"$LOCKBOX" mutex x.lock check
+release_mutex "$T/hard.$MODE.lock"
+printf 'released %s\n' "$?"
+"$LOCKBOX" mutex x.lock check
+# a held file moved to another directory, released by its new path
+acquire_slot y.lock 2
+mv "$T/dir.$MODE/y.lock" "$T/moved.$MODE/y.lock"
+release_slot "$T/moved.$MODE/y.lock"
+"$LOCKBOX" slots "$T/moved.$MODE/y.lock" check
+# what this shell does not hold: nothing changes, 0
+"$LOCKBOX" mutex "$T/other.$MODE.lock" sleep 600 &
+until [[ $("$LOCKBOX" mutex "$T/other.$MODE.lock" check) == 1 ]]; do sleep 0.02; done
+release_mutex "$T/other.$MODE.lock"
+printf 'unheld %s\n' "$?"
+"$LOCKBOX" mutex "$T/other.$MODE.lock" check
+kill "$!"
+EOF
+	cmd other-names
+	run -0 --separate-stderr timeout 60 "${CMD[@]}"
+	assert_equal "$stderr" ""
+	assert_equal "${lines[*]}" "1 released 0 0 0 unheld 0 1"
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "a held file released by another of its names (a hard link, a moved file) is released" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_other_names
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 scenario_held_slot_above() {
 	script above <<'EOF'
 acquire_slot "$F" 3
