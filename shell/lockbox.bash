@@ -140,29 +140,71 @@ _lockbox_held() {
 	[[ -n ${_lockbox_fd[$1]-} && ${_lockbox_pid[$1]-} == "$BASHPID" ]]
 }
 
+# _lockbox_find FILE: _lockbox_r is the key of the lock this shell holds
+# on FILE: FILE's own key, or that of a held lock whose fd is open on the
+# file FILE names under another name (a hard link, a bind mount, a renamed
+# directory), so that no spelling of a held file leaves it held. Returns 1,
+# with FILE's own key, when this shell holds no lock on it.
+_lockbox_find() {
+	local file=$1 key k
+	_lockbox_key "$file"
+	key=$_lockbox_r
+	if _lockbox_held "$key"; then
+		return 0
+	fi
+	if ((${#_lockbox_fd[@]} > 0)) && [[ -e $file ]]; then
+		for k in "${!_lockbox_fd[@]}"; do
+			if _lockbox_held "$k" && [[ $file -ef /proc/self/fd/${_lockbox_fd[$k]} ]]; then
+				_lockbox_r=$k
+				return 0
+			fi
+		done
+	fi
+	_lockbox_r=$key
+	return 1
+}
+
 # _lockbox_open APPLET FILE: _lockbox_r is a new read-write fd on FILE.
-# bash would follow a symlink and block on a FIFO: refuse them first. What
-# is swapped in between this check and the open, the binary refuses: it is
-# given --path FILE and checks that the fd is the regular file FILE names.
+# bash never creates the file, nor opens it for writing by its name: `<>`
+# would create the target of a dangling symlink put in FILE's place, and
+# open a file another user planted. A missing or empty file is made by the
+# binary (create: O_EXCL, no symlink, the sticky directory rule, the
+# header written). bash then opens FILE read-only, which creates nothing,
+# and reopens that very open file read-write through /proc/self/fd,
+# without looking FILE up again. What is swapped in between, the binary
+# refuses: it is given --path FILE and checks that the fd is the regular
+# lock file FILE names. A FIFO swapped in just before the read-only open
+# would block it; the checks right before leave that window small, and
+# only someone who may replace FILE in its directory can do it (in a
+# sticky directory, not for a file of this user or the directory's owner).
 _lockbox_open() {
-	local app=$1 file=$2 fd msg
+	local app=$1 file=$2 ro fd msg
+	if [[ -L $file || ! -s $file ]]; then
+		"$_lockbox_bin" "$app" "$file" create || return
+	fi
 	if [[ -L $file ]]; then
 		_lockbox_warn "$app: $file: is a symbolic link; refusing to follow it"
 		return 125
 	fi
-	if [[ -e $file && ! -f $file ]]; then
+	if [[ ! -f $file ]]; then
 		_lockbox_warn "$app: $file: not a regular file"
 		return 125
 	fi
-	if { exec {fd}<>"$file"; } 2>/dev/null; then
-		_lockbox_r=$fd
-		return 0
+	if ! { exec {ro}<"$file"; } 2>/dev/null; then
+		# bash's own words for why, without its "script: line N:" prefix
+		msg=$(: 2>&1 <"$file") || :
+		_lockbox_warn "$app: $file: ${msg##*: }"
+		return 125
 	fi
-	# bash's own words for why, without its "script: line N:" prefix
-	msg=$({ exec {fd}<>"$file"; } 2>&1) || :
-	msg=${msg##*"$file": }
-	_lockbox_warn "$app: $file: ${msg:-cannot open}"
-	return 125
+	if ! { exec {fd}<>"/proc/self/fd/$ro"; } 2>/dev/null; then
+		msg=$(: 2>&1 <>"/proc/self/fd/$ro") || :
+		_lockbox_close "$ro"
+		_lockbox_warn "$app: $file: ${msg##*: }"
+		return 125
+	fi
+	_lockbox_close "$ro"
+	_lockbox_r=$fd
+	return 0
 }
 
 # _lockbox_close FD
@@ -182,9 +224,8 @@ _lockbox_acquire() {
 	if [[ -n $wait ]]; then
 		args+=(-w "$wait")
 	fi
-	_lockbox_key "$file"
-	key=$_lockbox_r
-	if _lockbox_held "$key"; then
+	if _lockbox_find "$file"; then
+		key=$_lockbox_r
 		# already ours: taking it again changes nothing; but a slot above
 		# MAX is not taken twice (the binary's words)
 		slot=${_lockbox_slot[$key]}
@@ -203,6 +244,7 @@ _lockbox_acquire() {
 		fi
 		return 0
 	fi
+	key=$_lockbox_r
 	_lockbox_open "$app" "$file" || return
 	fd=$_lockbox_r
 	args+=(--fd "$fd" --path "$file")
@@ -260,19 +302,20 @@ _lockbox_drop() {
 	return "$rc"
 }
 
-# _lockbox_release KIND [FILE]: FILE's lock, or with no FILE every lock of
-# KIND this shell holds. Not holding it (a lock of the parent shell, seen
-# from a subshell, included) is no error and changes nothing.
+# _lockbox_release KIND [FILE]: FILE's lock, by any of its names, or with
+# no FILE every lock of KIND this shell holds. Afterwards this shell holds
+# no lock on FILE: not holding it (released already, or a lock of the
+# parent shell seen from a subshell) changes nothing and returns 0, so a
+# script's own EXIT trap may release what the library's released first.
 _lockbox_release() {
-	local kind=$1 key rc=0
+	local rc=0
 	if (($# > 1)); then
-		_lockbox_key "$2"
-		key=$_lockbox_r
-		if _lockbox_held "$key"; then
-			_lockbox_drop "$key" || rc=$?
+		if _lockbox_find "$2"; then
+			_lockbox_drop "$_lockbox_r" || rc=$?
 		fi
 		return "$rc"
 	fi
+	local kind=$1 key
 	if ((${#_lockbox_fd[@]} == 0)); then
 		return 0
 	fi

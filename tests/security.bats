@@ -122,9 +122,11 @@ magic_file() {
 	assert_output "lockbox lock v1"
 }
 
-@test "a new lock file is created with mode 0666 minus the umask" {
+@test "a new lock file is created 0600, for its owner only, whatever the umask" {
 	run -0 sh -c 'umask 022 && exec "$@"' sh "$LOCKBOX" slots "$F" 1 true
-	assert_equal "$(stat -c %a "$F")" 644
+	assert_equal "$(stat -c %a "$F")" 600
+	run -0 sh -c 'umask 0 && exec "$@"' sh "$LOCKBOX" mutex "$T/open" true
+	assert_equal "$(stat -c %a "$T/open")" 600
 	run -0 sh -c 'umask 077 && exec "$@"' sh "$LOCKBOX" slots "$T/private" 1 true
 	assert_equal "$(stat -c %a "$T/private")" 600
 }
@@ -288,7 +290,7 @@ stuck_header() {
 start_named_holder() {
 	HOLDERS=$((HOLDERS + 1))
 	local marker=$T/holder.$HOLDERS
-	spawn "$LOCKBOX" slots "$F" 2 sh -c "$HOLD_SCRIPT" "$1" "$marker"
+	spawn "$LOCKBOX" slots --record-args "$F" 2 sh -c "$HOLD_SCRIPT" "$1" "$marker"
 	HOLDER_PID=$SPAWN_PID
 	wait_for holder_ready "$marker" "$HOLDER_PID"
 }
@@ -330,4 +332,298 @@ start_named_holder() {
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
 	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 true
+}
+
+# --- item: zero-size pseudo-files are not lock files ------------------------
+# A file of a kernel file system (proc, sysfs, cgroup, ...) looks empty, and
+# writing a header into one changes the system. And an empty file that
+# lockbox did not create gets a header only when nobody else could have put
+# it there for root to write into.
+
+@test "a zero-size file of /proc is refused and never written: the hostname stays" {
+	((EUID == 0)) || skip "needs root for a UTS namespace of its own"
+	command -v unshare >/dev/null || skip "needs unshare"
+	unshare -u true 2>/dev/null || skip "cannot make a UTS namespace here"
+	local msg="on a kernel file system (proc), not a lock file; refusing to touch it"
+	# in a namespace of its own, so that a failure cannot rename the host
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr unshare -u bash -c '
+		f=/proc/sys/kernel/hostname
+		hostname lockbox-test || exit 9
+		"$1" mutex "$f" true; printf "%s\n" "$?"
+		"$1" slots -w 1 "$f" 2 true; printf "%s\n" "$?"
+		"$1" mutex "$f" check; printf "%s\n" "$?"
+		exec 7<>"$f"
+		"$1" mutex acquire --fd 7; printf "%s\n" "$?"
+		hostname' sh "$LOCKBOX"
+	assert_equal "${lines[*]}" "125 125 125 125 lockbox-test"
+	assert_stderr "mutex: /proc/sys/kernel/hostname: $msg
+slots: /proc/sys/kernel/hostname: $msg
+mutex: /proc/sys/kernel/hostname: $msg
+mutex: /proc/sys/kernel/hostname: $msg"
+}
+
+@test "a zero-size file of /sys is refused, also by check" {
+	local f
+	for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/profiling \
+		/sys/power/state; do
+		[[ -f $f && ! -L $f ]] && break
+		f=
+	done
+	[[ -n $f ]] || skip "no sysfs file to try"
+	run -125 --separate-stderr "$LOCKBOX" slots "$f" check
+	assert_stderr "slots: $f: on a kernel file system (sysfs), not a lock file; refusing to touch it"
+	assert_output ""
+}
+
+# not_adopted MESSAGE FILE: every applet form refuses the empty FILE with
+# 125 and "APPLET: FILE: MESSAGE", and it stays empty
+not_adopted() {
+	local msg=$1 f=$2 owner
+	owner=$(stat -c %u:%a "$f")
+	run -125 --separate-stderr "$LOCKBOX" mutex "$f" touch "$T/ran"
+	assert_stderr "mutex: $f: $msg"
+	run -125 --separate-stderr "$LOCKBOX" slots -w 1 "$f" 2 touch "$T/ran"
+	assert_stderr "slots: $f: $msg"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -125 --separate-stderr bash -c 'exec 7<>"$2" && exec "$1" mutex acquire --fd 7' sh \
+		"$LOCKBOX" "$f"
+	assert_stderr "mutex: $f: $msg"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$f")" 0
+	assert_equal "$(stat -c %u:%a "$f")" "$owner"
+	# a read-only look at it is fine: nobody holds it
+	run -0 "$LOCKBOX" mutex "$f" check
+	assert_output 0
+}
+
+@test "an empty file owned by another user, or with another link, is not adopted" {
+	: >"$F"
+	chown 65534 "$F" 2>/dev/null || skip "cannot give a file away"
+	not_adopted "empty, and owned by UID 65534, neither the caller nor root; refusing to adopt it" "$F"
+	chown 0 "$F"
+	mkdir "$T/elsewhere"
+	ln "$F" "$T/elsewhere/precious"
+	not_adopted "empty, with 2 links; refusing to adopt it" "$F"
+	rm "$T/elsewhere/precious"
+	# the safe case stays: root's own, one link
+	run -0 "$LOCKBOX" mutex "$F" true
+	run -0 head -c 16 "$F"
+	assert_output "lockbox lock v1"
+}
+
+@test "an empty file anyone may write, in a sticky shared directory, is not adopted" {
+	mkdir "$T/shared"
+	chmod 1777 "$T/shared"
+	: >"$T/shared/x.lock"
+	chmod 0666 "$T/shared/x.lock"
+	not_adopted "empty, and writable by anyone in a shared directory; refusing to adopt it" \
+		"$T/shared/x.lock"
+	# the same file in a directory of root's own is root's own
+	mkdir "$T/private"
+	: >"$T/private/x.lock"
+	chmod 0666 "$T/private/x.lock"
+	run -0 "$LOCKBOX" mutex "$T/private/x.lock" true
+	run -0 head -c 16 "$T/private/x.lock"
+	assert_output "lockbox lock v1"
+}
+
+@test "a user's own empty file in a sticky directory is adopted" {
+	need_root_and_nobody
+	local d
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	as_nobody sh -c ': >"$1"' sh "$d/x.lock"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/x.lock" true
+	run -0 head -c 16 "$d/x.lock"
+	assert_output "lockbox lock v1"
+}
+
+# --- item: command lines stay private: mode 0600, only the command's name ---
+# Records name their holders' commands and outlive them on disk while they
+# hold: a lock file is for its owner unless made to be shared (--mode), and
+# a record keeps the command's name, not its arguments (--record-args).
+
+@test "--mode gives a new lock file exactly that mode, and leaves an existing one alone" {
+	run -0 sh -c 'umask 077 && exec "$@"' sh "$LOCKBOX" slots --mode 0664 "$F" 2 true
+	assert_equal "$(stat -c %a "$F")" 664
+	run -0 sh -c 'umask 022 && exec "$@"' sh "$LOCKBOX" mutex --mode 666 "$T/shared" true
+	assert_equal "$(stat -c %a "$T/shared")" 666
+	# only when lockbox creates the file
+	run -0 "$LOCKBOX" slots --mode 0600 "$F" 2 true
+	assert_equal "$(stat -c %a "$F")" 664
+	run -0 "$LOCKBOX" mutex "$T/shared" true
+	assert_equal "$(stat -c %a "$T/shared")" 666
+}
+
+@test "--mode takes octal permissions the owner can read and write, and only where a file is made" {
+	local bad
+	for bad in 0444 0200 8 0x1b6 rw-r--r-- 04600 01666 '' 00000600; do
+		run -125 --separate-stderr "$LOCKBOX" mutex --mode "$bad" "$F" touch "$T/ran"
+		assert_stderr_regex "^mutex: invalid mode '$bad': [^"$'\n'"]+"$'\n'"Try 'lockbox mutex --help'\.\$"
+	done
+	run -125 --separate-stderr "$LOCKBOX" slots --mode 0644 "$F" check
+	assert_stderr "slots: --mode does not go with check or list"$'\n'"Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex acquire --mode 0644 --fd 0
+	assert_stderr "mutex: --mode goes with COMMAND: the caller made FD's file"$'\n'"Try 'lockbox mutex --help'."
+	assert [ ! -e "$F" ]
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a pool made with --mode 0666 is shared with another user; a default one is not" {
+	need_root_and_nobody
+	local d
+	d=$(world_readable_dir)
+	run -0 "$LOCKBOX" mutex --mode 0666 "$d/shared.lock" true
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/shared.lock" true
+	run -0 "$LOCKBOX" mutex "$d/private.lock" true
+	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" true
+	assert_stderr "mutex: $d/private.lock: Permission denied"
+	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" list
+	assert_stderr "mutex: $d/private.lock: Permission denied"
+}
+
+@test "a record keeps the command's name, not its arguments; --record-args keeps them" {
+	start_holder_with slots "$F" 2 env SECRET=hunter2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID +[^ ]+ +env\$"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	assert_regex "$output" '"command":"env"'
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
+	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	run -1 grep -c hunter2 "$F"
+	# the record of a holder from a shell (acquire --fd) too
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	spawn bash -c 'exec 7<>"$2" && "$1" slots acquire --fd 7 2 && exec sleep 600' \
+		sh "$LOCKBOX" "$F" hunter2
+	wait_for held_is "$F" 2
+	run -1 grep -c hunter2 "$F"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "$output" $'\n'"[0-9] +$SPAWN_PID +[^ ]+ +bash\$"
+	stop_pid "$SPAWN_PID"
+	stop_pid "$HOLDER_PID"
+	# asked for, the whole command line
+	start_holder_with slots --record-args "$F" 2 env SECRET=hunter2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" " env SECRET=hunter2 sh -c "
+	run -0 grep -c hunter2 "$F"
+	stop_pid "$HOLDER_PID"
+}
+
+@test "--record-args goes with COMMAND or acquire" {
+	run -125 --separate-stderr "$LOCKBOX" slots --record-args "$F" list
+	assert_stderr "slots: --record-args goes with COMMAND or acquire"$'\n'"Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex release --record-args --fd 0
+	assert_stderr "mutex: --record-args goes with COMMAND or acquire"$'\n'"Try 'lockbox mutex --help'."
+}
+
+# --- item: the shell library never lets bash create or follow the lock path --
+# In a world-writable sticky directory another user may flip the lock path
+# between a file, a symlink and nothing while root's script takes the lock.
+# bash's `<>` creates the target of a dangling symlink and opens whatever the
+# path names then; the library must leave making the file to the binary and
+# open only the file that was checked.
+
+# flipper PATH STOP BAIT TARGET...: as nobody, flip PATH as fast as it goes
+# between a symlink to each TARGET and a hard link to BAIT (an empty file of
+# nobody's), each put in place by rename, so PATH is seldom missing; every
+# tenth round it is removed. Until the file STOP exists (at most 5 million
+# rounds); prints the rounds.
+flipper() {
+	# shellcheck disable=SC2016 # perl's variables
+	as_nobody perl -e '
+		my ($path, $stop, $bait, @targets) = @ARGV;
+		my $n = 0;
+		while ($n < 5_000_000 && !-e $stop) {
+			for my $t (@targets) {
+				symlink($t, "$path.$$") and rename("$path.$$", $path);
+				link($bait, "$path.$$") and rename("$path.$$", $path);
+			}
+			unlink($path) if $n % 10 == 0;
+			$n++;
+		}
+		unlink("$path.$$");
+		print "$n\n";
+	' "$@"
+}
+
+@test "a path flipped between file, symlink and nothing by another user: nothing outside is made or written" {
+	need_root_and_nobody
+	command -v perl >/dev/null || skip "needs perl"
+	local d lib attempts=150
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	lib=$("$LOCKBOX" --shell-lib)
+	printf 'precious data\n' >"$T/precious"
+	: >"$T/empty"
+	chmod 0600 "$T/precious" "$T/empty"
+	local before
+	before=$(sha "$T/precious")
+	as_nobody mkdir "$d/bait"
+	as_nobody touch "$d/bait/file"
+	spawn flipper "$d/x.lock" "$d/stop" "$d/bait/file" "$T/precious" "$T/empty" "$T/missing"
+	local flip=$SPAWN_PID
+	# root's script takes and drops the lock, then removes the file, so
+	# that every attempt meets the race anew
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		. "$1"
+		for ((i = 0; i < $3; i++)); do
+			rc=0
+			acquire_mutex "$2" || rc=$?
+			if ((rc == 0)); then
+				"$LOCKBOX" mutex "$2" check >/dev/null
+				release_mutex "$2"
+			fi
+			printf "%s\n" "$rc"
+			rm -f "$2"
+		done' sh "$lib" "$d/x.lock" "$attempts"
+	: >"$d/stop"
+	reap "$flip"
+	assert_equal "$REAP_STATUS" 0
+	assert [ "$(cat "$SPAWN_OUT")" -gt 0 ]
+	# every attempt took the lock or refused the path: 0 or 125
+	assert_equal "${#lines[@]}" "$attempts"
+	run -1 grep -vxE '0|125' <<<"$output"
+	assert [ ! -e "$T/missing" ]
+	assert_equal "$(sha "$T/precious")" "$before"
+	assert_equal "$(stat -c %u:%a:%s "$T/precious")" 0:600:14
+	assert_equal "$(stat -c %u:%a:%s "$T/empty")" 0:600:0
+	# nobody's file was never written by root
+	assert_equal "$(stat -c %u:%s "$d/bait/file")" 65534:0
+}
+
+@test "the library refuses a FIFO, a symlink and another user's file in a sticky directory, without blocking" {
+	need_root_and_nobody
+	local d lib
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	lib=$("$LOCKBOX" --shell-lib)
+	as_nobody mkfifo "$d/fifo.lock"
+	as_nobody ln -s "$T/missing" "$d/link.lock"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	as_nobody sh -c ': >"$1" && "$2" mutex --mode 0644 "$3" create' sh \
+		"$d/empty.lock" "$LOCKBOX" "$d/full.lock"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr timeout 20 bash -c '
+		. "$1"
+		for f in fifo link empty full; do
+			rc=0
+			acquire_mutex "$2/$f.lock" || rc=$?
+			printf "%s " "$rc"
+		done' sh "$lib" "$d"
+	assert_output "125 125 125 125 "
+	assert_stderr "mutex: $d/fifo.lock: not a regular file
+mutex: $d/link.lock: is a symbolic link; refusing to follow it
+mutex: $d/empty.lock: owned by UID 65534 in a shared sticky directory, and not a lock file shared with --mode; refusing it
+mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a lock file shared with --mode; refusing it"
+	assert [ ! -e "$T/missing" ]
+	assert_equal "$(stat -c %s "$d/empty.lock")" 0
+	# a pool made to be shared (--mode 0666) is used
+	as_nobody "$LOCKBOX" mutex --mode 0666 "$d/shared.lock" create
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '. "$1" && acquire_mutex "$2" && "$LOCKBOX" mutex "$2" check' \
+		sh "$lib" "$d/shared.lock"
+	assert_output 1
 }

@@ -35,7 +35,7 @@ int lb_pool_init(struct lb_pool *pool, const struct lb_pool_ops *ops, const char
 
 /* The lock-file backend. */
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts);
-struct lb_pool *lb_filepool_from_fd(int fd, const char *name);
+struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path);
 
 /* The PostgreSQL backend (lockbox-pg only): session advisory locks. */
 struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool_opts *opts);

@@ -62,6 +62,7 @@ struct filepool {
 	int fd;			/* slot locks (the caller's, for --fd); -1: no file, seen read-only */
 	int cfd;		/* header and queue locks: always our own open file */
 	int owned;		/* we opened fd */
+	int idflags;		/* LB_ID_ flags: how far an empty file may be trusted */
 	unsigned char head[LB_HDR_FIELDS];	/* the header fields, as last read */
 	unsigned char *buf;	/* header and records as last read; zeros past that */
 	size_t loaded;		/* bytes of buf read from the file */
@@ -90,7 +91,7 @@ static struct filepool *fp(struct lb_pool *pool)
 	return (struct filepool *)pool;
 }
 
-static struct lb_pool *pool_new(int fd, int cfd, int owned, const char *name)
+static struct lb_pool *pool_new(int fd, int cfd, int owned, int idflags, const char *name)
 {
 	struct filepool *p = calloc(1, sizeof *p);
 
@@ -106,19 +107,19 @@ static struct lb_pool *pool_new(int fd, int cfd, int owned, const char *name)
 	p->fd = fd;
 	p->cfd = cfd;
 	p->owned = owned;
+	p->idflags = idflags;
 	return &p->base;
 }
 
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts)
 {
 	struct lb_pool *p;
-	int fd;
+	int fd, idflags;
 
-	(void)opts;
-	fd = lb_lockfile_open(path, access == LB_POOL_WRITE);
+	fd = lb_lockfile_open(path, access == LB_POOL_WRITE, opts->mode, &idflags);
 	if (fd == -1)
 		return NULL;
-	p = pool_new(fd, fd, 1, path);
+	p = pool_new(fd, fd, 1, idflags, path);
 	if (p == NULL && fd >= 0)
 		close(fd);
 	return p;
@@ -129,23 +130,27 @@ struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_p
  * caller's: if this process dies holding one, the kernel drops it with
  * us, instead of leaving it to a shell that lives on.
  */
-struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
+struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path)
 {
 #ifndef HAVE_OFD_LOCKS
 	/* a per-process lock taken by this helper would die with it */
 	(void)fd;
+	(void)path;
 	lb_warnx("%s: --fd needs open file description locks, which this build lacks", name);
 	return NULL;
 #else
 	struct stat a, b;
 	struct lb_pool *p;
-	char path[64];
-	int cfd;
+	char self[64];
+	/* where the caller found the file is unknown: an empty one is trusted less */
+	int cfd, idflags = LB_ID_SHARED_DIR;
 
 	if (lb_lockfile_check_fd(fd, name, 1) != 0)
 		return NULL;
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	cfd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (path != NULL && lb_lockfile_check_path(fd, path, &idflags) != 0)
+		return NULL;
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	cfd = open(self, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (cfd < 0) {
 		lb_warn("%s: cannot open it again", name);
 		return NULL;
@@ -156,7 +161,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name)
 		close(cfd);
 		return NULL;
 	}
-	p = pool_new(fd, cfd, 0, name);
+	p = pool_new(fd, cfd, 0, idflags, name);
 	if (p == NULL)
 		close(cfd);
 	return p;
@@ -306,7 +311,7 @@ static int enter(struct filepool *p, int64_t deadline, off_t *size)
 
 	if (r != 1)
 		return r;
-	*size = lb_lockfile_identify(p->cfd, p->name, 1);
+	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags);
 	if (*size < 0 || pread_all(p, p->head, sizeof p->head, 0) != 0 ||
 	    set_header_word(p, LB_HDR_OFF_GEN, header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {
 		header_unlock(p);

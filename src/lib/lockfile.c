@@ -3,8 +3,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -82,8 +85,63 @@ void lb_header_init(unsigned char hdr[LB_HDR_SIZE])
 	lb_put32(hdr + LB_HDR_OFF_RECSIZE, LB_REC_SIZE);
 }
 
+/*
+ * Kernel file systems whose files only look like files: a zero-size
+ * /proc/sys or /sys file is a setting, and writing a header there would
+ * change the system (the hostname, a sysctl). Refused by their f_type,
+ * whoever made the path point there.
+ */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} pseudo_fs[] = {
+	{ 0x9fa0, "proc" },
+	{ 0x62656572, "sysfs" },
+	{ 0x27e0eb, "cgroup" },
+	{ 0x63677270, "cgroup2" },
+	{ 0x64626720, "debugfs" },
+	{ 0x74726163, "tracefs" },
+	{ 0x73636673, "securityfs" },
+	{ 0xf97cff8c, "selinuxfs" },
+	{ 0x43415d53, "smackfs" },
+	{ 0x62656570, "configfs" },
+	{ 0x6165676c, "pstore" },
+	{ 0xde5e81e4, "efivarfs" },
+	{ 0xcafe4a11, "bpf" },
+	{ 0x42494e4d, "binfmt_misc" },
+	{ 0x65735543, "fusectl" },
+	{ 0x1cd1, "devpts" },
+	{ 0x19800202, "mqueue" },
+	{ 0x6e736673, "nsfs" },
+	{ 0x67596969, "rpc_pipefs" },
+	{ 0x6e667364, "nfsd" },
+	{ 0x958458f6, "hugetlbfs" },
+	{ 0x0187, "autofs" },
+	{ 0x9fa2, "usbdevfs" },
+	{ 0x7655821, "resctrl" },
+	{ 0x6c6f6f70, "binderfs" },
+	{ 0xabba1974, "xenfs" },
+	{ 0xa647361, "functionfs" },
+	{ 0xaee71ee7, "gadgetfs" },
+};
+
+/* The name of the kernel file system FD is on, or NULL for a real one. */
+static const char *pseudo_fs_name(int fd)
+{
+	struct statfs sf;
+	size_t i;
+
+	if (fstatfs(fd, &sf) != 0)
+		return NULL;	/* fstat decides; an unknown file system is not refused */
+	for (i = 0; i < sizeof pseudo_fs / sizeof pseudo_fs[0]; i++)
+		if ((unsigned long)sf.f_type == pseudo_fs[i].magic)
+			return pseudo_fs[i].name;
+	return NULL;
+}
+
 static int check_stat(int fd, const char *name, int writable)
 {
+	const char *fs;
 	struct stat st;
 	int fl;
 
@@ -93,6 +151,12 @@ static int check_stat(int fd, const char *name, int writable)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		lb_warnx("%s: not a regular file", name);
+		return -1;
+	}
+	fs = pseudo_fs_name(fd);
+	if (fs != NULL) {
+		lb_warnx("%s: on a kernel file system (%s), not a lock file; refusing to touch it",
+		    name, fs);
 		return -1;
 	}
 	if (writable) {
@@ -105,7 +169,95 @@ static int check_stat(int fd, const char *name, int writable)
 	return 0;
 }
 
-int lb_lockfile_open(const char *path, int writable)
+/* The directory part of PATH, opened to look things up in (O_PATH). */
+static int open_dir(const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int dfd;
+
+	if (*path == '\0') {
+		errno = ENOENT;
+		return -1;
+	}
+	if (slash == NULL) {
+		*base = path;
+		return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	*base = slash + 1;
+	if (slash == path)
+		return open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	dir = strndup(path, (size_t)(slash - path));
+	if (dir == NULL)
+		return -1;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	return dfd;
+}
+
+/* Another user may write the directory, but not rename others' files in it. */
+static int sticky_shared(const struct stat *dir)
+{
+	return (dir->st_mode & S_ISVTX) && (dir->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/*
+ * fs.protected_regular, kept by lockbox itself: the kernel applies it only
+ * to opens with O_CREAT, and it may be switched off. In a sticky directory
+ * that others may write to (/tmp, /run/lock), a file owned by neither the
+ * caller nor the directory's owner may have been put there by anyone, for
+ * root to write into. Such a file is used only when it is a lock file
+ * made to be shared: it has the magic, and a mode that lets others write
+ * it (created with --mode 0664 or 0666). 0 to use it, -1 refused (reported).
+ */
+static int sticky_rule(int fd, const struct stat *st, const struct stat *dir,
+    const char *name)
+{
+	unsigned char magic[LB_MAGIC_LEN];
+
+	if (!sticky_shared(dir) || st->st_uid == geteuid() || st->st_uid == dir->st_uid)
+		return 0;
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) &&
+	    pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+	    memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0)
+		return 0;
+	lb_warnx("%s: owned by UID %u in a shared sticky directory, and not a lock file shared with --mode; refusing it",
+	    name, (unsigned)st->st_uid);
+	return -1;
+}
+
+/*
+ * Open or create BASE in DFD for writing. A new file is made with
+ * O_EXCL, so lockbox knows it is its own (*created): an existing one is
+ * then opened without O_CREAT, and a file deleted in between is made
+ * again, a few times at most.
+ */
+static int open_writable(int dfd, const char *base, int flags, mode_t mode, int *created)
+{
+	int fd, tries = 0;
+
+	*created = 0;
+	for (;;) {
+		fd = openat(dfd, base, flags | O_RDWR | O_CREAT | O_EXCL,
+		    mode != 0 ? mode : LB_LOCKFILE_MODE);
+		if (fd >= 0) {
+			*created = 1;
+			/* an explicit mode is the mode, as for mkdir -m: no umask */
+			if (mode != 0 && fchmod(fd, mode) != 0) {
+				close(fd);
+				return -1;
+			}
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -1;
+		fd = openat(dfd, base, flags | O_RDWR);
+		if (fd >= 0 || errno != ENOENT || ++tries > 8)
+			return fd;
+	}
+}
+
+int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 {
 	/*
 	 * O_NOFOLLOW: a final symlink (perhaps planted in /tmp) is never
@@ -113,13 +265,33 @@ int lb_lockfile_open(const char *path, int writable)
 	 * O_NONBLOCK: opening a FIFO must not hang; the fstat below then
 	 * refuses it like any other non-regular file.
 	 */
-	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
-	    (writable ? O_RDWR | O_CREAT : O_RDONLY);
-	int fd;
+	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	const char *base;
+	struct stat dir;
+	int dfd, fd, created = 0, e;
 
-	do
-		fd = open(path, flags, 0666);
-	while (fd < 0 && errno == EINTR);
+	*idflags = 0;
+	memset(&dir, 0, sizeof dir);
+	dfd = open_dir(path, &base);
+	if (dfd >= 0 && *base == '\0') {
+		close(dfd);
+		lb_warnx("%s: not a regular file", path);
+		return -1;
+	}
+	if (dfd >= 0 && fstat(dfd, &dir) != 0)
+		memset(&dir, 0, sizeof dir);
+	if (dfd < 0)
+		fd = -1;
+	else if (writable)
+		fd = open_writable(dfd, base, flags, mode, &created);
+	else
+		do
+			fd = openat(dfd, base, flags | O_RDONLY);
+		while (fd < 0 && errno == EINTR);
+	e = errno;
+	if (dfd >= 0)
+		close(dfd);
+	errno = e;
 	if (fd < 0) {
 		if (errno == ENOENT && !writable)
 			return LB_OPEN_MISSING;
@@ -135,7 +307,57 @@ int lb_lockfile_open(const char *path, int writable)
 		close(fd);
 		return -1;
 	}
+	if (writable && !created) {
+		struct stat st;
+
+		if (fstat(fd, &st) != 0) {
+			lb_warn("%s", path);
+			close(fd);
+			return -1;
+		}
+		if (sticky_rule(fd, &st, &dir, path) != 0) {
+			close(fd);
+			return -1;
+		}
+	}
+	*idflags = (created ? LB_ID_CREATED : 0) | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
 	return fd;
+}
+
+int lb_lockfile_check_path(int fd, const char *path, int *idflags)
+{
+	const char *base;
+	struct stat f, l, dir;
+	int dfd, e, rc = -1;
+
+	*idflags = LB_ID_SHARED_DIR;
+	if (fstat(fd, &f) != 0) {
+		lb_warn("fd %d", fd);
+		return -1;
+	}
+	dfd = open_dir(path, &base);
+	if (dfd < 0 || fstat(dfd, &dir) != 0 || *base == '\0' ||
+	    fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) != 0) {
+		e = *base == '\0' ? EISDIR : errno;
+		if (dfd >= 0)
+			close(dfd);
+		errno = e;
+		lb_warn("%s", path);
+		return -1;
+	}
+	close(dfd);
+	if (S_ISLNK(l.st_mode))
+		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
+	else if (!S_ISREG(l.st_mode) || !S_ISREG(f.st_mode))
+		lb_warnx("%s: not a regular file", path);
+	else if (f.st_dev != l.st_dev || f.st_ino != l.st_ino)
+		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
+		    path, fd);
+	else if (sticky_rule(fd, &f, &dir, path) == 0)
+		rc = 0;
+	if (rc == 0 && !sticky_shared(&dir))
+		*idflags = 0;
+	return rc;
 }
 
 int lb_lockfile_check_fd(int fd, const char *name, int writable)
@@ -143,7 +365,33 @@ int lb_lockfile_check_fd(int fd, const char *name, int writable)
 	return check_stat(fd, name, writable);
 }
 
-off_t lb_lockfile_identify(int fd, const char *name, int writable)
+/*
+ * Whether an empty file that lockbox did not create may get a header.
+ * Writing one is writing into a file that someone else made: only into
+ * one that the caller or root owns, that no other name reaches (a hard
+ * link to a file elsewhere), and that others could not have planted.
+ */
+static int adoptable(const struct stat *st, const char *name, int flags)
+{
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		lb_warnx("%s: empty, and owned by UID %u, neither the caller nor root; refusing to adopt it",
+		    name, (unsigned)st->st_uid);
+		return 0;
+	}
+	if (st->st_nlink != 1) {
+		lb_warnx("%s: empty, with %ju links; refusing to adopt it", name,
+		    (uintmax_t)st->st_nlink);
+		return 0;
+	}
+	if ((st->st_mode & S_IWOTH) && (flags & LB_ID_SHARED_DIR)) {
+		lb_warnx("%s: empty, and writable by anyone in a shared directory; refusing to adopt it",
+		    name);
+		return 0;
+	}
+	return 1;
+}
+
+off_t lb_lockfile_identify(int fd, const char *name, int flags)
 {
 	unsigned char hdr[LB_HDR_SIZE];
 	struct stat st;
@@ -154,8 +402,10 @@ off_t lb_lockfile_identify(int fd, const char *name, int writable)
 		return -1;
 	}
 	if (st.st_size == 0) {
-		if (!writable)
+		if (!(flags & LB_ID_WRITE))
 			return 0;
+		if (!(flags & LB_ID_CREATED) && !adoptable(&st, name, flags))
+			return -1;
 		lb_header_init(hdr);
 		if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
 			lb_warn("%s: cannot write header", name);

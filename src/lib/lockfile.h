@@ -64,24 +64,52 @@ void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who
 /* A fresh header. */
 void lb_header_init(unsigned char hdr[LB_HDR_SIZE]);
 
+/* A lock file lockbox creates, unless told another mode. */
+#define LB_LOCKFILE_MODE 0600
+
+/* How lb_lockfile_identify may treat a file. */
+enum {
+	LB_ID_WRITE = 1,	/* an empty file may get a header (if safe) */
+	LB_ID_CREATED = 2,	/* lockbox created it: an empty one is its own */
+	LB_ID_SHARED_DIR = 4,	/* its directory is sticky and writable by others,
+				 * or unknown (a caller's fd) */
+};
+
 /*
  * Open a lock file without trusting the path: a final symlink is refused,
- * a FIFO never blocks the open, anything but a regular file is refused.
- * Errors are reported under NAME. Returns the fd (close-on-exec), -1 on
- * error, or LB_OPEN_MISSING for a read-only open of a file that is absent.
+ * a FIFO never blocks the open, anything but a regular file on a real
+ * file system is refused. A writable open of an existing file in a sticky
+ * directory that others may write refuses one owned by neither the
+ * caller nor the directory's owner, unless it is a lock file that others
+ * may write (shared on purpose). A writable open creates a missing file with
+ * MODE (exactly; 0: LB_LOCKFILE_MODE less the umask). *IDFLAGS gets the
+ * LB_ID_ flags the file was opened with. Errors are reported under
+ * PATH. Returns the fd (close-on-exec), -1 on error, or LB_OPEN_MISSING
+ * for a read-only open of a file that is absent.
  */
 #define LB_OPEN_MISSING (-2)
-int lb_lockfile_open(const char *path, int writable);
+int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags);
 
 /* An fd the caller opened must be a regular file too (and writable if asked). */
 int lb_lockfile_check_fd(int fd, const char *name, int writable);
 
 /*
+ * The caller opened FD on PATH, but a symlink or another file may have
+ * been put in PATH's place between its check and its open: FD must be the
+ * regular file PATH names now (PATH not a symlink), and pass the sticky
+ * directory rule that lb_lockfile_open applies. 0 with *IDFLAGS set from
+ * PATH's directory, or -1 (reported).
+ */
+int lb_lockfile_check_path(int fd, const char *path, int *idflags);
+
+/*
  * With the header locked: identify the file. An empty file gets a fresh
- * header when WRITABLE; a file that is neither empty nor a lockbox file is
+ * header with LB_ID_WRITE, if lockbox created it or it is safe to adopt
+ * (owned by the caller or root, one link, not writable by anyone in a
+ * shared directory); a file that is neither empty nor a lockbox file is
  * refused untouched. Returns the file size, or -1 (reported).
  */
-off_t lb_lockfile_identify(int fd, const char *name, int writable);
+off_t lb_lockfile_identify(int fd, const char *name, int flags);
 
 /*
  * fcntl byte-range locks: open-file-description locks where the kernel has

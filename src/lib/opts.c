@@ -63,6 +63,18 @@ int64_t lb_opt_duration(const char *arg, int64_t bare_unit)
 	return ns;
 }
 
+unsigned lb_opt_mode(const char *arg)
+{
+	unsigned m;
+
+	if (lb_parse_mode(arg, &m) != 0)
+		lb_usage_error("invalid mode '%s': expected octal permissions such as 0664", arg);
+	/* a lock file its owner cannot read and write is no lock file */
+	if ((m & 0600) != 0600)
+		lb_usage_error("invalid mode '%s': the owner needs read and write (0600)", arg);
+	return m;
+}
+
 void lb_help(const char *usage, const char *rest)
 {
 	printf("%s\n%s", usage, rest);

@@ -21,6 +21,7 @@ int lb_getopt(int argc, char **argv, const char *shortopts,
 int lb_opt_exit_code(const char *arg);			/* -E: 0 to 255 */
 int64_t lb_opt_duration(const char *arg, int64_t bare_unit);	/* in ns */
 int lb_opt_signal(const char *arg);	/* --on-loss: none (0), a name or a number */
+unsigned lb_opt_mode(const char *arg);	/* --mode: octal, the owner's rw in it */
 
 /* --help: the usage line(s), then the rest, on stdout; exit 0. */
 _Noreturn void lb_help(const char *usage, const char *rest);

@@ -36,6 +36,31 @@ invalid:
 	return -1;
 }
 
+int lb_parse_mode(const char *s, unsigned *out)
+{
+	unsigned v = 0;
+	size_t n = 0;
+
+	if (s == NULL || *s == '\0')
+		goto invalid;
+	for (; *s != '\0'; s++, n++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (d > 7 || n == 4)
+			goto invalid;
+		v = v * 8 + d;
+	}
+	if (v > 0777) {
+		errno = ERANGE;
+		return -1;
+	}
+	*out = v;
+	return 0;
+invalid:
+	errno = EINVAL;
+	return -1;
+}
+
 static int64_t unit_ns(const char **p)
 {
 	static const struct {

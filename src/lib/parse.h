@@ -16,6 +16,13 @@
 int lb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 /*
+ * File permissions in octal, as chmod takes them: one to four digits 0-7,
+ * at most 0777 (no set-id or sticky bits). Returns 0, or -1 with errno
+ * EINVAL or ERANGE.
+ */
+int lb_parse_mode(const char *s, unsigned *out);
+
+/*
  * Duration: one or more terms NUMBER[UNIT], NUMBER decimal with an optional
  * fraction, UNIT one of ms s m h d ("1h30m", "2.5s"). A lone bare number
  * takes bare_unit (nanoseconds per unit). Result in nanoseconds, at most

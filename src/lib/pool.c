@@ -91,9 +91,9 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 	return lb_filepool_open(target, access, opts != NULL ? opts : &defaults);
 }
 
-struct lb_pool *lb_pool_from_fd(int fd, const char *name)
+struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path)
 {
-	return lb_filepool_from_fd(fd, name);
+	return lb_filepool_from_fd(fd, name, path);
 }
 
 const char *lb_pool_name(const struct lb_pool *p)

@@ -61,8 +61,12 @@ int lb_pool_is_pg(const char *target);
  */
 void lb_pool_set_argv(char **argv);
 
-/* Adopt a lock file's fd the caller opened read-write (acquire/release --fd). */
-struct lb_pool *lb_pool_from_fd(int fd, const char *name);
+/*
+ * Adopt a lock file's fd the caller opened read-write (acquire/release
+ * --fd). With PATH (--path), FD must be the file PATH names, checked as
+ * lb_lockfile_check_path does; NULL: no such check.
+ */
+struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path);
 
 /* The name messages use for the pool. */
 const char *lb_pool_name(const struct lb_pool *pool);

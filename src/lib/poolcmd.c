@@ -30,18 +30,22 @@ struct opts {
 	int fd;			/* --fd; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
+	unsigned mode;		/* --mode: of a file created now; 0: the default */
+	int record_args;	/* --record-args: the whole command line in the record */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "fd", required_argument, NULL, OPT_FD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "path", required_argument, NULL, OPT_PATH },
 	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
@@ -79,11 +83,17 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 		case OPT_JSON:
 			o->json = 1;
 			break;
+		case OPT_MODE:
+			o->mode = lb_opt_mode(optarg);
+			break;
 		case OPT_PATH:
 			o->path = optarg;
 			break;
 		case OPT_ON_LOSS:
 			o->on_loss = lb_opt_signal(optarg);
+			break;
+		case OPT_RECORD_ARGS:
+			o->record_args = 1;
 			break;
 		}
 	}
@@ -187,7 +197,7 @@ static int take(const struct lb_poolcmd *cmd, const struct opts *o,
 static int run(const struct lb_poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
-	struct lb_pool_opts popts = { 0, o->on_loss };
+	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss };
 	struct lb_ident who;
 	struct lb_pool *pool;
 	unsigned max = parse_max(cmd, max_arg), slot;
@@ -204,6 +214,8 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	lb_ident_fill(&who, getpid(), command);
+	if (!o->record_args)
+		lb_ident_name_only(&who, 0, command);
 	/* the pool's name: a server URL's password is not repeated */
 	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
 		lb_pool_close(pool);
@@ -243,42 +255,6 @@ static int check_access(int fd, const char *name)
 }
 
 /*
- * --path: the caller opened PATH and passed the fd, but between its check
- * and its open a symlink or another file may have been put in PATH's
- * place. Checked here, after the open, the fd must be the regular file
- * that PATH names now, PATH itself not a symlink: then what the caller
- * meant to lock is what gets locked. (PATH changing after this check is
- * harmless: the lock is on the file the fd is open on, as for any holder.)
- */
-static int check_path(int fd, const char *path)
-{
-	struct stat f, l;
-
-	if (fstat(fd, &f) != 0) {
-		lb_warn("fd %d", fd);
-		return -1;
-	}
-	if (lstat(path, &l) != 0) {
-		lb_warn("%s", path);
-		return -1;
-	}
-	if (S_ISLNK(l.st_mode)) {
-		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
-		return -1;
-	}
-	if (!S_ISREG(l.st_mode) || !S_ISREG(f.st_mode)) {
-		lb_warnx("%s: not a regular file", path);
-		return -1;
-	}
-	if (f.st_dev != l.st_dev || f.st_ino != l.st_ino) {
-		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
-		    path, fd);
-		return -1;
-	}
-	return 0;
-}
-
-/*
  * The fd holds slot OWN already, above MAX: another slot would make one
  * open file two holders (and the caller's idea of its slot wrong), so
  * refuse, and leave that slot and its record as they are.
@@ -309,6 +285,10 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 
 	if (o->fd < 0)
 		lb_usage_error("%s needs --fd FD", argv[0]);
+	if (o->mode != 0)
+		lb_usage_error("--mode goes with COMMAND: the caller made FD's file");
+	if (release && o->record_args)
+		lb_usage_error("--record-args goes with COMMAND or acquire");
 	if (release || cmd->fixed_max) {
 		if (max_arg != NULL)
 			lb_usage_error("unexpected argument '%s'", max_arg);
@@ -331,9 +311,16 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	}
 	if (!release && check_access(o->fd, name) != 0)
 		return LB_EXIT_FAIL;
-	if (o->path != NULL && check_path(o->fd, o->path) != 0)
-		return LB_EXIT_FAIL;
-	pool = lb_pool_from_fd(o->fd, name);
+	/*
+	 * --path: the caller opened PATH and passed the fd, but between its
+	 * check and its open a symlink or another file may have been put in
+	 * PATH's place. Checked here, after the open, the fd must be the
+	 * regular file that PATH names now, PATH itself not a symlink: then
+	 * what the caller meant to lock is what gets locked. (PATH changing
+	 * after this check is harmless: the lock is on the file the fd is
+	 * open on, as for any holder.)
+	 */
+	pool = lb_pool_from_fd(o->fd, name, o->path);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	/* the lock belongs to the caller's open file: the caller is its holder */
@@ -343,6 +330,8 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 		/* taking again what the fd holds changes nothing */
 		slot = lb_pool_own_slot(pool);
 		lb_ident_fill(&who, getppid(), NULL);
+		if (!o->record_args)
+			lb_ident_name_only(&who, getppid(), NULL);
 		if (slot > max) {
 			status = held_above(cmd, name, o->fd, slot, max);
 		} else if (slot != 0) {
@@ -445,6 +434,38 @@ static int look(const struct opts *o, const char *path, int count_only)
 	return LB_EXIT_OK;
 }
 
+/* Changes nothing: create only wants the file identified under the header lock. */
+static int unchanged(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
+{
+	(void)area;
+	(void)len;
+	(void)now;
+	(void)arg;
+	return 0;
+}
+
+/*
+ * create: make the lock file, or check the one there, as taking a slot
+ * would (no symlink, a regular file of a real file system, the sticky
+ * directory rule, a header written into a new or safely adopted empty
+ * file, the magic otherwise), and take nothing. The shell library runs
+ * it so that bash never has to create the file itself.
+ */
+static int create(const struct opts *o, const char *path)
+{
+	struct lb_pool_opts popts = { (mode_t)o->mode, 0 };
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
+	int r;
+
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	/* a server's locks need no file: reaching it is all there is to check */
+	r = lb_pool_is_pg(path) ? 0 : lb_pool_atom(pool, unchanged, NULL);
+	lb_pool_close(pool);
+	return r == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
+}
+
 int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 {
 	struct opts o = {
@@ -464,7 +485,18 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
 		if (i + 1 < argc)
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		if (o.mode != 0)
+			lb_usage_error("--mode does not go with check or list");
+		if (o.record_args)
+			lb_usage_error("--record-args goes with COMMAND or acquire");
 		return look(&o, path, word[0] == 'c');
+	}
+	if (word != NULL && strcmp(word, "create") == 0) {
+		if (i + 1 < argc)
+			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		if (o.json || o.record_args || o.fd >= 0 || o.wait >= 0)
+			lb_usage_error("create takes no option but --mode");
+		return create(&o, path);
 	}
 	if (o.json)
 		lb_usage_error("--json goes with check or list");

@@ -121,6 +121,28 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[])
 	lb_text_clean(who->command);
 }
 
+void lb_ident_name_only(struct lb_ident *who, pid_t pid, char *const argv[])
+{
+	const char *name;
+	char path[64];
+	ssize_t n;
+
+	if (argv != NULL) {
+		name = strrchr(argv[0], '/');
+		name = name != NULL && name[1] != '\0' ? name + 1 : argv[0];
+		snprintf(who->command, sizeof who->command, "%s", name);
+	} else {
+		/* the kernel's name for it: a script run by its path is named for the script */
+		snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+		n = read_small(path, who->command, sizeof who->command);
+		if (n <= 0)
+			who->command[0] = '\0';
+		else if (who->command[n - 1] == '\n')
+			who->command[n - 1] = '\0';
+	}
+	lb_text_clean(who->command);
+}
+
 static int same_boot(const struct lb_ident *who)
 {
 	uint8_t ours[16];

@@ -36,6 +36,13 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[]);
 /* Set the clocks of WHO to now: the moment its slot is taken, after any wait. */
 void lb_ident_stamp(struct lb_ident *who);
 
+/*
+ * Keep only the command's name in WHO's record, none of its arguments
+ * (which may hold passwords): the base name of ARGV[0], or with ARGV NULL
+ * the name the kernel gives process PID (/proc/PID/comm, as ps -o comm).
+ */
+void lb_ident_name_only(struct lb_ident *who, pid_t pid, char *const argv[]);
+
 /* Whether a record names a process that is provably gone on this host. */
 int lb_ident_gone(const struct lb_ident *who);
 
