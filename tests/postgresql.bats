@@ -69,7 +69,7 @@ hold() {
 	assert_regex "$fence" '^[0-9]+$'
 	assert_equal "${lines[1]}" 1
 	assert_regex "${lines[2]}" '^SLOT +PID +AGE +HOST +COMMAND$'
-	assert_regex "${lines[3]}" "^1 +$pid +$AGE_RE +$(re_quote "$(hostname | cut -c1-16)") +sh -c "
+	assert_regex "${lines[3]}" "^1 +$pid +$AGE_RE +$(re_quote "$(hostname | cut -c1-16)") +sh\$"
 	# released when the command ended
 	run -0 "$LOCKBOX" slots "$U" check
 	assert_output 0
@@ -105,7 +105,7 @@ hold() {
 @test "mutex: busy names PID, host, command and age; -E and -q; mutex = slots 1" {
 	hold mutex "$U"
 	run -75 --separate-stderr "$LOCKBOX" mutex "$U" touch "$T/ran"
-	assert_regex "$stderr" "^mutex: $(re_quote "$U"): held by PID $HOLD_PID on [^ ]+ \\(sh -c .*, $AGE_RE\\)\$"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): held by PID $HOLD_PID on [^ ]+ \\(sh, $AGE_RE\\)\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex -qE 0 "$U" touch "$T/ran"
 	assert_equal "$stderr" ""
 	run -75 "$LOCKBOX" slots -q "$U" 1 touch "$T/ran"
@@ -119,10 +119,10 @@ hold() {
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" check
 	assert_output "{\"file\":\"$U\",\"held\":1}"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$U" list
-	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +host-a +sh -c "
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +host-a +sh\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" list
 	printf '%s\n' "$output" | valid_json
-	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh -c .*\"\\}\\]\$"
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh\"\\}\\]\$"
 	stop_pid "$HOLD_PID"
 	wait_for held_is "$U" 0
 	run -0 "$LOCKBOX" mutex --json "$U" list

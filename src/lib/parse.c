@@ -8,22 +8,25 @@
 
 #include "parse.h"
 
-int lb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+/* Digits of BASE (8 or 10) only, at most MAXLEN of them (0: any), in [MIN, MAX]. */
+static int parse_digits(const char *s, unsigned base, size_t maxlen, uint64_t min,
+    uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
+	size_t n = 0;
 
 	if (s == NULL || *s == '\0')
 		goto invalid;
-	for (; *s != '\0'; s++) {
+	for (; *s != '\0'; s++, n++) {
 		unsigned d = (unsigned)(*s - '0');
 
-		if (d > 9)
+		if (d >= base || (maxlen != 0 && n == maxlen))
 			goto invalid;
-		if (v > (UINT64_MAX - d) / 10) {
+		if (v > (UINT64_MAX - d) / base) {
 			errno = ERANGE;
 			return -1;
 		}
-		v = v * 10 + d;
+		v = v * base + d;
 	}
 	if (v < min || v > max) {
 		errno = ERANGE;
@@ -36,29 +39,19 @@ invalid:
 	return -1;
 }
 
+int lb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse_digits(s, 10, 0, min, max, out);
+}
+
 int lb_parse_mode(const char *s, unsigned *out)
 {
-	unsigned v = 0;
-	size_t n = 0;
+	uint64_t v;
 
-	if (s == NULL || *s == '\0')
-		goto invalid;
-	for (; *s != '\0'; s++, n++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (d > 7 || n == 4)
-			goto invalid;
-		v = v * 8 + d;
-	}
-	if (v > 0777) {
-		errno = ERANGE;
+	if (parse_digits(s, 8, 4, 0, 0777, &v) != 0)
 		return -1;
-	}
-	*out = v;
+	*out = (unsigned)v;
 	return 0;
-invalid:
-	errno = EINVAL;
-	return -1;
 }
 
 static int64_t unit_ns(const char **p)
