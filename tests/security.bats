@@ -660,3 +660,41 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 		sh "$lib" "$d/shared.lock"
 	assert_output 1
 }
+
+# --- item: adaptive signals only the processes that hold the atom's lock
+
+# forge_run FILE PID: slot 1's record and the atom's run state both name
+# process PID as the run's supervisor and command, started long ago, with
+# a valid checksum: what anyone who can write FILE can make of it.
+forge_run() {
+	local start
+	start=$(proc_starttime "$2")
+	poke "$1" 4096 "$(le 4 0x444c4f48)$(le 4 "$2")$(le 8 "$start")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
+	poke "$1" 140 "$(le 4 "$2")$(le 8 "$start")$(le 4 "$2")"
+	poke "$1" 84 "$(le 4 "$2")"
+	reseal "$1"
+}
+
+@test "adaptive: a forged run naming a process that has the state file open, unlocked, never signals it" {
+	need_lockhold
+	local d=$T/state victim vstart f
+	run -0 "$LOCKBOX" adaptive -d "$d" x true
+	f=$(echo "$d"/x-*.lock)
+	# a bystander that merely has the state file open, as `exec 9<F` does
+	spawn sh -c 'exec sleep 600' 9<"$f"
+	victim=$SPAWN_PID
+	wait_for test -e "/proc/$victim/fd/9"
+	vstart=$(proc_starttime "$victim")
+	# someone else holds the lock; the records say the bystander's job does
+	lockhold "$f" 4096 1
+	forge_run "$f" "$victim"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" --log "$T/log" -e 0 -x 1s -g 300ms \
+		x touch "$T/took"
+	assert [ -e "$T/took" ]
+	refute_regex "$stderr" unreadable
+	# the holder of the lock was expired; the bystander never got a signal
+	run -0 grep -E "signal sig=CONT pids=$LOCKHOLD_PID\$" "$T/log"
+	run -1 grep -E "pids=(.*,)?$victim(,|\$)" "$T/log"
+	assert_equal "$(proc_starttime "$victim")" "$vstart"
+	assert_equal "$(awk '{ print $3 }' "/proc/$victim/stat")" S
+}

@@ -675,10 +675,8 @@ static int expire(struct run *r, struct lb_holder *h)
 	}
 	if (lb_pool_atom(r->pool, expiring_fn, &old) < 0)
 		lb_warnx("%s: cannot mark the run as expiring", r->name);
+	/* the records name old.pid, but only the kernel's locks say who holds it */
 	lb_job_init(&job, &site);
-	lb_job_candidate(&job, old.pid, old.starttime);
-	if (r->last.super_pid == old.pid)
-		lb_job_candidate(&job, r->last.cmd_pid, r->last.cmd_starttime);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		n = lb_job_scan(&job);
 		if (n < 0) {

@@ -18,7 +18,7 @@
 struct proc {
 	pid_t pid;
 	struct lb_proc_stat st;
-	int use;	/* LB_PROC_LOCKS, LB_PROC_OPEN, 0 */
+	int use;	/* LB_PROC_LOCKS, LB_PROC_OPEN, 0, -1 */
 	int in;
 };
 
@@ -61,26 +61,6 @@ void lb_job_init(struct lb_job *job, const struct lb_lock_site *site)
 	job->dev = site->dev;
 	job->ino = site->ino;
 	job->byte = site->byte;
-}
-
-void lb_job_candidate(struct lb_job *job, pid_t pid, uint64_t starttime)
-{
-	if (pid > 1 && starttime != 0 && job->nrec < sizeof job->rec / sizeof job->rec[0]) {
-		job->rec[job->nrec].pid = pid;
-		job->rec[job->nrec++].starttime = starttime;
-	}
-}
-
-static int candidate(const struct lb_job *job, const struct proc *p)
-{
-	size_t i;
-
-	if (p->use <= 0)
-		return 0;	/* it must have the lock file open, as far as we can see */
-	for (i = 0; i < job->nrec; i++)
-		if (job->rec[i].pid == p->pid && job->rec[i].starttime == p->st.starttime)
-			return 1;
-	return 0;
 }
 
 static int table_add(struct table *t, const struct proc *p)
@@ -145,14 +125,21 @@ static struct proc *find(struct table *t, pid_t pid)
 }
 
 /* Holders, then descendants and led groups until nothing changes. */
-static void select_job(struct lb_job *job, struct table *t)
+static void select_job(struct table *t)
 {
 	pid_t own = getpgrp();
 	size_t i;
 	int more = 1;
 
+	/*
+	 * Only the kernel's word makes a process a holder. Having the file
+	 * open proves nothing (anyone may open it, e.g. `exec 9<FILE`), and
+	 * a PID and start time in a record are whatever the last writer of
+	 * the file put there: a forged record naming a process that opened
+	 * the file must not get it signalled.
+	 */
 	for (i = 0; i < t->n; i++)
-		t->v[i].in = t->v[i].use == LB_PROC_LOCKS || candidate(job, &t->v[i]);
+		t->v[i].in = t->v[i].use == LB_PROC_LOCKS;
 	while (more) {
 		more = 0;
 		for (i = 0; i < t->n; i++) {
@@ -235,7 +222,7 @@ int lb_job_scan(struct lb_job *job)
 		free(t.v);
 		return -1;
 	}
-	select_job(job, &t);
+	select_job(&t);
 	for (i = 0; i < t.n && rc == 0; i++)
 		if (t.v[i].in && !member_of(job, &t.v[i]))
 			rc = pin(job, &t.v[i]);

@@ -20,11 +20,6 @@ struct lb_job {
 	dev_t dev;
 	ino_t ino;
 	off_t byte;		/* the lock byte held */
-	struct {
-		pid_t pid;
-		uint64_t starttime;
-	} rec[4];		/* processes a record names: candidates only */
-	size_t nrec;
 	int self_holds;		/* this process holds the lock itself */
 	struct lb_job_member *v;
 	size_t n, cap;
@@ -34,19 +29,13 @@ struct lb_job {
 void lb_job_init(struct lb_job *job, const struct lb_lock_site *site);
 
 /*
- * A process named by a record (the supervisor, the command). It joins the
- * job only while its PID and start time match and it has the file open.
- */
-void lb_job_candidate(struct lb_job *job, pid_t pid, uint64_t starttime);
-
-/*
  * Find the job, adding what is new to it: every process that holds the
  * lock (its /proc/PID/fdinfo shows the write lock held through one of its
- * descriptors), each candidate that matches its record and has the file
- * open, every descendant of those, and the members of any process group
- * led by one of them. Nothing else: a PID in a record alone never makes a
- * process a member. Each member is pinned by a pidfd where the kernel has them, and
- * kept only if its start time, read after pinning, is what the scan saw.
+ * descriptors), every descendant of those, and the members of any process
+ * group led by one of them. Nothing else: neither a PID in a record nor
+ * having the file open makes a process a member. Each member is pinned by
+ * a pidfd where the kernel has them, and kept only if its start time, read
+ * after pinning, is what the scan saw.
  * Returns the number of members alive, or -1 when /proc cannot be read.
  */
 int lb_job_scan(struct lb_job *job);
