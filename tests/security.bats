@@ -698,3 +698,55 @@ forge_run() {
 	assert_equal "$(proc_starttime "$victim")" "$vstart"
 	assert_equal "$(awk '{ print $3 }' "/proc/$victim/stat")" S
 }
+
+@test "adaptive: a state directory others can write to is refused, 125, nothing created" {
+	local d=$T/open
+	mkdir "$d"
+	chmod 0777 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it"
+	chmod 0775 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0775, not sticky); refusing it"
+	assert [ ! -e "$T/ran" ]
+	run -0 ls -A "$d"
+	assert_output ""
+	# sticky, and the file is the caller's own: fine
+	chmod 1777 "$d"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	# and status still reads any directory
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
+}
+
+@test "adaptive: another user's state file in a sticky directory, or their directory, is refused" {
+	need_root_and_nobody
+	local d f before
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	# nobody's own state file in a sticky directory is fine for nobody
+	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" x touch "$d/nobody-ran"
+	assert [ -e "$d/nobody-ran" ]
+	f=$(echo "$d"/x-*.lock)
+	assert_equal "$(stat -c %u "$f")" 65534
+	before=$(sha "$f")
+	# root does not trust it: nobody could have forged it, or may swap it
+	# (the lock file rules refuse it first, or with fs.protected_regular
+	# the kernel does)
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_regex "$stderr" "^adaptive: $f: (owned by UID 65534 in a shared sticky directory, .*|Permission denied)\$"
+	# nor when it is a lock file shared with others: it is still nobody's
+	as_nobody chmod 0666 "$f"
+	before=$(sha "$f")
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_regex "$stderr" "^adaptive: $f: (owned by uid 65534 in a directory others can write to; refusing it|Permission denied)\$"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(sha "$f")" "$before"
+	# a directory that belongs to another user, even one only they can write to
+	chmod 0755 "$d"
+	chown 65534:65534 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" y touch "$T/ran"
+	assert_stderr "adaptive: $d/: state directory owned by uid 65534, who could replace its files; refusing it"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" y touch "$d/nobody-ran-y"
+}

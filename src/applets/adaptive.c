@@ -270,6 +270,72 @@ static int make_dirs(char *dir, mode_t mode)
 	}
 }
 
+#ifndef O_PATH
+#define O_PATH O_RDONLY
+#endif
+
+/*
+ * Anyone who can write to the state directory can put a file of theirs,
+ * with a forged run in it, where the state file should be. Trusted: a
+ * directory of ours or root's that nobody else can write to; or a sticky
+ * one (only a file's owner may rename or remove it there), provided the
+ * state file itself is ours or root's, which check_state_file tells once
+ * it is open. Returns the directory's fd, *shared set for the sticky case,
+ * or -1 (refused, reported) before anything is created in it.
+ */
+static int open_state_dir(const char *dir, int *shared)
+{
+	uid_t me = geteuid();
+	struct stat st;
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	*shared = 0;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		lb_warn("%s", dir);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_uid != me && st.st_uid != 0)
+		lb_warnx("%s: state directory owned by uid %ld, who could replace its files; refusing it",
+		    dir, (long)st.st_uid);
+	else if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
+		return fd;
+	else if (!(st.st_mode & S_ISVTX))
+		lb_warnx("%s: state directory writable by others (mode %04o, not sticky); refusing it",
+		    dir, (unsigned)(st.st_mode & 07777));
+	else {
+		*shared = 1;
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/* In a shared sticky directory: the file open is the one there, and ours or root's. */
+static int check_state_file(const struct run *r, int dirfd)
+{
+	const char *base = strrchr(r->path, '/') + 1;
+	struct lb_lock_site site;
+	struct stat st;
+
+	if (lb_pool_lock_site(r->pool, SLOT, &site) != 0 ||
+	    fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		lb_warn("%s", r->path);
+		return -1;
+	}
+	if (st.st_dev != site.dev || st.st_ino != site.ino) {
+		lb_warnx("%s: replaced while it was opened; refusing it", r->path);
+		return -1;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		lb_warnx("%s: owned by uid %ld in a directory others can write to; refusing it",
+		    r->path, (long)st.st_uid);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * NAME canonified as CFEngine does (every byte but a letter or digit
  * becomes '_'), then a hash of the exact NAME, so "a b" and "a_b" get
@@ -1051,7 +1117,7 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	struct lb_pool_opts popts = { 0, 0 };
 	struct run r;
 	char *dir;
-	int status = LB_EXIT_FAIL;
+	int status = LB_EXIT_FAIL, dirfd, shared = 0;
 
 	memset(&r, 0, sizeof r);
 	r.o = o;
@@ -1063,18 +1129,33 @@ static int run_atom(struct opts *o, const char *name, char **command)
 		return LB_EXIT_FAIL;
 	}
 	r.path = atom_path(dir, name);
+	/* a server keeps its own state: there is no directory to trust */
+	dirfd = r.remote ? -1 : open_state_dir(dir, &shared);
 	free(dir);
+	if (!r.remote && dirfd < 0) {
+		free((char *)r.path);
+		return LB_EXIT_FAIL;
+	}
 	if (lb_joblog_open(o->log, o->use_syslog) != 0) {
+		if (dirfd >= 0)
+			close(dirfd);
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
 	/* a server tells this supervisor (SIGIO, see supervise) when the run's session ends */
 	popts.on_loss = SIGIO;
 	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
-	if (r.pool == NULL) {
+	if (r.pool == NULL || (shared && check_state_file(&r, dirfd) != 0)) {
+		if (r.pool != NULL)
+			lb_pool_close(r.pool);
+		lb_joblog_close();
+		if (dirfd >= 0)
+			close(dirfd);
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
+	if (dirfd >= 0)
+		close(dirfd);
 	lb_ident_fill(&r.who, getpid(), command);
 	/*
 	 * Lock first, then decide under the lock: two starts that both saw
