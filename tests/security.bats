@@ -750,3 +750,83 @@ forge_run() {
 	assert [ ! -e "$T/ran" ]
 	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" y touch "$d/nobody-ran-y"
 }
+
+# --- item: a file size limit (ulimit -f) is an error lockbox reports, not its death
+
+# SIGXFSZ_IGNORED: a command that prints 1 when it was started with SIGXFSZ
+# (25, bit 24 of SigIgn) ignored, else 0.
+# shellcheck disable=SC2016 # for the command's own sh
+XFSZ_IGNORED='m=$(sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status) && echo $(((0x$m >> 24) & 1))'
+
+# records_sha FILE: the checksum of FILE's records (all but the header,
+# whose progress count every visit moves on) and its size.
+records_sha() {
+	printf '%s %s\n' "$(tail -c +4097 "$1" | sha256sum)" "$(stat -c %s "$1")"
+}
+
+@test "slots and mutex under a file size limit: 125 'File too large', no partial record" {
+	local applet args before
+	for applet in slots mutex; do
+		args=("$F")
+		[[ $applet == slots ]] && args+=(2)
+		rm -f "$F"
+		# room for the header of a new file, not for a record: lockbox
+		# used to die of SIGXFSZ here (153)
+		run -125 --separate-stderr prlimit --fsize=4096 "$LOCKBOX" "$applet" "${args[@]}" touch "$T/ran"
+		assert_stderr "$applet: $F: cannot write: File too large"
+		assert [ ! -e "$T/ran" ]
+		assert_equal "$(stat -c %s "$F")" 4096
+		# a record half-written over an old one: the limit cuts into it
+		run -0 "$LOCKBOX" "$applet" "${args[@]}" true
+		before=$(records_sha "$F")
+		run -125 --separate-stderr prlimit --fsize=4200 "$LOCKBOX" "$applet" "${args[@]}" touch "$T/ran"
+		assert_stderr "$applet: $F: cannot write: File too large"
+		assert [ ! -e "$T/ran" ]
+		assert_equal "$(records_sha "$F")" "$before"
+		run -0 --separate-stderr "$LOCKBOX" "$applet" "${args[@]}" sh -c "$SHOW_SLOT"
+		assert_output 1
+	done
+}
+
+@test "adaptive under a file size limit: 125 'File too large'; a full log is reported once, the run goes on" {
+	local d=$T/state f before
+	run -125 --separate-stderr prlimit --fsize=4096 "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	f=$(echo "$d"/x-*.lock)
+	assert_stderr "adaptive: $f: cannot write: File too large"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$f")" 4096
+	run -0 "$LOCKBOX" adaptive -d "$d" -e 0 x true
+	before=$(records_sha "$f")
+	run -125 --separate-stderr prlimit --fsize=4200 "$LOCKBOX" adaptive -d "$d" -e 0 x touch "$T/ran"
+	assert_stderr "adaptive: $f: cannot write: File too large"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(records_sha "$f")" "$before"
+	# the log is at the limit: lines are dropped whole, with one warning
+	head -c 8192 /dev/zero | tr '\0' 'x' >"$T/log"
+	run -0 --separate-stderr prlimit --fsize=8192 "$LOCKBOX" adaptive -d "$d" -e 0 --log "$T/log" \
+		x touch "$T/ran"
+	assert_stderr "adaptive: $T/log: cannot write to the log: File too large"
+	assert [ -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$T/log")" 8192
+}
+
+@test "under a file size limit, the command still gets SIGXFSZ as lockbox got it" {
+	local big=$T/big
+	# shellcheck disable=SC2016 # for the command's own sh
+	local fill='exec head -c 20000 /dev/zero >"$1"'
+	run -153 prlimit --fsize=10000 "$LOCKBOX" slots "$F" 2 sh -c "$fill" sh "$big"
+	run -153 prlimit --fsize=10000 "$LOCKBOX" mutex "$F" sh -c "$fill" sh "$big"
+	run -153 prlimit --fsize=10000 "$LOCKBOX" adaptive -d "$T/state" -e 0 x sh -c "$fill" sh "$big"
+	run -153 prlimit --fsize=10000 "$LOCKBOX" waitfor 1 1 sh -c "$fill" sh "$big"
+	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$XFSZ_IGNORED"
+	assert_output 0
+	run -0 "$LOCKBOX" adaptive -d "$T/state" -e 0 x sh -c "$XFSZ_IGNORED"
+	assert_output 0
+	run -0 "$LOCKBOX" waitfor 1 1 sh -c "$XFSZ_IGNORED"
+	assert_output 0
+	# started with it ignored, the command finds it ignored
+	run -0 sh -c 'trap "" XFSZ; exec "$@"' sh "$LOCKBOX" mutex "$F" sh -c "$XFSZ_IGNORED"
+	assert_output 1
+	run -0 sh -c 'trap "" XFSZ; exec "$@"' sh "$LOCKBOX" waitfor 1 1 sh -c "$XFSZ_IGNORED"
+	assert_output 1
+}

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@
 
 static int log_fd = -1;
 static int log_syslog;
+static const char *log_path;
+static int log_failed;		/* a write failed: told once */
 
 int lb_joblog_open(const char *path, int use_syslog)
 {
@@ -34,6 +38,24 @@ int lb_joblog_open(const char *path, int use_syslog)
 		lb_warn("%s", path);
 		return -1;
 	}
+	log_path = path;
+	log_failed = 0;
+	return 0;
+}
+
+/*
+ * Whether a line of N bytes fits under the file size limit (ulimit -f):
+ * the kernel would cut it short, and half a line is worse than none.
+ */
+static int log_fits(size_t n)
+{
+	struct rlimit rl;
+	struct stat st;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    fstat(log_fd, &st) != 0 || (rlim_t)st.st_size + n <= rl.rlim_cur)
+		return 1;
+	errno = EFBIG;
 	return 0;
 }
 
@@ -95,8 +117,19 @@ void lb_joblog(int priority, const char *name, const char *fmt, ...)
 	}
 	/* one write(2) on an O_APPEND file: concurrent lines never interleave */
 	line[n++] = '\n';
-	while (write(log_fd, line, n) < 0 && errno == EINTR)
-		;
+	if (log_fits(n)) {
+		do
+			r = (int)write(log_fd, line, n);
+		while (r < 0 && errno == EINTR);
+		if (r >= 0 && (size_t)r != n)
+			errno = ENOSPC;
+		if (r >= 0 && (size_t)r == n)
+			return;
+	}
+	/* the run goes on without its log: said once, not on every line */
+	if (!log_failed)
+		lb_warn("%s: cannot write to the log", log_path);
+	log_failed = 1;
 }
 
 void lb_joblog_close(void)
