@@ -830,3 +830,35 @@ records_sha() {
 	run -0 sh -c 'trap "" XFSZ; exec "$@"' sh "$LOCKBOX" waitfor 1 1 sh -c "$XFSZ_IGNORED"
 	assert_output 1
 }
+
+# --- item: adaptive's log is a regular file; an expiry never half-blind; status prints safely
+
+@test "adaptive --log: a FIFO, a symlink, a directory or a device is refused at once, 125" {
+	local target=$T/target
+	mkfifo "$T/fifo"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
+	assert_stderr "adaptive: $T/fifo: not a regular file"
+	# with a reader, the FIFO opens, and is refused all the same
+	# shellcheck disable=SC2016 # for the reader's own sh
+	spawn sh -c 'exec cat <"$1" >/dev/null' sh "$T/fifo"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
+	assert_stderr "adaptive: $T/fifo: not a regular file"
+	stop_pid "$SPAWN_PID"
+	ln -s "$target" "$T/link"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/link" x touch "$T/ran"
+	assert_stderr "adaptive: $T/link: is a symbolic link; refusing to follow it"
+	assert [ ! -e "$target" ]
+	printf 'precious\n' >"$target"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/link" x touch "$T/ran"
+	assert_stderr "adaptive: $T/link: is a symbolic link; refusing to follow it"
+	assert_equal "$(cat "$target")" precious
+	mkdir "$T/dir"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/dir" x touch "$T/ran"
+	assert_stderr "adaptive: $T/dir: not a regular file"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log /dev/null x touch "$T/ran"
+	assert_stderr "adaptive: /dev/null: not a regular file"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/log" x touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	assert_regex "$(cat "$T/log")" " x ran pid="
+}

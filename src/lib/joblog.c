@@ -22,6 +22,27 @@ static int log_syslog;
 static const char *log_path;
 static int log_failed;		/* a write failed: told once */
 
+/* A regular file, then blocking again: a line goes whole, never EAGAIN. */
+static int check_log(int fd, const char *path)
+{
+	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st) != 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		lb_warnx("%s: not a regular file", path);
+		return -1;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	return 0;
+}
+
 int lb_joblog_open(const char *path, int use_syslog)
 {
 	if (use_syslog) {
@@ -31,11 +52,27 @@ int lb_joblog_open(const char *path, int use_syslog)
 	}
 	if (path == NULL)
 		return 0;
+	/*
+	 * As for lock files: a final symlink is never followed (nothing is
+	 * created or appended to through it), opening a FIFO never hangs,
+	 * and anything but a regular file is refused.
+	 */
 	do
-		log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+		log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC | O_NOCTTY, 0666);
 	while (log_fd < 0 && errno == EINTR);
 	if (log_fd < 0) {
-		lb_warn("%s", path);
+		if (errno == ELOOP)
+			lb_warnx("%s: is a symbolic link; refusing to follow it", path);
+		else if (errno == EISDIR || errno == ENXIO)	/* ENXIO: a FIFO nobody reads */
+			lb_warnx("%s: not a regular file", path);
+		else
+			lb_warn("%s", path);
+		return -1;
+	}
+	if (check_log(log_fd, path) != 0) {
+		close(log_fd);
+		log_fd = -1;
 		return -1;
 	}
 	log_path = path;
