@@ -862,3 +862,40 @@ records_sha() {
 	assert [ -e "$T/ran" ]
 	assert_regex "$(cat "$T/log")" " x ran pid="
 }
+
+# only_std_fds CMD...: CMD with every descriptor above 2 closed, so that a
+# descriptor limit counts from a known start.
+only_std_fds() {
+	local f n
+	for f in /proc/"$BASHPID"/fd/*; do
+		n=${f##*/}
+		if ((n > 2)); then
+			exec {n}>&-
+		fi
+	done
+	exec "$@"
+}
+
+@test "adaptive: out of descriptors while expiring, nobody is signalled: 125, said and logged" {
+	local d=$T/state m=$T/job pid
+	# a job of nine processes, each holding the lock (they inherit it)
+	# shellcheck disable=SC2016 # for the job's own sh
+	spawn "$LOCKBOX" adaptive -d "$d" -e 0 x sh -c \
+		'for i in 1 2 3 4 5 6 7 8; do sleep 600 & echo $! >>"$1.pids"; done; echo $$ >"$1.tmp" && mv "$1.tmp" "$1"; wait' \
+		sh "$m"
+	wait_for test -s "$m"
+	while read -r pid; do
+		track_pid "$pid"
+	done < <(cat "$m" "$m.pids")
+	# room to open the files and read /proc, not to pin every process
+	run -125 --separate-stderr prlimit --nofile=10 bash -c "$(declare -f only_std_fds); only_std_fds \"\$@\"" sh \
+		"$LOCKBOX" adaptive -d "$d" --log "$T/log" -e 0 -x 0 -g 300ms x touch "$T/ran"
+	assert_stderr "adaptive: x: cannot expire the run: checking its processes for SIGCONT: Too many open files"
+	assert [ ! -e "$T/ran" ]
+	run -0 grep -E " x expire-error sig=CONT error=Too many open files\$" "$T/log"
+	run -1 grep -E " x signal " "$T/log"
+	# the whole job is still there, untouched
+	while read -r pid; do
+		assert_equal "$(awk '{ print $3 }' "/proc/$pid/stat")" S
+	done < <(cat "$m" "$m.pids")
+}

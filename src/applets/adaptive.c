@@ -712,6 +712,17 @@ static void refuse_signal(struct run *r, int sig, const char *pids)
 	lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name, sig_name(sig), pids);
 }
 
+/* The job could not be told for sure: say so, and fail rather than guess. */
+static int blind(struct run *r, const struct lb_job *job, int sig)
+{
+	errno = job->err;
+	lb_warn("%s: cannot expire the run: checking its processes for SIG%s", r->name,
+	    sig_name(sig));
+	lb_joblog(LOG_ERR, r->name, "expire-error sig=%s error=%s", sig_name(sig),
+	    strerror(job->err));
+	return LB_EXIT_FAIL;
+}
+
 /*
  * The paper's garbage collection, made safe: CONT (a stopped job can act
  * on what follows), INT, TERM, KILL, each to every verified process of the
@@ -728,7 +739,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	struct lb_job job;
 	char age[32], pids[512], refused[512], late[512];
 	unsigned slot;
-	size_t i;
+	size_t i, reached;
 	int got = -1, n;
 
 	lb_format_duration(lb_ident_age(&old), age);
@@ -746,8 +757,8 @@ static int expire(struct run *r, struct lb_holder *h)
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		n = lb_job_scan(&job);
 		if (n < 0) {
-			lb_warn("%s: cannot read /proc", r->name);
-			got = LB_EXIT_FAIL;
+			/* a member missed must not pass for one that is gone */
+			got = blind(r, &job, sigs[i]);
 			break;
 		}
 		if (job.self_holds) {
@@ -770,9 +781,16 @@ static int expire(struct run *r, struct lb_holder *h)
 			/*
 			 * Signal 0 first asks the kernel who may be signalled, so
 			 * that the line can be logged before the signal (the log
-			 * then reads in causal order) and names only those.
+			 * then reads in causal order) and names only those. A
+			 * member that cannot be checked stops the expiry before
+			 * anyone gets the signal.
 			 */
-			if (lb_job_signal(&job, 0, pids, sizeof pids, refused, sizeof refused) > 0) {
+			reached = lb_job_signal(&job, 0, pids, sizeof pids, refused, sizeof refused);
+			if (job.err != 0) {
+				got = blind(r, &job, sigs[i]);
+				break;
+			}
+			if (reached > 0) {
 				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
 				    sig_name(sigs[i]), pids);
 				if (r->o->verbose)
@@ -785,6 +803,10 @@ static int expire(struct run *r, struct lb_holder *h)
 			lb_job_signal(&job, sigs[i], NULL, 0, late, sizeof late);
 			if (late[0] != '\0' && strcmp(late, refused) != 0)
 				refuse_signal(r, sigs[i], late);
+			if (job.err != 0) {
+				got = blind(r, &job, sigs[i]);
+				break;
+			}
 		}
 		lb_holders_free(&now);
 		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
