@@ -899,3 +899,29 @@ only_std_fds() {
 		assert_equal "$(awk '{ print $3 }' "/proc/$pid/stat")" S
 	done < <(cat "$m" "$m.pids")
 }
+
+@test "adaptive status and messages print names from a forged state file without escapes" {
+	local d=$T/state f evil
+	evil=$'\e]0;owned\a\e[31mred\nline two \xc2\x9b31m \xff'
+	run -0 "$LOCKBOX" adaptive -d "$d" x true
+	f=$(echo "$d"/x-*.lock)
+	# the atom area's NAME (area offset 128, its length at 116) forged
+	poke "$f" $((64 + 128)) "$(printf '%s' "$evil" | od -An -v -tx1 | tr -d ' \n' | sed 's/../\\x&/g')"
+	poke "$f" $((64 + 116)) "$(le 2 "$(printf '%s' "$evil" | wc -c)")"
+	reseal "$f"
+	# a file named to be printed, beside it
+	: >"$d/$evil-0badf00d.lock"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" status
+	# one atom, its name on one line, printable, valid UTF-8
+	assert_line --index 0 '?]0;owned??[31mred?line two ?31m ?'
+	assert_equal "$(grep -c '^  file ' <<<"$output")" 1
+	refute_output --partial $'\e'
+	refute_output --partial $'\xc2\x9b'
+	iconv -f UTF-8 -t UTF-8 <<<"$output" >/dev/null
+	# JSON carries the exact name, escaped
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" --json status
+	valid_json <<<"$output"
+	# the refusal to share the file names its atom, printably
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" -e 0 x true
+	assert_stderr "adaptive: x: $f belongs to the atom '?]0;owned??[31mred?line two ?31m ?'; refusing to share it"
+}

@@ -30,6 +30,7 @@
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
+#include "text.h"
 
 #define USAGE \
 	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER] [-g GRACE] [-d DIR] [-E CODE]\n" \
@@ -428,6 +429,8 @@ static int load_state(struct run *r, const unsigned char *area, size_t len, stru
 	if (d == 1 && a->name_len > 0 && strcmp(a->name, r->name) != 0) {
 		r->foreign = 1;
 		snprintf(r->foreign_name, sizeof r->foreign_name, "%s", a->name);
+		/* whoever wrote the file chose these bytes: no escapes to the terminal */
+		lb_text_clean(r->foreign_name);
 	}
 	return d == 0;
 }
@@ -1445,6 +1448,28 @@ static void print_json(const struct view *v, int first)
 	printf("]}");
 }
 
+/*
+ * Whether a directory entry is named as atom_path names state files:
+ * letters, digits and '_', a dash, eight hex digits, ".lock". Nothing
+ * else is looked at, so a name made to be printed (escapes, newlines)
+ * never reaches the terminal or a message.
+ */
+static int atom_file_name(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n < 1 + 1 + 8 + 5 || strcmp(s + n - 5, ".lock") != 0 || s[n - 14] != '-')
+		return 0;
+	for (i = 0; i < n - 14; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	for (i = n - 13; i < n - 5; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
 static int by_path(const void *x, const void *y)
 {
 	return strcmp(((const struct view *)x)->path, ((const struct view *)y)->path);
@@ -1512,9 +1537,7 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 			return LB_EXIT_FAIL;
 		}
 		while (d != NULL && (e = readdir(d)) != NULL) {
-			size_t len = strlen(e->d_name);
-
-			if (len <= 5 || strcmp(e->d_name + len - 5, ".lock") != 0)
+			if (!atom_file_name(e->d_name))
 				continue;
 			if (n == cap) {
 				struct view *g;
@@ -1541,10 +1564,14 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 		if (r < 0)
 			rc = LB_EXIT_FAIL;
 		if (r == 0 && v[i].name != NULL) {
-			if (o->json)
+			if (o->json) {
 				print_json(&v[i], shown == 0);
-			else
+			} else {
+				/* names from a state file anyone may have written: printable only */
+				lb_text_clean(v[i].name);
+				lb_text_clean(v[i].shown);
 				print_text(&v[i], shown == 0);
+			}
 			shown++;
 		}
 		free(v[i].name);
