@@ -11,6 +11,7 @@
 
 #include "applets.h"
 #include "err.h"
+#include "exec.h"
 #include "exitcodes.h"
 #include "pool.h"
 
@@ -102,6 +103,7 @@ int main(int argc, char **argv)
 
 	if (fill_std_fds() != 0)
 		return LB_EXIT_FAIL;
+	lb_exec_setup();
 	lb_pool_set_argv(argv);
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
 	/* lockbox-pg, the PostgreSQL helper, is a multicall name too */

@@ -66,37 +66,6 @@ events() {
 	sed -E "s/^$STAMP_RE adaptive\\[[0-9]+\\] $1 //" "$LOG"
 }
 
-# Little-endian bytes as printf escapes: le BYTES VALUE.
-le() {
-	local n=$1 v=$2 i out=''
-	for ((i = 0; i < n; i++)); do
-		out+=$(printf '\\x%02x' $(((v >> (8 * i)) & 255)))
-	done
-	printf '%s' "$out"
-}
-
-# poke FILE OFFSET ESCAPES: overwrite bytes in place.
-poke() {
-	# shellcheck disable=SC2059 # the escapes are the format
-	printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-
-# reseal FILE: recompute the atom area's checksum (FNV-1a of area bytes
-# 16..1919, i.e. file bytes 80..1983), as a forger would.
-reseal() {
-	local h=2166136261 b
-	for b in $(od -An -v -tu1 -j80 -N1904 "$1"); do
-		h=$(((h ^ b) * 16777619 & 0xffffffff))
-	done
-	poke "$1" 76 "$(le 4 "$h")"
-}
-
-boot_id_escapes() {
-	local hex
-	hex=$(tr -d '-' </proc/sys/kernel/random/boot_id)
-	printf '%s' "$hex" | sed 's/../\\x&/g'
-}
-
 @test "runs COMMAND with its own status; the state file is NAME canonified plus a hash" {
 	run -3 --separate-stderr "$LOCKBOX" adaptive "edit:/etc/motd" sh -c 'echo out; exit 3'
 	assert_output out

@@ -660,3 +660,268 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 		sh "$lib" "$d/shared.lock"
 	assert_output 1
 }
+
+# --- item: adaptive signals only the processes that hold the atom's lock
+
+# forge_run FILE PID: slot 1's record and the atom's run state both name
+# process PID as the run's supervisor and command, started long ago, with
+# a valid checksum: what anyone who can write FILE can make of it.
+forge_run() {
+	local start
+	start=$(proc_starttime "$2")
+	poke "$1" 4096 "$(le 4 0x444c4f48)$(le 4 "$2")$(le 8 "$start")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
+	poke "$1" 140 "$(le 4 "$2")$(le 8 "$start")$(le 4 "$2")"
+	poke "$1" 84 "$(le 4 "$2")"
+	reseal "$1"
+}
+
+@test "adaptive: a forged run naming a process that has the state file open, unlocked, never signals it" {
+	need_lockhold
+	local d=$T/state victim vstart f
+	run -0 "$LOCKBOX" adaptive -d "$d" x true
+	f=$(echo "$d"/x-*.lock)
+	# a bystander that merely has the state file open, as `exec 9<F` does
+	spawn sh -c 'exec sleep 600' 9<"$f"
+	victim=$SPAWN_PID
+	wait_for test -e "/proc/$victim/fd/9"
+	vstart=$(proc_starttime "$victim")
+	# someone else holds the lock; the records say the bystander's job does
+	lockhold "$f" 4096 1
+	forge_run "$f" "$victim"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" --log "$T/log" -e 0 -x 1s -g 300ms \
+		x touch "$T/took"
+	assert [ -e "$T/took" ]
+	refute_regex "$stderr" unreadable
+	# the holder of the lock was expired; the bystander never got a signal
+	run -0 grep -E "signal sig=CONT pids=$LOCKHOLD_PID\$" "$T/log"
+	run -1 grep -E "pids=(.*,)?$victim(,|\$)" "$T/log"
+	assert_equal "$(proc_starttime "$victim")" "$vstart"
+	assert_equal "$(awk '{ print $3 }' "/proc/$victim/stat")" S
+}
+
+@test "adaptive: a state directory others can write to is refused, 125, nothing created" {
+	local d=$T/open
+	mkdir "$d"
+	chmod 0777 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it"
+	chmod 0775 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0775, not sticky); refusing it"
+	assert [ ! -e "$T/ran" ]
+	run -0 ls -A "$d"
+	assert_output ""
+	# sticky, and the file is the caller's own: fine
+	chmod 1777 "$d"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	# and status still reads any directory
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
+}
+
+@test "adaptive: another user's state file in a sticky directory, or their directory, is refused" {
+	need_root_and_nobody
+	local d f before
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	# nobody's own state file in a sticky directory is fine for nobody
+	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" x touch "$d/nobody-ran"
+	assert [ -e "$d/nobody-ran" ]
+	f=$(echo "$d"/x-*.lock)
+	assert_equal "$(stat -c %u "$f")" 65534
+	before=$(sha "$f")
+	# root does not trust it: nobody could have forged it, or may swap it
+	# (the lock file rules refuse it first, or with fs.protected_regular
+	# the kernel does)
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_regex "$stderr" "^adaptive: $f: (owned by UID 65534 in a shared sticky directory, .*|Permission denied)\$"
+	# nor when it is a lock file shared with others: it is still nobody's
+	as_nobody chmod 0666 "$f"
+	before=$(sha "$f")
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_regex "$stderr" "^adaptive: $f: (owned by uid 65534 in a directory others can write to; refusing it|Permission denied)\$"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(sha "$f")" "$before"
+	# a directory that belongs to another user, even one only they can write to
+	chmod 0755 "$d"
+	chown 65534:65534 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" y touch "$T/ran"
+	assert_stderr "adaptive: $d/: state directory owned by uid 65534, who could replace its files; refusing it"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" y touch "$d/nobody-ran-y"
+}
+
+# --- item: a file size limit (ulimit -f) is an error lockbox reports, not its death
+
+# SIGXFSZ_IGNORED: a command that prints 1 when it was started with SIGXFSZ
+# (25, bit 24 of SigIgn) ignored, else 0.
+# shellcheck disable=SC2016 # for the command's own sh
+XFSZ_IGNORED='m=$(sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status) && echo $(((0x$m >> 24) & 1))'
+
+# records_sha FILE: the checksum of FILE's records (all but the header,
+# whose progress count every visit moves on) and its size.
+records_sha() {
+	printf '%s %s\n' "$(tail -c +4097 "$1" | sha256sum)" "$(stat -c %s "$1")"
+}
+
+@test "slots and mutex under a file size limit: 125 'File too large', no partial record" {
+	local applet args before
+	for applet in slots mutex; do
+		args=("$F")
+		[[ $applet == slots ]] && args+=(2)
+		rm -f "$F"
+		# room for the header of a new file, not for a record: lockbox
+		# used to die of SIGXFSZ here (153)
+		run -125 --separate-stderr prlimit --fsize=4096 "$LOCKBOX" "$applet" "${args[@]}" touch "$T/ran"
+		assert_stderr "$applet: $F: cannot write: File too large"
+		assert [ ! -e "$T/ran" ]
+		assert_equal "$(stat -c %s "$F")" 4096
+		# a record half-written over an old one: the limit cuts into it
+		run -0 "$LOCKBOX" "$applet" "${args[@]}" true
+		before=$(records_sha "$F")
+		run -125 --separate-stderr prlimit --fsize=4200 "$LOCKBOX" "$applet" "${args[@]}" touch "$T/ran"
+		assert_stderr "$applet: $F: cannot write: File too large"
+		assert [ ! -e "$T/ran" ]
+		assert_equal "$(records_sha "$F")" "$before"
+		run -0 --separate-stderr "$LOCKBOX" "$applet" "${args[@]}" sh -c "$SHOW_SLOT"
+		assert_output 1
+	done
+}
+
+@test "adaptive under a file size limit: 125 'File too large'; a full log is reported once, the run goes on" {
+	local d=$T/state f before
+	run -125 --separate-stderr prlimit --fsize=4096 "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	f=$(echo "$d"/x-*.lock)
+	assert_stderr "adaptive: $f: cannot write: File too large"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$f")" 4096
+	run -0 "$LOCKBOX" adaptive -d "$d" -e 0 x true
+	before=$(records_sha "$f")
+	run -125 --separate-stderr prlimit --fsize=4200 "$LOCKBOX" adaptive -d "$d" -e 0 x touch "$T/ran"
+	assert_stderr "adaptive: $f: cannot write: File too large"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(records_sha "$f")" "$before"
+	# the log is at the limit: lines are dropped whole, with one warning
+	head -c 8192 /dev/zero | tr '\0' 'x' >"$T/log"
+	run -0 --separate-stderr prlimit --fsize=8192 "$LOCKBOX" adaptive -d "$d" -e 0 --log "$T/log" \
+		x touch "$T/ran"
+	assert_stderr "adaptive: $T/log: cannot write to the log: File too large"
+	assert [ -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$T/log")" 8192
+}
+
+@test "under a file size limit, the command still gets SIGXFSZ as lockbox got it" {
+	local big=$T/big
+	# shellcheck disable=SC2016 # for the command's own sh
+	local fill='exec head -c 20000 /dev/zero >"$1"'
+	run -153 prlimit --fsize=10000 "$LOCKBOX" slots "$F" 2 sh -c "$fill" sh "$big"
+	run -153 prlimit --fsize=10000 "$LOCKBOX" mutex "$F" sh -c "$fill" sh "$big"
+	run -153 prlimit --fsize=10000 "$LOCKBOX" adaptive -d "$T/state" -e 0 x sh -c "$fill" sh "$big"
+	run -153 prlimit --fsize=10000 "$LOCKBOX" waitfor 1 1 sh -c "$fill" sh "$big"
+	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$XFSZ_IGNORED"
+	assert_output 0
+	run -0 "$LOCKBOX" adaptive -d "$T/state" -e 0 x sh -c "$XFSZ_IGNORED"
+	assert_output 0
+	run -0 "$LOCKBOX" waitfor 1 1 sh -c "$XFSZ_IGNORED"
+	assert_output 0
+	# started with it ignored, the command finds it ignored
+	run -0 sh -c 'trap "" XFSZ; exec "$@"' sh "$LOCKBOX" mutex "$F" sh -c "$XFSZ_IGNORED"
+	assert_output 1
+	run -0 sh -c 'trap "" XFSZ; exec "$@"' sh "$LOCKBOX" waitfor 1 1 sh -c "$XFSZ_IGNORED"
+	assert_output 1
+}
+
+# --- item: adaptive's log is a regular file; an expiry never half-blind; status prints safely
+
+@test "adaptive --log: a FIFO, a symlink, a directory or a device is refused at once, 125" {
+	local target=$T/target
+	mkfifo "$T/fifo"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
+	assert_stderr "adaptive: $T/fifo: not a regular file"
+	# with a reader, the FIFO opens, and is refused all the same
+	# shellcheck disable=SC2016 # for the reader's own sh
+	spawn sh -c 'exec cat <"$1" >/dev/null' sh "$T/fifo"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
+	assert_stderr "adaptive: $T/fifo: not a regular file"
+	stop_pid "$SPAWN_PID"
+	ln -s "$target" "$T/link"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/link" x touch "$T/ran"
+	assert_stderr "adaptive: $T/link: is a symbolic link; refusing to follow it"
+	assert [ ! -e "$target" ]
+	printf 'precious\n' >"$target"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/link" x touch "$T/ran"
+	assert_stderr "adaptive: $T/link: is a symbolic link; refusing to follow it"
+	assert_equal "$(cat "$target")" precious
+	mkdir "$T/dir"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/dir" x touch "$T/ran"
+	assert_stderr "adaptive: $T/dir: not a regular file"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log /dev/null x touch "$T/ran"
+	assert_stderr "adaptive: /dev/null: not a regular file"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" --log "$T/log" x touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	assert_regex "$(cat "$T/log")" " x ran pid="
+}
+
+# only_std_fds CMD...: CMD with every descriptor above 2 closed, so that a
+# descriptor limit counts from a known start.
+only_std_fds() {
+	local f n
+	for f in /proc/"$BASHPID"/fd/*; do
+		n=${f##*/}
+		if ((n > 2)); then
+			exec {n}>&-
+		fi
+	done
+	exec "$@"
+}
+
+@test "adaptive: out of descriptors while expiring, nobody is signalled: 125, said and logged" {
+	local d=$T/state m=$T/job pid
+	# a job of nine processes, each holding the lock (they inherit it)
+	# shellcheck disable=SC2016 # for the job's own sh
+	spawn "$LOCKBOX" adaptive -d "$d" -e 0 x sh -c \
+		'for i in 1 2 3 4 5 6 7 8; do sleep 600 & echo $! >>"$1.pids"; done; echo $$ >"$1.tmp" && mv "$1.tmp" "$1"; wait' \
+		sh "$m"
+	wait_for test -s "$m"
+	while read -r pid; do
+		track_pid "$pid"
+	done < <(cat "$m" "$m.pids")
+	# room to open the files and read /proc, not to pin every process
+	run -125 --separate-stderr prlimit --nofile=10 bash -c "$(declare -f only_std_fds); only_std_fds \"\$@\"" sh \
+		"$LOCKBOX" adaptive -d "$d" --log "$T/log" -e 0 -x 0 -g 300ms x touch "$T/ran"
+	assert_stderr "adaptive: x: cannot expire the run: checking its processes for SIGCONT: Too many open files"
+	assert [ ! -e "$T/ran" ]
+	run -0 grep -E " x expire-error sig=CONT error=Too many open files\$" "$T/log"
+	run -1 grep -E " x signal " "$T/log"
+	# the whole job is still there, untouched
+	while read -r pid; do
+		assert_equal "$(awk '{ print $3 }' "/proc/$pid/stat")" S
+	done < <(cat "$m" "$m.pids")
+}
+
+@test "adaptive status and messages print names from a forged state file without escapes" {
+	local d=$T/state f evil
+	evil=$'\e]0;owned\a\e[31mred\nline two \xc2\x9b31m \xff'
+	run -0 "$LOCKBOX" adaptive -d "$d" x true
+	f=$(echo "$d"/x-*.lock)
+	# the atom area's NAME (area offset 128, its length at 116) forged
+	poke "$f" $((64 + 128)) "$(printf '%s' "$evil" | od -An -v -tx1 | tr -d ' \n' | sed 's/../\\x&/g')"
+	poke "$f" $((64 + 116)) "$(le 2 "$(printf '%s' "$evil" | wc -c)")"
+	reseal "$f"
+	# a file named to be printed, beside it
+	: >"$d/$evil-0badf00d.lock"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" status
+	# one atom, its name on one line, printable, valid UTF-8
+	assert_line --index 0 '?]0;owned??[31mred?line two ?31m ?'
+	assert_equal "$(grep -c '^  file ' <<<"$output")" 1
+	refute_output --partial $'\e'
+	refute_output --partial $'\xc2\x9b'
+	iconv -f UTF-8 -t UTF-8 <<<"$output" >/dev/null
+	# JSON carries the exact name, escaped
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" --json status
+	valid_json <<<"$output"
+	# the refusal to share the file names its atom, printably
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" -e 0 x true
+	assert_stderr "adaptive: x: $f belongs to the atom '?]0;owned??[31mred?line two ?31m ?'; refusing to share it"
+}

@@ -30,6 +30,7 @@
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
+#include "text.h"
 
 #define USAGE \
 	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER] [-g GRACE] [-d DIR] [-E CODE]\n" \
@@ -270,6 +271,72 @@ static int make_dirs(char *dir, mode_t mode)
 	}
 }
 
+#ifndef O_PATH
+#define O_PATH O_RDONLY
+#endif
+
+/*
+ * Anyone who can write to the state directory can put a file of theirs,
+ * with a forged run in it, where the state file should be. Trusted: a
+ * directory of ours or root's that nobody else can write to; or a sticky
+ * one (only a file's owner may rename or remove it there), provided the
+ * state file itself is ours or root's, which check_state_file tells once
+ * it is open. Returns the directory's fd, *shared set for the sticky case,
+ * or -1 (refused, reported) before anything is created in it.
+ */
+static int open_state_dir(const char *dir, int *shared)
+{
+	uid_t me = geteuid();
+	struct stat st;
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	*shared = 0;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		lb_warn("%s", dir);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_uid != me && st.st_uid != 0)
+		lb_warnx("%s: state directory owned by uid %ld, who could replace its files; refusing it",
+		    dir, (long)st.st_uid);
+	else if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
+		return fd;
+	else if (!(st.st_mode & S_ISVTX))
+		lb_warnx("%s: state directory writable by others (mode %04o, not sticky); refusing it",
+		    dir, (unsigned)(st.st_mode & 07777));
+	else {
+		*shared = 1;
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/* In a shared sticky directory: the file open is the one there, and ours or root's. */
+static int check_state_file(const struct run *r, int dirfd)
+{
+	const char *base = strrchr(r->path, '/') + 1;
+	struct lb_lock_site site;
+	struct stat st;
+
+	if (lb_pool_lock_site(r->pool, SLOT, &site) != 0 ||
+	    fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		lb_warn("%s", r->path);
+		return -1;
+	}
+	if (st.st_dev != site.dev || st.st_ino != site.ino) {
+		lb_warnx("%s: replaced while it was opened; refusing it", r->path);
+		return -1;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		lb_warnx("%s: owned by uid %ld in a directory others can write to; refusing it",
+		    r->path, (long)st.st_uid);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * NAME canonified as CFEngine does (every byte but a letter or digit
  * becomes '_'), then a hash of the exact NAME, so "a b" and "a_b" get
@@ -362,6 +429,8 @@ static int load_state(struct run *r, const unsigned char *area, size_t len, stru
 	if (d == 1 && a->name_len > 0 && strcmp(a->name, r->name) != 0) {
 		r->foreign = 1;
 		snprintf(r->foreign_name, sizeof r->foreign_name, "%s", a->name);
+		/* whoever wrote the file chose these bytes: no escapes to the terminal */
+		lb_text_clean(r->foreign_name);
 	}
 	return d == 0;
 }
@@ -646,6 +715,17 @@ static void refuse_signal(struct run *r, int sig, const char *pids)
 	lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name, sig_name(sig), pids);
 }
 
+/* The job could not be told for sure: say so, and fail rather than guess. */
+static int blind(struct run *r, const struct lb_job *job, int sig)
+{
+	errno = job->err;
+	lb_warn("%s: cannot expire the run: checking its processes for SIG%s", r->name,
+	    sig_name(sig));
+	lb_joblog(LOG_ERR, r->name, "expire-error sig=%s error=%s", sig_name(sig),
+	    strerror(job->err));
+	return LB_EXIT_FAIL;
+}
+
 /*
  * The paper's garbage collection, made safe: CONT (a stopped job can act
  * on what follows), INT, TERM, KILL, each to every verified process of the
@@ -662,7 +742,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	struct lb_job job;
 	char age[32], pids[512], refused[512], late[512];
 	unsigned slot;
-	size_t i;
+	size_t i, reached;
 	int got = -1, n;
 
 	lb_format_duration(lb_ident_age(&old), age);
@@ -675,15 +755,13 @@ static int expire(struct run *r, struct lb_holder *h)
 	}
 	if (lb_pool_atom(r->pool, expiring_fn, &old) < 0)
 		lb_warnx("%s: cannot mark the run as expiring", r->name);
+	/* the records name old.pid, but only the kernel's locks say who holds it */
 	lb_job_init(&job, &site);
-	lb_job_candidate(&job, old.pid, old.starttime);
-	if (r->last.super_pid == old.pid)
-		lb_job_candidate(&job, r->last.cmd_pid, r->last.cmd_starttime);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		n = lb_job_scan(&job);
 		if (n < 0) {
-			lb_warn("%s: cannot read /proc", r->name);
-			got = LB_EXIT_FAIL;
+			/* a member missed must not pass for one that is gone */
+			got = blind(r, &job, sigs[i]);
 			break;
 		}
 		if (job.self_holds) {
@@ -706,9 +784,16 @@ static int expire(struct run *r, struct lb_holder *h)
 			/*
 			 * Signal 0 first asks the kernel who may be signalled, so
 			 * that the line can be logged before the signal (the log
-			 * then reads in causal order) and names only those.
+			 * then reads in causal order) and names only those. A
+			 * member that cannot be checked stops the expiry before
+			 * anyone gets the signal.
 			 */
-			if (lb_job_signal(&job, 0, pids, sizeof pids, refused, sizeof refused) > 0) {
+			reached = lb_job_signal(&job, 0, pids, sizeof pids, refused, sizeof refused);
+			if (job.err != 0) {
+				got = blind(r, &job, sigs[i]);
+				break;
+			}
+			if (reached > 0) {
 				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
 				    sig_name(sigs[i]), pids);
 				if (r->o->verbose)
@@ -721,6 +806,10 @@ static int expire(struct run *r, struct lb_holder *h)
 			lb_job_signal(&job, sigs[i], NULL, 0, late, sizeof late);
 			if (late[0] != '\0' && strcmp(late, refused) != 0)
 				refuse_signal(r, sigs[i], late);
+			if (job.err != 0) {
+				got = blind(r, &job, sigs[i]);
+				break;
+			}
 		}
 		lb_holders_free(&now);
 		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
@@ -1053,7 +1142,7 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	struct lb_pool_opts popts = { 0, 0 };
 	struct run r;
 	char *dir;
-	int status = LB_EXIT_FAIL;
+	int status = LB_EXIT_FAIL, dirfd, shared = 0;
 
 	memset(&r, 0, sizeof r);
 	r.o = o;
@@ -1065,18 +1154,33 @@ static int run_atom(struct opts *o, const char *name, char **command)
 		return LB_EXIT_FAIL;
 	}
 	r.path = atom_path(dir, name);
+	/* a server keeps its own state: there is no directory to trust */
+	dirfd = r.remote ? -1 : open_state_dir(dir, &shared);
 	free(dir);
+	if (!r.remote && dirfd < 0) {
+		free((char *)r.path);
+		return LB_EXIT_FAIL;
+	}
 	if (lb_joblog_open(o->log, o->use_syslog) != 0) {
+		if (dirfd >= 0)
+			close(dirfd);
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
 	/* a server tells this supervisor (SIGIO, see supervise) when the run's session ends */
 	popts.on_loss = SIGIO;
 	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
-	if (r.pool == NULL) {
+	if (r.pool == NULL || (shared && check_state_file(&r, dirfd) != 0)) {
+		if (r.pool != NULL)
+			lb_pool_close(r.pool);
+		lb_joblog_close();
+		if (dirfd >= 0)
+			close(dirfd);
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
+	if (dirfd >= 0)
+		close(dirfd);
 	lb_ident_fill(&r.who, getpid(), command);
 	/*
 	 * Lock first, then decide under the lock: two starts that both saw
@@ -1344,6 +1448,28 @@ static void print_json(const struct view *v, int first)
 	printf("]}");
 }
 
+/*
+ * Whether a directory entry is named as atom_path names state files:
+ * letters, digits and '_', a dash, eight hex digits, ".lock". Nothing
+ * else is looked at, so a name made to be printed (escapes, newlines)
+ * never reaches the terminal or a message.
+ */
+static int atom_file_name(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n < 1 + 1 + 8 + 5 || strcmp(s + n - 5, ".lock") != 0 || s[n - 14] != '-')
+		return 0;
+	for (i = 0; i < n - 14; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	for (i = n - 13; i < n - 5; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
 static int by_path(const void *x, const void *y)
 {
 	return strcmp(((const struct view *)x)->path, ((const struct view *)y)->path);
@@ -1411,9 +1537,7 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 			return LB_EXIT_FAIL;
 		}
 		while (d != NULL && (e = readdir(d)) != NULL) {
-			size_t len = strlen(e->d_name);
-
-			if (len <= 5 || strcmp(e->d_name + len - 5, ".lock") != 0)
+			if (!atom_file_name(e->d_name))
 				continue;
 			if (n == cap) {
 				struct view *g;
@@ -1440,10 +1564,14 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 		if (r < 0)
 			rc = LB_EXIT_FAIL;
 		if (r == 0 && v[i].name != NULL) {
-			if (o->json)
+			if (o->json) {
 				print_json(&v[i], shown == 0);
-			else
+			} else {
+				/* names from a state file anyone may have written: printable only */
+				lb_text_clean(v[i].name);
+				lb_text_clean(v[i].shown);
 				print_text(&v[i], shown == 0);
+			}
 			shown++;
 		}
 		free(v[i].name);

@@ -12,6 +12,7 @@
 
 #include "child.h"
 #include "clock.h"
+#include "exec.h"
 #include "exitcodes.h"
 
 static volatile sig_atomic_t caught;		/* last signal caught */
@@ -99,6 +100,7 @@ static _Noreturn void child(int report, char *const argv[])
 		sigaction(SIGCHLD, &entry_chld, NULL);
 		sigprocmask(SIG_SETMASK, &entry_mask, NULL);
 	}
+	lb_exec_restore();
 	execvp(argv[0], argv);
 	err = errno;
 	/* the parent reads this; the pipe closes unread when exec works */

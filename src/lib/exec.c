@@ -3,12 +3,34 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "err.h"
 #include "exec.h"
 #include "exitcodes.h"
+
+static struct sigaction xfsz_entry;
+static int xfsz_saved;
+
+void lb_exec_setup(void)
+{
+	struct sigaction ign;
+
+	memset(&ign, 0, sizeof ign);
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	xfsz_saved = sigaction(SIGXFSZ, &ign, &xfsz_entry) == 0;
+}
+
+void lb_exec_restore(void)
+{
+	/* a handler does not survive exec anyway: what comes back is SIG_DFL or SIG_IGN */
+	if (xfsz_saved)
+		sigaction(SIGXFSZ, &xfsz_entry, NULL);
+}
 
 void lb_exec(char *const argv[])
 {
@@ -19,6 +41,7 @@ void lb_exec_report(char *const argv[], int fd)
 {
 	int err;
 
+	lb_exec_restore();
 	execvp(argv[0], argv);
 	err = errno;
 	/* should this fail, the parent sees a run that ended 126 or 127 */

@@ -3,6 +3,19 @@
 #ifndef LOCKBOX_EXEC_H
 #define LOCKBOX_EXEC_H
 
+/*
+ * Once, at start: SIGXFSZ ignored, so that a file size limit (ulimit -f)
+ * makes lockbox's own writes fail with EFBIG, which is reported, rather
+ * than kill it; the disposition it was started with is kept.
+ */
+void lb_exec_setup(void);
+
+/*
+ * Before any exec: SIGXFSZ back as lockbox was started with it (the
+ * command gets the usual behaviour). lb_exec and lb_exec_report do it.
+ */
+void lb_exec_restore(void);
+
 /* execvp(argv[0], argv); on failure reports and exits 127 (not found) or 126. */
 _Noreturn void lb_exec(char *const argv[]);
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -208,15 +209,44 @@ static int pread_all(struct filepool *p, void *buf, size_t n, off_t off)
 	return 0;
 }
 
+/*
+ * Whether the file size limit (RLIMIT_FSIZE, ulimit -f) lets bytes up to
+ * END be written; else errno is EFBIG. The kernel would cut a write that
+ * crosses the limit short, leaving half a record or header, so such a
+ * write is never started. (SIGXFSZ is ignored: see lb_exec_setup.)
+ */
+static int fits(off_t end)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    (rlim_t)end <= rl.rlim_cur)
+		return 1;
+	errno = EFBIG;
+	return 0;
+}
+
 static int pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off)
 {
-	ssize_t w;
+	const char *b = buf;
+	ssize_t w = 0;
+	size_t done = 0;
 
-	do
-		w = pwrite(p->cfd, buf, n, off);
-	while (w < 0 && errno == EINTR);
-	if (w != (ssize_t)n) {
-		if (w >= 0)
+	if (!fits(off + (off_t)n)) {
+		lb_warn("%s: cannot write", p->name);
+		return -1;
+	}
+	/* a write cut short is finished, or fails with its own errno */
+	while (done < n) {
+		w = pwrite(p->cfd, b + done, n - done, off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	if (done != n) {
+		if (w == 0)
 			errno = ENOSPC;
 		lb_warn("%s: cannot write", p->name);
 		return -1;
@@ -311,6 +341,12 @@ static int enter(struct filepool *p, int64_t deadline, off_t *size)
 
 	if (r != 1)
 		return r;
+	/* an empty file gets its header now: all of it, or nothing */
+	if (!fits(LB_HDR_SIZE)) {
+		lb_warn("%s: cannot write", p->name);
+		header_unlock(p);
+		return -1;
+	}
 	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags);
 	if (*size < 0 || pread_all(p, p->head, sizeof p->head, 0) != 0 ||
 	    set_header_word(p, LB_HDR_OFF_GEN, header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {

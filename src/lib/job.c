@@ -18,7 +18,7 @@
 struct proc {
 	pid_t pid;
 	struct lb_proc_stat st;
-	int use;	/* LB_PROC_LOCKS, LB_PROC_OPEN, 0 */
+	int use;	/* LB_PROC_LOCKS, LB_PROC_OPEN, 0, -1 */
 	int in;
 };
 
@@ -63,26 +63,6 @@ void lb_job_init(struct lb_job *job, const struct lb_lock_site *site)
 	job->byte = site->byte;
 }
 
-void lb_job_candidate(struct lb_job *job, pid_t pid, uint64_t starttime)
-{
-	if (pid > 1 && starttime != 0 && job->nrec < sizeof job->rec / sizeof job->rec[0]) {
-		job->rec[job->nrec].pid = pid;
-		job->rec[job->nrec++].starttime = starttime;
-	}
-}
-
-static int candidate(const struct lb_job *job, const struct proc *p)
-{
-	size_t i;
-
-	if (p->use <= 0)
-		return 0;	/* it must have the lock file open, as far as we can see */
-	for (i = 0; i < job->nrec; i++)
-		if (job->rec[i].pid == p->pid && job->rec[i].starttime == p->st.starttime)
-			return 1;
-	return 0;
-}
-
 static int table_add(struct table *t, const struct proc *p)
 {
 	if (t->n == t->cap) {
@@ -98,6 +78,24 @@ static int table_add(struct table *t, const struct proc *p)
 	return 0;
 }
 
+/*
+ * Whether a failed read of /proc leaves us blind: not a process that is
+ * gone (ENOENT, ESRCH) or one /proc does not show us (EACCES, EPERM: it
+ * is another user's, and not ours to signal), but a failure such as
+ * EMFILE, after which a holder could be missed without a word.
+ */
+static int blind(int err)
+{
+	return err != ENOENT && err != ESRCH && err != EACCES && err != EPERM;
+}
+
+/* Note the first failure: the job is not known, and the scan says so. */
+static void fail(struct lb_job *job, int err)
+{
+	if (job->err == 0)
+		job->err = err;
+}
+
 /* Every process but kernel threads and zombies, with its use of the file. */
 static int snapshot(struct lb_job *job, struct table *t)
 {
@@ -105,33 +103,46 @@ static int snapshot(struct lb_job *job, struct table *t)
 	struct dirent *e;
 	DIR *d = opendir("/proc");
 
-	if (d == NULL)
+	if (d == NULL) {
+		fail(job, errno);
 		return -1;
-	while ((e = readdir(d)) != NULL) {
+	}
+	for (;;) {
 		struct proc p;
 		char *end;
-		long v = strtol(e->d_name, &end, 10);
+		long v;
 
+		errno = 0;
+		if ((e = readdir(d)) == NULL)
+			break;
+		v = strtol(e->d_name, &end, 10);
 		if (*end != '\0' || v <= 1)
 			continue;
 		memset(&p, 0, sizeof p);
 		p.pid = (pid_t)v;
-		if (lb_proc_stat(p.pid, &p.st) != 0 || p.st.state == 'Z' ||
-		    p.st.ppid == 2 || p.pid == 2)
+		if (lb_proc_stat(p.pid, &p.st) != 0) {
+			if (blind(errno))
+				break;
+			continue;
+		}
+		if (p.st.state == 'Z' || p.st.ppid == 2 || p.pid == 2)
 			continue;
 		p.use = lb_proc_file_use(p.pid, job->dev, job->ino, job->byte);
+		if (p.use < 0 && blind(errno))
+			break;
 		if (p.pid == self) {
 			/* run from inside the holder's job: it can never free the lock */
 			job->self_holds = p.use == LB_PROC_LOCKS;
 			continue;
 		}
-		if (table_add(t, &p) != 0) {
-			closedir(d);
-			return -1;
-		}
+		if (table_add(t, &p) != 0)
+			break;
 	}
+	/* the loop ends with errno 0 only at the end of the directory */
+	if (errno != 0)
+		fail(job, errno);
 	closedir(d);
-	return 0;
+	return job->err != 0 ? -1 : 0;
 }
 
 static struct proc *find(struct table *t, pid_t pid)
@@ -145,14 +156,21 @@ static struct proc *find(struct table *t, pid_t pid)
 }
 
 /* Holders, then descendants and led groups until nothing changes. */
-static void select_job(struct lb_job *job, struct table *t)
+static void select_job(struct table *t)
 {
 	pid_t own = getpgrp();
 	size_t i;
 	int more = 1;
 
+	/*
+	 * Only the kernel's word makes a process a holder. Having the file
+	 * open proves nothing (anyone may open it, e.g. `exec 9<FILE`), and
+	 * a PID and start time in a record are whatever the last writer of
+	 * the file put there: a forged record naming a process that opened
+	 * the file must not get it signalled.
+	 */
 	for (i = 0; i < t->n; i++)
-		t->v[i].in = t->v[i].use == LB_PROC_LOCKS || candidate(job, &t->v[i]);
+		t->v[i].in = t->v[i].use == LB_PROC_LOCKS;
 	while (more) {
 		more = 0;
 		for (i = 0; i < t->n; i++) {
@@ -192,24 +210,32 @@ static int pin(struct lb_job *job, const struct proc *p)
 {
 	struct lb_job_member *m;
 	struct lb_proc_stat now;
-	int fd = pidfd_open_(p->pid);
+	int fd = pidfd_open_(p->pid), r;
 
-	if (fd < 0 && errno != ENOSYS)
+	if (fd < 0 && errno == ESRCH)
 		return 0;	/* gone already */
+	if (fd < 0 && errno != ENOSYS) {
+		fail(job, errno);	/* EMFILE: a member we could not pin */
+		return -1;
+	}
 	/*
 	 * Checked after pinning: if the PID was reused between the scan and
 	 * pidfd_open, the start time differs and the stranger is dropped.
 	 */
-	if (lb_proc_stat(p->pid, &now) != 0 || now.starttime != p->st.starttime) {
+	r = lb_proc_stat(p->pid, &now);
+	if (r != 0 && blind(errno))
+		fail(job, errno);
+	if (r != 0 || now.starttime != p->st.starttime) {
 		if (fd >= 0)
 			close(fd);
-		return 0;
+		return job->err != 0 ? -1 : 0;
 	}
 	if (job->n == job->cap) {
 		size_t cap = job->cap ? 2 * job->cap : 16;
 		struct lb_job_member *v = realloc(job->v, cap * sizeof *v);
 
 		if (v == NULL) {
+			fail(job, errno);
 			if (fd >= 0)
 				close(fd);
 			return -1;
@@ -233,16 +259,20 @@ int lb_job_scan(struct lb_job *job)
 
 	if (snapshot(job, &t) != 0) {
 		free(t.v);
+		errno = job->err;
 		return -1;
 	}
-	select_job(job, &t);
+	select_job(&t);
 	for (i = 0; i < t.n && rc == 0; i++)
 		if (t.v[i].in && !member_of(job, &t.v[i]))
 			rc = pin(job, &t.v[i]);
 	free(t.v);
-	if (rc != 0)
+	rc = rc == 0 ? (int)lb_job_alive(job, NULL, 0) : -1;
+	if (job->err != 0) {
+		errno = job->err;
 		return -1;
-	return (int)lb_job_alive(job, NULL, 0);
+	}
+	return rc;
 }
 
 static void append_pid(char *buf, size_t size, size_t *len, pid_t pid)
@@ -258,14 +288,22 @@ static void append_pid(char *buf, size_t size, size_t *len, pid_t pid)
 		*len = size - 1;
 }
 
-static int alive(struct lb_job_member *m)
+/* A member that cannot be checked is not signalled, and job->err tells. */
+static int alive(struct lb_job *job, struct lb_job_member *m)
 {
 	struct lb_proc_stat st;
 
 	if (m->gone)
 		return 0;
-	if (lb_proc_stat(m->pid, &st) != 0 || st.starttime != m->starttime ||
-	    st.state == 'Z')
+	if (lb_proc_stat(m->pid, &st) != 0) {
+		if (!blind(errno)) {
+			m->gone = 1;
+			return 0;
+		}
+		fail(job, errno);
+		return 0;
+	}
+	if (st.starttime != m->starttime || st.state == 'Z')
 		m->gone = 1;
 	return !m->gone;
 }
@@ -283,7 +321,7 @@ size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size,
 		struct lb_job_member *m = &job->v[i];
 		int r;
 
-		if (!alive(m))
+		if (!alive(job, m))
 			continue;
 		if (m->pidfd >= 0)
 			r = pidfd_signal(m->pidfd, sig);
@@ -309,7 +347,7 @@ size_t lb_job_alive(struct lb_job *job, char *pids, size_t size)
 	if (pids != NULL && size > 0)
 		pids[0] = '\0';
 	for (i = 0; i < job->n; i++)
-		if (alive(&job->v[i])) {
+		if (alive(job, &job->v[i])) {
 			append_pid(pids, size, &len, job->v[i].pid);
 			n++;
 		}

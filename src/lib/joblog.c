@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +19,29 @@
 
 static int log_fd = -1;
 static int log_syslog;
+static const char *log_path;
+static int log_failed;		/* a write failed: told once */
+
+/* A regular file, then blocking again: a line goes whole, never EAGAIN. */
+static int check_log(int fd, const char *path)
+{
+	struct stat st;
+	int fl;
+
+	if (fstat(fd, &st) != 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		lb_warnx("%s: not a regular file", path);
+		return -1;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	return 0;
+}
 
 int lb_joblog_open(const char *path, int use_syslog)
 {
@@ -27,13 +52,47 @@ int lb_joblog_open(const char *path, int use_syslog)
 	}
 	if (path == NULL)
 		return 0;
+	/*
+	 * As for lock files: a final symlink is never followed (nothing is
+	 * created or appended to through it), opening a FIFO never hangs,
+	 * and anything but a regular file is refused.
+	 */
 	do
-		log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+		log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC | O_NOCTTY, 0666);
 	while (log_fd < 0 && errno == EINTR);
 	if (log_fd < 0) {
-		lb_warn("%s", path);
+		if (errno == ELOOP)
+			lb_warnx("%s: is a symbolic link; refusing to follow it", path);
+		else if (errno == EISDIR || errno == ENXIO)	/* ENXIO: a FIFO nobody reads */
+			lb_warnx("%s: not a regular file", path);
+		else
+			lb_warn("%s", path);
 		return -1;
 	}
+	if (check_log(log_fd, path) != 0) {
+		close(log_fd);
+		log_fd = -1;
+		return -1;
+	}
+	log_path = path;
+	log_failed = 0;
+	return 0;
+}
+
+/*
+ * Whether a line of N bytes fits under the file size limit (ulimit -f):
+ * the kernel would cut it short, and half a line is worse than none.
+ */
+static int log_fits(size_t n)
+{
+	struct rlimit rl;
+	struct stat st;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    fstat(log_fd, &st) != 0 || (rlim_t)st.st_size + n <= rl.rlim_cur)
+		return 1;
+	errno = EFBIG;
 	return 0;
 }
 
@@ -95,8 +154,19 @@ void lb_joblog(int priority, const char *name, const char *fmt, ...)
 	}
 	/* one write(2) on an O_APPEND file: concurrent lines never interleave */
 	line[n++] = '\n';
-	while (write(log_fd, line, n) < 0 && errno == EINTR)
-		;
+	if (log_fits(n)) {
+		do
+			r = (int)write(log_fd, line, n);
+		while (r < 0 && errno == EINTR);
+		if (r >= 0 && (size_t)r != n)
+			errno = ENOSPC;
+		if (r >= 0 && (size_t)r == n)
+			return;
+	}
+	/* the run goes on without its log: said once, not on every line */
+	if (!log_failed)
+		lb_warn("%s: cannot write to the log", log_path);
+	log_failed = 1;
 }
 
 void lb_joblog_close(void)

@@ -6,8 +6,9 @@
 #include <stddef.h>
 
 /*
- * Open the log: PATH (appended to, created 0666 minus the umask), or
- * syslog(3) when USE_SYSLOG, or nothing when neither. 0, or -1 (reported).
+ * Open the log: PATH (appended to, created 0666 minus the umask; a
+ * regular file only, never through a final symlink), or syslog(3) when
+ * USE_SYSLOG, or nothing when neither. 0, or -1 (reported).
  */
 int lb_joblog_open(const char *path, int use_syslog);
 
@@ -16,7 +17,9 @@ int lb_joblog_open(const char *path, int use_syslog);
  *   2026-11-22T02:31:37Z adaptive[4242] NAME EVENT
  * with NAME's spaces, backslashes and unprintable bytes escaped as \xHH,
  * written with one write(2) to a file opened O_APPEND, so lines of
- * concurrent writers never mix. PRIORITY is a syslog(3) level.
+ * concurrent writers never mix; a line that the file size limit would
+ * cut short is dropped, and the first failure said on stderr. PRIORITY
+ * is a syslog(3) level.
  */
 void lb_joblog(int priority, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "err.h"
+#include "exec.h"
 
 static char **main_argv;
 
@@ -51,6 +52,8 @@ static struct lb_pool *pg_open(const char *target, int access,
 		return NULL;
 	}
 	fflush(NULL);
+	/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
+	lb_exec_restore();
 	execv(helper, main_argv);
 	lb_warn("%s: cannot run the PostgreSQL helper %s", target, helper);
 	return NULL;

@@ -19,14 +19,16 @@
 static ssize_t read_small(const char *path, char *buf, size_t size)
 {
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
 
 	if (fd < 0)
 		return -1;
 	do
 		n = read(fd, buf, size - 1);
 	while (n < 0 && errno == EINTR);
+	saved = errno;
 	close(fd);
+	errno = saved;
 	if (n >= 0)
 		buf[n] = '\0';
 	return n;
@@ -173,22 +175,31 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
 {
 	char path[64], buf[1024], *p, *end;
 	long long f[20];
+	ssize_t n;
 	int i;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof buf) <= 0)
+	n = read_small(path, buf, sizeof buf);
+	if (n <= 0) {
+		if (n == 0)
+			errno = ESRCH;	/* nothing to read: it has just gone */
 		return -1;
+	}
 	/* comm may hold spaces and parentheses: fields start after the last ')' */
 	p = strrchr(buf, ')');
-	if (p == NULL || p[1] != ' ' || p[2] == '\0')
+	if (p == NULL || p[1] != ' ' || p[2] == '\0') {
+		errno = EINVAL;
 		return -1;
+	}
 	st->state = p[2];
 	p += 3;
 	/* fields 4 (ppid) to 22 (starttime) */
 	for (i = 0; i < 19; i++) {
 		f[i] = strtoll(p, &end, 10);
-		if (end == p)
+		if (end == p) {
+			errno = EINVAL;
 			return -1;
+		}
 		p = end;
 	}
 	st->ppid = (pid_t)f[0];
@@ -210,7 +221,8 @@ static int fdinfo_locks(const char *path, off_t byte)
 	char buf[4096], *line, *save = NULL;
 
 	if (read_small(path, buf, sizeof buf) <= 0)
-		return 0;
+		/* closed, or the process gone, meanwhile: no lock through it */
+		return errno == ENOENT || errno == ESRCH ? 0 : -1;
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		char *tok[8], *tsave = NULL, *t;
@@ -238,7 +250,7 @@ int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 	char path[96];
 	struct dirent *e;
 	struct stat st;
-	int use = 0;
+	int use = 0, saved;
 	DIR *d;
 
 	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
@@ -257,8 +269,17 @@ int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 			continue;
 		use = LB_PROC_OPEN;
 		snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", (int)pid, fd);
-		if (fdinfo_locks(path, byte))
+		switch (fdinfo_locks(path, byte)) {
+		case 1:
 			use = LB_PROC_LOCKS;
+			break;
+		case -1:
+			/* unknown is not "does not hold it": the caller must know */
+			saved = errno;
+			closedir(d);
+			errno = saved;
+			return -1;
+		}
 	}
 	closedir(d);
 	return use;

@@ -57,7 +57,10 @@ struct lb_proc_stat {
 	char state;		/* R, S, D, T, Z, ... */
 };
 
-/* 0, or -1 when the process is gone or its stat cannot be read. */
+/*
+ * 0, or -1 when the process is gone (errno ENOENT or ESRCH) or its stat
+ * cannot be read (errno says why: EACCES where /proc hides it, EMFILE...).
+ */
 int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
 
 /*
@@ -65,7 +68,9 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
  * descriptors holds a write lock on byte BYTE of it (an open file
  * description lock held through the descriptor, or the process's own
  * POSIX lock: /proc/PID/fdinfo lists both), LB_PROC_OPEN when it only has
- * the file open, 0 when neither, -1 when its descriptors cannot be read.
+ * the file open, 0 when neither, -1 when its descriptors cannot be read
+ * (errno ENOENT or ESRCH: it is gone; EACCES or EPERM: another user's;
+ * anything else, such as EMFILE: a failure, and the answer is unknown).
  */
 enum { LB_PROC_OPEN = 1, LB_PROC_LOCKS = 2 };
 int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte);
