@@ -561,6 +561,17 @@ many_ready() {
 	hold_many "$F" 1100
 	run -0 held "$F"
 	assert_output 1100
+	# locks of another file come and go meanwhile (one process, no forks),
+	# shifting the kernel's table under a reader: the count stays exact
+	: >"$T/other"
+	spawn perl -e 'open(my $f, "<", $ARGV[0]) or die;
+		for (;;) { flock($f, 1); flock($f, 8); select(undef, undef, undef, 0.0002) }' "$T/other"
+	local churn=$SPAWN_PID i counts=()
+	for ((i = 0; i < 40; i++)); do
+		counts+=("$(held "$F")")
+	done
+	stop_pid "$churn"
+	assert_equal "${counts[*]}" "$(printf '1100 %.0s' {1..40} | sed 's/ $//')"
 	spawn "$LOCKBOX" slots -w 120 "$F" 1100 sh -c "$SLOT_TO_FILE" sh "$T/waiter.ran"
 	local waiter=$SPAWN_PID threads ticks
 	wait_for waiting_on "$F" 1

@@ -81,8 +81,11 @@ static int add_range(struct lb_slotset *s, long long lo, long long hi)
 	return 0;
 }
 
-/* The whole of a small /proc file (it has no size to stat). NUL-terminated. */
-static char *slurp(const char *path, size_t *len)
+/*
+ * The whole of a small /proc file (it has no size to stat), read CHUNK
+ * bytes at a time (0: as much as fits). NUL-terminated.
+ */
+static char *slurp(const char *path, size_t chunk, size_t *len)
 {
 	size_t cap = 64 * 1024, n = 0;
 	char *buf = malloc(cap), *grown;
@@ -103,7 +106,7 @@ static char *slurp(const char *path, size_t *len)
 			buf = grown;
 			cap *= 2;
 		}
-		r = read(fd, buf + n, cap - n - 1);
+		r = read(fd, buf + n, chunk != 0 && chunk < cap - n - 1 ? chunk : cap - n - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -152,11 +155,14 @@ static int parse_line(char *line, dev_t dev, ino_t ino, long long *lo, long long
 	return 1;
 }
 
-/* 1 when /proc/locks listed the file (OUT filled), 0 when it did not, -1 error. */
-static int scan_table(const struct stat *st, struct lb_slotset *out)
+/*
+ * 1 when /proc/locks listed the file (OUT filled), 0 when it did not, -1
+ * error. It is read CHUNK bytes at a time.
+ */
+static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
 {
 	size_t len;
-	char *text = slurp("/proc/locks", &len), *line, *save = NULL;
+	char *text = slurp("/proc/locks", chunk, &len), *line, *save = NULL;
 	long long lo, hi;
 	int seen = 0, rc = 0;
 
@@ -230,6 +236,52 @@ static int scan_tests(int fd, struct lb_slotset *out)
 	return rc < 0 ? -1 : 0;
 }
 
+static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
+{
+	return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, a->n * sizeof *a->v) == 0);
+}
+
+/*
+ * The kernel hands /proc/locks out a read at a time (a page at most), and
+ * a lock of any file taken or dropped between two reads shifts the lines
+ * after it: the line at the boundary can be missed. So the table is read
+ * again with reads of other sizes, which put the boundaries elsewhere,
+ * until two passes in a row agree (at most SCAN_PASSES); a slot seen held
+ * in any pass counts: it was held during the look. 1, 0 or -1 as
+ * scan_table.
+ */
+#define SCAN_PASSES	4
+
+static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
+{
+	static const size_t chunk[SCAN_PASSES] = { 0, 1531, 2939, 3677 };
+	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 };
+	int pass, r, seen = 0;
+	size_t i;
+
+	for (pass = 0; pass < SCAN_PASSES; pass++) {
+		cur.n = 0;
+		r = scan_table(st, chunk[pass], &cur);
+		/* not listed at all: lb_scan_held's own test settles it */
+		if (r < 0 || (pass == 0 && r == 0))
+			break;
+		seen |= r;
+		lb_slotset_sort(&cur);
+		for (i = 0; i < cur.n && r >= 0; i++)
+			if (lb_slotset_add(out, cur.v[i]) != 0)
+				r = -1;
+		if (r < 0 || (pass > 0 && same_set(&prev, &cur)))
+			break;
+		lb_slotset_free(&prev);
+		prev = cur;
+		cur = (struct lb_slotset){ NULL, 0, 0 };
+	}
+	lb_slotset_free(&prev);
+	lb_slotset_free(&cur);
+	lb_slotset_sort(out);
+	return r < 0 ? -1 : seen;
+}
+
 int lb_scan_held(int fd, struct lb_slotset *out)
 {
 	struct stat st;
@@ -239,7 +291,7 @@ int lb_scan_held(int fd, struct lb_slotset *out)
 	out->n = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	r = scan_table(&st, out);
+	r = scan_table_stable(&st, out);
 	if (r < 0)
 		return -1;
 	if (r == 0) {
@@ -271,7 +323,7 @@ int lb_scan_own(int fd, struct lb_slotset *out)
 	if (fstat(fd, &st) != 0)
 		return -1;
 	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-	text = slurp(path, &len);
+	text = slurp(path, 0, &len);
 	if (text == NULL)
 		return -1;
 	for (line = strtok_r(text, "\n", &save); line != NULL && rc == 0;

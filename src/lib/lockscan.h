@@ -19,9 +19,10 @@ void lb_slotset_free(struct lb_slotset *s);
 /*
  * Every slot of the lock file open on FD whose lock byte is write-locked,
  * by any process, through any open file but FD's own description. Read
- * locks (a waiter's brief look) do not count. One pass over /proc/locks
- * where it shows this file; otherwise (no /proc, a file system whose locks
- * it does not list) range tests, which cost more with many holders.
+ * locks (a waiter's brief look) do not count. Passes over /proc/locks
+ * (two, unless the table changed under the first) where it shows this
+ * file; otherwise (no /proc, a file system whose locks it does not list)
+ * range tests, which cost more with many holders.
  * 0, or -1 with errno.
  */
 int lb_scan_held(int fd, struct lb_slotset *out);
