@@ -564,6 +564,7 @@ many_ready() {
 	# locks of another file come and go meanwhile (one process, no forks),
 	# shifting the kernel's table under a reader: the count stays exact
 	: >"$T/other"
+	# shellcheck disable=SC2016 # perl's variables, not the shell's
 	spawn perl -e 'open(my $f, "<", $ARGV[0]) or die;
 		for (;;) { flock($f, 1); flock($f, 8); select(undef, undef, undef, 0.0002) }' "$T/other"
 	local churn=$SPAWN_PID i counts=()
