@@ -597,38 +597,41 @@ static int unstart_fn(unsigned char *area, size_t len, const struct lb_atom_cloc
 	return 1;
 }
 
-/* An expiry that did not happen after all: the run's end is its own. */
-static int unexpiring_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+struct expiring {
+	const struct lb_ident *old;	/* the run's supervisor */
+	int on;
+};
+
+/*
+ * Mark the running run as being expired (its end is then an expiry), or
+ * take the mark back when the expiry did not happen after all.
+ */
+static int expiring_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
     void *arg)
 {
-	const struct lb_ident *old = arg;
+	const struct expiring *e = arg;
+	uint32_t need = e->on ? LB_ATOM_RUNNING : LB_ATOM_EXPIRING;
 	struct lb_atom a;
 	const char *why;
 
 	(void)now;
-	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & LB_ATOM_EXPIRING) ||
-	    a.super_pid != old->pid)
+	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & need) ||
+	    a.super_pid != e->old->pid)
 		return 0;
-	a.flags &= ~LB_ATOM_EXPIRING;
+	if (e->on)
+		a.flags |= LB_ATOM_EXPIRING;
+	else
+		a.flags &= ~LB_ATOM_EXPIRING;
 	lb_atom_encode(area, len, &a);
 	return 1;
 }
 
-/* Before the first signal: the run now ending is an expiry. */
-static int expiring_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
-    void *arg)
+static void mark_expiring(struct run *r, const struct lb_ident *old, int on)
 {
-	const struct lb_ident *old = arg;
-	struct lb_atom a;
-	const char *why;
+	struct expiring e = { old, on };
 
-	(void)now;
-	if (lb_atom_decode(area, len, &a, &why) != 1 || !(a.flags & LB_ATOM_RUNNING) ||
-	    a.super_pid != old->pid)
-		return 0;
-	a.flags |= LB_ATOM_EXPIRING;
-	lb_atom_encode(area, len, &a);
-	return 1;
+	if (lb_pool_atom(r->pool, expiring_fn, &e) < 0 && on)
+		lb_warnx("%s: cannot mark the run as expiring", r->name);
 }
 
 /* ---- skipping ---- */
@@ -753,8 +756,7 @@ static int expire(struct run *r, struct lb_holder *h)
 		lb_warn("%s", r->path);
 		return LB_EXIT_FAIL;
 	}
-	if (lb_pool_atom(r->pool, expiring_fn, &old) < 0)
-		lb_warnx("%s: cannot mark the run as expiring", r->name);
+	mark_expiring(r, &old, 1);
 	/* the records name old.pid, but only the kernel's locks say who holds it */
 	lb_job_init(&job, &site);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -1061,14 +1063,13 @@ static int expire_session(struct run *r, struct lb_holder *h)
 	if (r->o->verbose)
 		lb_warnx("%s: PID %d on %s has run for %s; expiring it", r->name, (int)old.pid,
 		    old.host, age);
-	if (lb_pool_atom(r->pool, expiring_fn, &old) < 0)
-		lb_warnx("%s: cannot mark the run as expiring", r->name);
+	mark_expiring(r, &old, 1);
 	ended = lb_pool_end_session(r->pool, h);
 	if (ended < 0 && errno == EPERM) {
 		lb_warnx("%s: cannot expire PID %d on %s: the server does not let this role end its session",
 		    r->name, (int)old.pid, old.host);
 		lb_joblog(LOG_ERR, r->name, "expire-refused pid=%d reason=permission", (int)old.pid);
-		lb_pool_atom(r->pool, unexpiring_fn, &old);
+		mark_expiring(r, &old, 0);
 		return LB_EXIT_BUSY;
 	}
 	if (ended < 0)
@@ -1080,7 +1081,7 @@ static int expire_session(struct run *r, struct lb_holder *h)
 			lb_warnx("%s: the server ended session %d of PID %d", r->name,
 			    h->session.pid, (int)old.pid);
 	} else {
-		lb_pool_atom(r->pool, unexpiring_fn, &old);
+		mark_expiring(r, &old, 0);
 	}
 	/* the server frees the lock as the session's process exits: wait for that, event-driven */
 	got = lb_pool_acquire(r->pool, 1, ended == 1 ? lb_deadline_after(r->o->grace) : 0,
