@@ -647,6 +647,24 @@ static int too_soon(struct run *r)
 	return r->o->busy_status;
 }
 
+/*
+ * How long the holder's run has lasted: from the run's start in the state
+ * A (read at NOW) when the state names the holder (a supervisor that took
+ * over after an expiry waited before it started), else from its lock
+ * record. A is NULL when no state could be read.
+ */
+static int64_t holder_age(const struct lb_atom *a, const struct lb_atom_clock *now,
+    const struct lb_ident *who)
+{
+	int future;
+	int64_t since;
+
+	if (a != NULL && (a->flags & LB_ATOM_RUNNING) && a->super_pid == who->pid &&
+	    (since = lb_atom_since_start(a, now, &future)) >= 0)
+		return since;
+	return lb_ident_age(who);
+}
+
 static int busy(struct run *r, const struct lb_holder *h)
 {
 	char age[32], host[LB_HOST_MAX + 8] = "";
@@ -663,7 +681,7 @@ static int busy(struct run *r, const struct lb_holder *h)
 		if (strcmp(myhost, h->who.host) != 0)
 			snprintf(host, sizeof host, " on %s", h->who.host);
 	}
-	lb_format_duration(lb_ident_age(&h->who), age);
+	lb_format_duration(holder_age(&r->last, &r->last_now, &h->who), age);
 	lb_joblog(LOG_INFO, r->name, "skipped-busy pid=%d age=%s", (int)h->who.pid, age);
 	if (!r->o->quiet)
 		lb_warnx("%s: already running (PID %d%s, %s)", r->name, (int)h->who.pid,
@@ -748,7 +766,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	size_t i, reached;
 	int got = -1, n;
 
-	lb_format_duration(lb_ident_age(&old), age);
+	lb_format_duration(holder_age(&r->last, &r->last_now, &old), age);
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
 	if (r->o->verbose)
 		lb_warnx("%s: PID %d has run for %s; expiring it", r->name, (int)old.pid, age);
@@ -1025,22 +1043,6 @@ static int supervise(struct run *r, char **command)
 
 /* Take the atom's lock: 1 when it is ours, else 0 and *status says why not. */
 /*
- * How long the holder's run has lasted: from the run's start in the state
- * when the state names the holder (a supervisor that took over after an
- * expiry waited before it started), else from its lock record.
- */
-static int64_t holder_age(const struct run *r, const struct lb_ident *who)
-{
-	int future;
-	int64_t since;
-
-	if ((r->last.flags & LB_ATOM_RUNNING) && r->last.super_pid == who->pid &&
-	    (since = lb_atom_since_start(&r->last, &r->last_now, &future)) >= 0)
-		return since;
-	return lb_ident_age(who);
-}
-
-/*
  * Expiry of a run whose lock is a server's session lock. No process of
  * that run can be shown to be one to signal: it may be on another host,
  * and even on this one nothing proves which process holds the session.
@@ -1058,7 +1060,7 @@ static int expire_session(struct run *r, struct lb_holder *h)
 	unsigned slot;
 	int ended, got;
 
-	lb_format_duration(holder_age(r, &old), age);
+	lb_format_duration(holder_age(&r->last, &r->last_now, &old), age);
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d host=%s age=%s", (int)old.pid, old.host, age);
 	if (r->o->verbose)
 		lb_warnx("%s: PID %d on %s has run for %s; expiring it", r->name, (int)old.pid,
@@ -1127,7 +1129,7 @@ static int take(struct run *r, int *status)
 		else if (h.n == 0 || !h.v[0].known)
 			*status = busy(r, h.n ? &h.v[0] : NULL);
 		else if (holder = h.v[0], (!r->remote && !is_local(&holder.who)) ||
-		    holder_age(r, &holder.who) < r->o->expireafter)
+		    holder_age(&r->last, &r->last_now, &holder.who) < r->o->expireafter)
 			*status = busy(r, &holder);
 		else if ((x = r->remote ? expire_session(r, &holder) : expire(r, &holder)) == 1)
 			got = 1;
@@ -1280,11 +1282,17 @@ static int look(struct view *v, int want_atom)
 	return 0;
 }
 
+/* The holder's age, as a run of the atom would count it. */
+static int64_t view_age(const struct view *v)
+{
+	return holder_age(v->known ? &v->a : NULL, &v->now, &v->who);
+}
+
 static const char *state_of(const struct view *v)
 {
 	if (!v->running)
 		return "idle";
-	if (v->who_known && v->a.expireafter > 0 && lb_ident_age(&v->who) >= v->a.expireafter)
+	if (v->who_known && v->a.expireafter > 0 && view_age(v) >= v->a.expireafter)
 		return "overdue";
 	return "running";
 }
@@ -1299,7 +1307,7 @@ static int64_t next_run(const struct view *v)
 	if (since >= 0 && since < v->a.ifelapsed)
 		left = v->a.ifelapsed - since;
 	if (v->running && v->who_known && v->a.expireafter > 0) {
-		int64_t x = v->a.expireafter - lb_ident_age(&v->who);
+		int64_t x = v->a.expireafter - view_age(v);
 
 		if (x > left)
 			left = x;
@@ -1330,7 +1338,7 @@ static void print_text(const struct view *v, int first)
 	printf("  %-14s %s\n", "state", state_of(v));
 	if (v->running && v->who_known) {
 		printf("  %-14s %d\n", "pid", (int)v->who.pid);
-		printf("  %-14s %s\n", "age", lb_format_duration(lb_ident_age(&v->who), b1));
+		printf("  %-14s %s\n", "age", lb_format_duration(view_age(v), b1));
 	} else {
 		printf("  %-14s %s\n", "pid", v->running ? "?" : "-");
 		printf("  %-14s %s\n", "age", "-");
@@ -1414,7 +1422,7 @@ static void print_json(const struct view *v, int first)
 		printf(",\"pid\":%d", (int)v->who.pid);
 	else
 		printf(",\"pid\":null");
-	json_secs("age_seconds", v->running && v->who_known ? lb_ident_age(&v->who) : 0,
+	json_secs("age_seconds", v->running && v->who_known ? view_age(v) : 0,
 	    v->running && v->who_known);
 	json_time("last_start", v->known ? a->start_wall : 0);
 	json_time("last_end", ended ? a->end_wall : 0);
