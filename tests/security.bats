@@ -442,6 +442,17 @@ not_adopted() {
 	ln "$F" "$T/elsewhere/precious"
 	not_adopted "empty, with 2 links; refusing to adopt it" "$F"
 	rm "$T/elsewhere/precious"
+	# adaptive's state file, planted empty under the name a run would use
+	local state
+	mkdir "$T/state"
+	run -0 "$LOCKBOX" adaptive -d "$T/state" job true
+	state=$(printf '%s\n' "$T"/state/job-*.lock)
+	: >"$state"
+	chown 65534 "$state"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/state" job touch "$T/ran"
+	assert_stderr "adaptive: $state: empty, and owned by UID 65534, neither the caller nor root; refusing to adopt it"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$state")" 0
 	# the safe case stays: root's own, one link
 	run -0 "$LOCKBOX" mutex "$F" true
 	run -0 head -c 16 "$F"
