@@ -311,6 +311,14 @@ waitfor: gave up after 0ms (1 attempt); last status 3"
 # The first run records its PID once its traps are set and waits for a
 # signal (exiting 42 on TERM, 41 on INT); any later run fails at once, so
 # a waitfor that retried after the signal would end with 99.
+# A prefix that starts a command with SIGINT at its default action, as an
+# interactive shell would. A background job starts with SIGINT ignored,
+# and so does everything under a suite that was itself started in the
+# background; bash cannot undo an ignore it inherited (set -m cannot
+# either), perl can.
+# shellcheck disable=SC2016 # perl's variables
+INT_DEFAULT=(perl -e '$SIG{INT} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\n"')
+
 write_signal_attempt() {
 	ATTEMPT=$T/attempt
 	RUNS=$T/runs
@@ -344,11 +352,7 @@ EOF
 
 @test "INT while an attempt runs: passed on, no further attempt, its status" {
 	write_signal_attempt
-	# job control, so that the background waitfor does not start with
-	# SIGINT ignored (which it would keep, as sh does)
-	set -m
-	spawn "$LOCKBOX" waitfor 1m 10ms "$ATTEMPT" "$T"
-	set +m
+	spawn "${INT_DEFAULT[@]}" "$LOCKBOX" waitfor 1m 10ms "$ATTEMPT" "$T"
 	wait_for test -s "$T/pid"
 	track_pid "$(cat "$T/pid")"
 	kill -INT "$SPAWN_PID"
@@ -391,10 +395,8 @@ EOF
 }
 
 @test "INT while an attempt runs that dies of it: waitfor dies of INT too" {
-	set -m
 	# shellcheck disable=SC2016 # expanded by the attempt's sh
-	spawn_watched "$LOCKBOX" waitfor 1m 10ms sh -c 'echo $$ >"$1.tmp" && mv "$1.tmp" "$1"; exec sleep 30' sh "$T/pid"
-	set +m
+	spawn_watched "${INT_DEFAULT[@]}" "$LOCKBOX" waitfor 1m 10ms sh -c 'echo $$ >"$1.tmp" && mv "$1.tmp" "$1"; exec sleep 30' sh "$T/pid"
 	wait_for test -s "$T/pid"
 	track_pid "$(cat "$T/pid")"
 	kill -INT "$WATCHED_PID"
