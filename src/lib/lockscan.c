@@ -142,7 +142,8 @@ static int parse_line(char *line, dev_t dev, ino_t ino, long long *lo, long long
 	for (t = strtok_r(line, " \t", &save); t != NULL && n < 12; t = strtok_r(NULL, " \t", &save))
 		tok[n++] = t;
 	for (at = 2; at < n - 2; at++)
-		if (sscanf(tok[at], "%x:%x:%llu%c", &maj, &mnr, &i, &tail) == 3)
+		if (strchr(tok[at], ':') != NULL &&
+		    sscanf(tok[at], "%x:%x:%llu%c", &maj, &mnr, &i, &tail) == 3)
 			break;
 	if (at >= n - 2 || maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
 		return 0;
@@ -157,22 +158,35 @@ static int parse_line(char *line, dev_t dev, ino_t ino, long long *lo, long long
 
 /*
  * 1 when /proc/locks listed the file (OUT filled), 0 when it did not, -1
- * error. It is read CHUNK bytes at a time.
+ * error. It is read CHUNK bytes at a time. The table lists every lock of
+ * the host; only lines that name the file's inode number after a colon
+ * (DEV:INO) are parsed.
  */
 static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
 {
-	size_t len;
-	char *text = slurp("/proc/locks", chunk, &len), *line, *save = NULL;
+	size_t len, nlen;
+	char *text = slurp("/proc/locks", chunk, &len), *at, *line, *end;
+	char needle[32];
 	long long lo, hi;
 	int seen = 0, rc = 0;
 
 	if (text == NULL)
 		return 0;
-	for (line = strtok_r(text, "\n", &save); line != NULL && rc == 0;
-	    line = strtok_r(NULL, "\n", &save))
+	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st->st_ino);
+	for (at = text; rc == 0 && (at = memmem(at, len - (size_t)(at - text), needle, nlen)) != NULL;
+	    at = end) {
+		line = at;
+		while (line > text && line[-1] != '\n' && line[-1] != '\0')
+			line--;
+		end = strchr(at + nlen, '\n');
+		if (end != NULL)
+			*end++ = '\0';
+		else
+			end = text + len;
 		if (parse_line(line, st->st_dev, st->st_ino, &lo, &hi, &seen) &&
 		    (hi < 0 || hi >= LB_HDR_SIZE) && lo < (long long)SLOTS_END)
 			rc = add_range(out, lo, hi);
+	}
 	free(text);
 	if (rc != 0)
 		return -1;
@@ -254,7 +268,8 @@ static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
 
 static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
 {
-	static const size_t chunk[SCAN_PASSES] = { 0, 1531, 2939, 3677 };
+	/* near a page each: every read is a walk of the table up to where it starts */
+	static const size_t chunk[SCAN_PASSES] = { 0, 3677, 3259, 2939 };
 	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 };
 	int pass, r, seen = 0;
 	size_t i;
@@ -262,7 +277,7 @@ static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
 	for (pass = 0; pass < SCAN_PASSES; pass++) {
 		cur.n = 0;
 		r = scan_table(st, chunk[pass], &cur);
-		/* not listed at all: lb_scan_held's own test settles it */
+		/* not listed at all: lb_scan_held tests the file itself */
 		if (r < 0 || (pass == 0 && r == 0))
 			break;
 		seen |= r;
@@ -291,20 +306,20 @@ int lb_scan_held(int fd, struct lb_slotset *out)
 	out->n = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
+	/* no slot locked at all: one test says so, whatever else the host locks */
+	r = lb_lock_test(fd, F_RDLCK, LB_HDR_SIZE, SLOTS_END - LB_HDR_SIZE, &c);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
 	r = scan_table_stable(&st, out);
 	if (r < 0)
 		return -1;
 	if (r == 0) {
 		/*
-		 * Nothing listed for the file: truly no lock at all, or a file
-		 * system whose locks the table does not show (btrfs subvolumes,
-		 * network file systems). One test tells them apart.
+		 * Locked, yet not listed: a file system whose locks the table
+		 * does not show (btrfs subvolumes, network file systems).
 		 */
 		out->n = 0;
-		r = lb_lock_test(fd, F_RDLCK, LB_HDR_SIZE, SLOTS_END - LB_HDR_SIZE, &c);
-		if (r < 0)
-			return -1;
-		if (r == 0 && scan_tests(fd, out) != 0)
+		if (scan_tests(fd, out) != 0)
 			return -1;
 	}
 	lb_slotset_sort(out);
