@@ -1,4 +1,4 @@
-/* Which slots of a lock file are locked: one pass over the kernel's lock table. */
+/* Which slots of a lock file are locked, from the kernel's lock table. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
