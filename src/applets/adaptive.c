@@ -1041,7 +1041,6 @@ static int supervise(struct run *r, char **command)
 	return r->status;
 }
 
-/* Take the atom's lock: 1 when it is ours, else 0 and *status says why not. */
 /*
  * Expiry of a run whose lock is a server's session lock. No process of
  * that run can be shown to be one to signal: it may be on another host,
@@ -1108,6 +1107,7 @@ static int expire_session(struct run *r, struct lb_holder *h)
 	return got;
 }
 
+/* Take the atom's lock: 1 when it is ours, else 0 and *status says why not. */
 static int take(struct run *r, int *status)
 {
 	struct lb_holders h = { NULL, 0 };
