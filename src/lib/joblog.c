@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "err.h"
 #include "joblog.h"
+#include "lockfile.h"
 
 static int log_fd = -1;
 static int log_syslog;
@@ -28,14 +29,8 @@ static int check_log(int fd, const char *path)
 	struct stat st;
 	int fl;
 
-	if (fstat(fd, &st) != 0) {
-		lb_warn("%s", path);
+	if (lb_fstat_regular(fd, path, &st) != 0)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		lb_warnx("%s: not a regular file", path);
-		return -1;
-	}
 	if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
 		lb_warn("%s", path);
 		return -1;

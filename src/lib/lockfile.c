@@ -139,20 +139,27 @@ static const char *pseudo_fs_name(int fd)
 	return NULL;
 }
 
-static int check_stat(int fd, const char *name, int writable)
+int lb_fstat_regular(int fd, const char *name, struct stat *st)
 {
-	const char *fs;
-	struct stat st;
-	int fl;
-
-	if (fstat(fd, &st) != 0) {
+	if (fstat(fd, st) != 0) {
 		lb_warn("%s", name);
 		return -1;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		lb_warnx("%s: not a regular file", name);
 		return -1;
 	}
+	return 0;
+}
+
+/* A regular file on a real file system (and open for writing if asked); its stat in *ST. */
+static int check_stat(int fd, const char *name, int writable, struct stat *st)
+{
+	const char *fs;
+	int fl;
+
+	if (lb_fstat_regular(fd, name, st) != 0)
+		return -1;
 	fs = pseudo_fs_name(fd);
 	if (fs != NULL) {
 		lb_warnx("%s: on a kernel file system (%s), not a lock file; refusing to touch it",
@@ -267,7 +274,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	 */
 	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	const char *base;
-	struct stat dir;
+	struct stat dir, st;
 	int dfd, fd, created = 0, e;
 
 	*idflags = 0;
@@ -303,22 +310,10 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 			lb_warn("%s", path);
 		return -1;
 	}
-	if (check_stat(fd, path, 0) != 0) {
+	if (check_stat(fd, path, 0, &st) != 0 ||
+	    (writable && !created && sticky_rule(fd, &st, &dir, path) != 0)) {
 		close(fd);
 		return -1;
-	}
-	if (writable && !created) {
-		struct stat st;
-
-		if (fstat(fd, &st) != 0) {
-			lb_warn("%s", path);
-			close(fd);
-			return -1;
-		}
-		if (sticky_rule(fd, &st, &dir, path) != 0) {
-			close(fd);
-			return -1;
-		}
 	}
 	*idflags = (created ? LB_ID_CREATED : 0) | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
 	return fd;
@@ -362,7 +357,9 @@ int lb_lockfile_check_path(int fd, const char *path, int *idflags)
 
 int lb_lockfile_check_fd(int fd, const char *name, int writable)
 {
-	return check_stat(fd, name, writable);
+	struct stat st;
+
+	return check_stat(fd, name, writable, &st);
 }
 
 /*

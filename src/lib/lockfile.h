@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "le.h"
@@ -89,6 +90,9 @@ enum {
  */
 #define LB_OPEN_MISSING (-2)
 int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags);
+
+/* fstat FD into *ST; -1 (reported under NAME) when that fails or it is not a regular file. */
+int lb_fstat_regular(int fd, const char *name, struct stat *st);
 
 /* An fd the caller opened must be a regular file too (and writable if asked). */
 int lb_lockfile_check_fd(int fd, const char *name, int writable);
