@@ -1184,7 +1184,7 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	}
 	if (dirfd >= 0)
 		close(dirfd);
-	lb_ident_fill(&r.who, getpid(), command);
+	lb_ident_fill(&r.who, getpid(), command, 1);
 	/*
 	 * Lock first, then decide under the lock: two starts that both saw
 	 * "not too soon" cannot both run, because the second finds the

@@ -8,19 +8,17 @@
 
 #include "parse.h"
 
-/* Digits of BASE (8 or 10) only, at most MAXLEN of them (0: any), in [MIN, MAX]. */
-static int parse_digits(const char *s, unsigned base, size_t maxlen, uint64_t min,
-    uint64_t max, uint64_t *out)
+/* Digits of BASE (8 or 10) only, in [MIN, MAX]. */
+static int parse_digits(const char *s, unsigned base, uint64_t min, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
-	size_t n = 0;
 
 	if (s == NULL || *s == '\0')
 		goto invalid;
-	for (; *s != '\0'; s++, n++) {
+	for (; *s != '\0'; s++) {
 		unsigned d = (unsigned)(*s - '0');
 
-		if (d >= base || (maxlen != 0 && n == maxlen))
+		if (d >= base)
 			goto invalid;
 		if (v > (UINT64_MAX - d) / base) {
 			errno = ERANGE;
@@ -41,14 +39,19 @@ invalid:
 
 int lb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	return parse_digits(s, 10, 0, min, max, out);
+	return parse_digits(s, 10, min, max, out);
 }
 
 int lb_parse_mode(const char *s, unsigned *out)
 {
 	uint64_t v;
 
-	if (parse_digits(s, 8, 4, 0, 0777, &v) != 0)
+	/* at most 4 digits: 00644, however small, is not a mode */
+	if (s != NULL && strlen(s) > 4) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (parse_digits(s, 8, 0, 0777, &v) != 0)
 		return -1;
 	*out = (unsigned)v;
 	return 0;

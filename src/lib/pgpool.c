@@ -77,6 +77,8 @@
 	" updated timestamptz NOT NULL)"
 /* the server's time, in microseconds since the epoch */
 #define SERVER_NOW_SQL	"(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+/* a session's start, the same way: pg_holders reads it, pg_end_session matches it */
+#define BACKEND_START_SQL	"(extract(epoch FROM a.backend_start) * 1000000)::bigint"
 
 struct pgpool {
 	struct lb_pool base;
@@ -503,18 +505,26 @@ static void held_where(const struct pgpool *p, char *buf, size_t n)
 	    " AND l.objid BETWEEN 1 AND %d", p->key, LB_POOL_MAX_SLOTS);
 }
 
+/* S quoted as an SQL literal (PQfreemem it), or NULL (reported). */
+static char *literal(struct pgpool *p, PGconn *conn, const char *s)
+{
+	char *q = PQescapeLiteral(conn, s, strlen(s));
+
+	if (q == NULL)
+		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+	return q;
+}
+
 /*
  * The start of every counting transaction: name the holder, then take the
  * pool's count lock. Writes it to SQL; -1 (reported) if NAME cannot be quoted.
  */
 static int count_prefix(struct pgpool *p, PGconn *conn, char *sql, size_t size)
 {
-	char *name = PQescapeLiteral(conn, p->appname, strlen(p->appname));
+	char *name = literal(p, conn, p->appname);
 
-	if (name == NULL) {
-		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+	if (name == NULL)
 		return -1;
-	}
 	snprintf(sql, size, "SET application_name = %s;"
 	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");", name, p->key);
 	PQfreemem(name);
@@ -893,7 +903,7 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 	snprintf(sql, sizeof sql,
 	    "SELECT l.objid, a.application_name,"
 	    " (extract(epoch FROM now() - a.state_change) * 1000)::bigint, l.pid,"
-	    " (extract(epoch FROM a.backend_start) * 1000000)::bigint"
+	    " " BACKEND_START_SQL
 	    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE %s ORDER BY l.objid", where);
 	r = query(p, p->conn, sql);
@@ -1024,11 +1034,9 @@ static int pg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 
 	if (conn == NULL)
 		return -1;
-	name = PQescapeLiteral(conn, p->lock, strlen(p->lock));
-	if (name == NULL) {
-		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+	name = literal(p, conn, p->lock);
+	if (name == NULL)
 		return -1;
-	}
 	snprintf(sql, sizeof sql,
 	    "BEGIN; SELECT pg_advisory_xact_lock(%" PRId32 ", " ATOM_LOCK ");"
 	    " DO $$BEGIN IF to_regclass('lockbox_atom') IS NULL THEN"
@@ -1077,13 +1085,13 @@ static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
 	PGresult *r;
 	int rc;
 
-	if (conn == NULL || (rc = state_table(p, conn, now)) <= 0)
-		return conn == NULL ? -1 : rc;
-	name = PQescapeLiteral(conn, p->lock, strlen(p->lock));
-	if (name == NULL) {
-		lb_warnx("%s: %s", p->base.name, pq_error(conn));
+	if (conn == NULL)
 		return -1;
-	}
+	if ((rc = state_table(p, conn, now)) <= 0)
+		return rc;
+	name = literal(p, conn, p->lock);
+	if (name == NULL)
+		return -1;
 	snprintf(sql, sizeof sql, "SELECT area FROM lockbox_atom WHERE name = %s", name);
 	PQfreemem(name);
 	r = query(p, conn, sql);
@@ -1137,11 +1145,9 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 
 	if (h->session.pid <= 0)
 		return 0;
-	name = PQescapeLiteral(p->conn, h->session.name, strlen(h->session.name));
-	if (name == NULL) {
-		lb_warnx("%s: %s", p->base.name, pq_error(p->conn));
+	name = literal(p, p->conn, h->session.name);
+	if (name == NULL)
 		return -1;
-	}
 	if (h->session.start_us < 0)
 		snprintf(start, sizeof start, "NULL");
 	else
@@ -1151,7 +1157,7 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 	    "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
 	    " JOIN pg_stat_activity a ON a.pid = l.pid WHERE %s AND l.objid = %u"
 	    " AND l.pid = %d AND a.application_name = %s"
-	    " AND (extract(epoch FROM a.backend_start) * 1000000)::bigint IS NOT DISTINCT FROM %s",
+	    " AND " BACKEND_START_SQL " IS NOT DISTINCT FROM %s",
 	    where, h->slot, h->session.pid, name, start);
 	PQfreemem(name);
 	r = PQexec(p->conn, sql);

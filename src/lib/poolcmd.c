@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -213,9 +212,7 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
-	lb_ident_fill(&who, getpid(), command);
-	if (!o->record_args)
-		lb_ident_name_only(&who, 0, command);
+	lb_ident_fill(&who, getpid(), command, o->record_args);
 	/* the pool's name: a server URL's password is not repeated */
 	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
 		lb_pool_close(pool);
@@ -329,9 +326,7 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 	} else {
 		/* taking again what the fd holds changes nothing */
 		slot = lb_pool_own_slot(pool);
-		lb_ident_fill(&who, getppid(), NULL);
-		if (!o->record_args)
-			lb_ident_name_only(&who, getppid(), NULL);
+		lb_ident_fill(&who, getppid(), NULL, o->record_args);
 		if (slot > max) {
 			status = held_above(cmd, name, o->fd, slot, max);
 		} else if (slot != 0) {

@@ -105,7 +105,33 @@ void lb_ident_stamp(struct lb_ident *who)
 	who->boot_ns = lb_now(CLOCK_BOOTTIME);
 }
 
-void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[])
+/*
+ * Only the command's name, none of its arguments (which may hold
+ * passwords): the base name of ARGV[0], or with ARGV NULL the name the
+ * kernel gives process PID (/proc/PID/comm, as ps -o comm).
+ */
+static void name_only(char *buf, size_t size, pid_t pid, char *const argv[])
+{
+	const char *name;
+	char path[64];
+	ssize_t n;
+
+	if (argv != NULL) {
+		name = strrchr(argv[0], '/');
+		name = name != NULL && name[1] != '\0' ? name + 1 : argv[0];
+		snprintf(buf, size, "%s", name);
+	} else {
+		/* the kernel's name for it: a script run by its path is named for the script */
+		snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+		n = read_small(path, buf, size);
+		if (n <= 0)
+			buf[0] = '\0';
+		else if (buf[n - 1] == '\n')
+			buf[n - 1] = '\0';
+	}
+}
+
+void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args)
 {
 	memset(who, 0, sizeof *who);
 	who->pid = pid;
@@ -115,33 +141,13 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[])
 	who->uid = (uint32_t)getuid();
 	if (gethostname(who->host, sizeof who->host - 1) != 0)
 		who->host[0] = '\0';
-	if (argv != NULL)
+	if (!args)
+		name_only(who->command, sizeof who->command, pid, argv);
+	else if (argv != NULL)
 		command_from_argv(who->command, sizeof who->command, argv);
 	else
 		command_from_proc(who->command, sizeof who->command, pid);
 	lb_text_clean(who->host);
-	lb_text_clean(who->command);
-}
-
-void lb_ident_name_only(struct lb_ident *who, pid_t pid, char *const argv[])
-{
-	const char *name;
-	char path[64];
-	ssize_t n;
-
-	if (argv != NULL) {
-		name = strrchr(argv[0], '/');
-		name = name != NULL && name[1] != '\0' ? name + 1 : argv[0];
-		snprintf(who->command, sizeof who->command, "%s", name);
-	} else {
-		/* the kernel's name for it: a script run by its path is named for the script */
-		snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-		n = read_small(path, who->command, sizeof who->command);
-		if (n <= 0)
-			who->command[0] = '\0';
-		else if (who->command[n - 1] == '\n')
-			who->command[n - 1] = '\0';
-	}
 	lb_text_clean(who->command);
 }
 

@@ -28,20 +28,16 @@ uint64_t lb_proc_starttime(pid_t pid);
 
 /*
  * Fill in who holds a lock taken now: pid, its start time, this boot and
- * host, the clocks, the uid. The command is argv joined with spaces, or
- * read from /proc when argv is NULL.
+ * host, the clocks, the uid. The command, from ARGV or with ARGV NULL from
+ * /proc: with ARGS its whole line, else only its name, none of its
+ * arguments (which may hold passwords): the base name of ARGV[0], or the
+ * name the kernel gives process PID (/proc/PID/comm, as ps -o comm).
  */
-void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[]);
+void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args);
 
 /* Set the clocks of WHO to now: the moment its slot is taken, after any wait. */
 void lb_ident_stamp(struct lb_ident *who);
 
-/*
- * Keep only the command's name in WHO's record, none of its arguments
- * (which may hold passwords): the base name of ARGV[0], or with ARGV NULL
- * the name the kernel gives process PID (/proc/PID/comm, as ps -o comm).
- */
-void lb_ident_name_only(struct lb_ident *who, pid_t pid, char *const argv[]);
 
 /* Whether a record names a process that is provably gone on this host. */
 int lb_ident_gone(const struct lb_ident *who);
