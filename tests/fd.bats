@@ -122,6 +122,13 @@ only_slot_3() {
 	assert [ ! -s "$F" ]
 	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" --path "$T/missing" 2
 	assert_stderr "slots: $T/missing: No such file or directory"
+	# an empty path, or one naming a directory, is refused like a missing one
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" --path "" 2
+	assert_stderr "slots: : No such file or directory"
+	run -125 --separate-stderr "$LOCKBOX" mutex release --fd "$fd" --path ""
+	assert_stderr "mutex: : No such file or directory"
+	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" --path "$T/" 2
+	assert_stderr "slots: $T/: Is a directory"
 	mkfifo "$T/fifo"
 	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" --path "$T/fifo" 2
 	assert_stderr "slots: $T/fifo: not a regular file"

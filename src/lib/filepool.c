@@ -146,9 +146,9 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path)
 	/* where the caller found the file is unknown: an empty one is trusted less */
 	int cfd, idflags = LB_ID_SHARED_DIR;
 
-	if (lb_lockfile_check_fd(fd, name, 1) != 0)
+	if (lb_lockfile_check_fd(fd, name, 1, &a) != 0)
 		return NULL;
-	if (path != NULL && lb_lockfile_check_path(fd, path, &idflags) != 0)
+	if (path != NULL && lb_lockfile_check_path(fd, &a, path, &idflags) != 0)
 		return NULL;
 	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
 	cfd = open(self, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -156,7 +156,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path)
 		lb_warn("%s: cannot open it again", name);
 		return NULL;
 	}
-	if (fstat(fd, &a) != 0 || fstat(cfd, &b) != 0 || a.st_dev != b.st_dev ||
+	if (fstat(cfd, &b) != 0 || a.st_dev != b.st_dev ||
 	    a.st_ino != b.st_ino) {
 		lb_warnx("%s: cannot open it again: it changed", name);
 		close(cfd);

@@ -176,29 +176,39 @@ static int check_stat(int fd, const char *name, int writable, struct stat *st)
 	return 0;
 }
 
-/* The directory part of PATH, opened to look things up in (O_PATH). */
-static int open_dir(const char *path, const char **base)
+/*
+ * The directory part of PATH, opened to look things up in (O_PATH), with
+ * its stat in *DIR; *BASE is the rest. -1 with errno set: ENOENT for an
+ * empty PATH, EISDIR for one that ends in a slash.
+ */
+static int open_dir(const char *path, const char **base, struct stat *dir)
 {
 	const char *slash = strrchr(path, '/');
-	char *dir;
-	int dfd;
+	char *name;
+	int dfd, e;
 
-	if (*path == '\0') {
-		errno = ENOENT;
+	*base = slash != NULL ? slash + 1 : path;
+	if (*path == '\0' || **base == '\0') {
+		errno = *path == '\0' ? ENOENT : EISDIR;
 		return -1;
 	}
 	if (slash == NULL) {
-		*base = path;
-		return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	} else if (slash == path) {
+		dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		name = strndup(path, (size_t)(slash - path));
+		if (name == NULL)
+			return -1;
+		dfd = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		free(name);
 	}
-	*base = slash + 1;
-	if (slash == path)
-		return open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	dir = strndup(path, (size_t)(slash - path));
-	if (dir == NULL)
+	if (dfd >= 0 && fstat(dfd, dir) != 0) {
+		e = errno;
+		close(dfd);
+		errno = e;
 		return -1;
-	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
+	}
 	return dfd;
 }
 
@@ -275,26 +285,19 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	const char *base;
 	struct stat dir, st;
-	int dfd, fd, created = 0, e;
+	int dfd = -1, fd, created = 0, e;
 
 	*idflags = 0;
 	memset(&dir, 0, sizeof dir);
-	dfd = open_dir(path, &base);
-	if (dfd >= 0 && *base == '\0') {
-		close(dfd);
-		lb_warnx("%s: not a regular file", path);
-		return -1;
-	}
-	if (dfd >= 0 && fstat(dfd, &dir) != 0)
-		memset(&dir, 0, sizeof dir);
-	if (dfd < 0)
-		fd = -1;
-	else if (writable)
-		fd = open_writable(dfd, base, flags, mode, &created);
-	else
+	/* a reader writes nothing: the directory's rules are for writers */
+	if (!writable)
 		do
-			fd = openat(dfd, base, flags | O_RDONLY);
+			fd = open(path, flags | O_RDONLY);
 		while (fd < 0 && errno == EINTR);
+	else if ((dfd = open_dir(path, &base, &dir)) < 0)
+		fd = -1;
+	else
+		fd = open_writable(dfd, base, flags, mode, &created);
 	e = errno;
 	if (dfd >= 0)
 		close(dfd);
@@ -319,21 +322,15 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	return fd;
 }
 
-int lb_lockfile_check_path(int fd, const char *path, int *idflags)
+int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *idflags)
 {
 	const char *base;
-	struct stat f, l, dir;
+	struct stat l, dir;
 	int dfd, e, rc = -1;
 
-	*idflags = LB_ID_SHARED_DIR;
-	if (fstat(fd, &f) != 0) {
-		lb_warn("fd %d", fd);
-		return -1;
-	}
-	dfd = open_dir(path, &base);
-	if (dfd < 0 || fstat(dfd, &dir) != 0 || *base == '\0' ||
-	    fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) != 0) {
-		e = *base == '\0' ? EISDIR : errno;
+	dfd = open_dir(path, &base, &dir);
+	if (dfd < 0 || fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) != 0) {
+		e = errno;
 		if (dfd >= 0)
 			close(dfd);
 		errno = e;
@@ -343,23 +340,21 @@ int lb_lockfile_check_path(int fd, const char *path, int *idflags)
 	close(dfd);
 	if (S_ISLNK(l.st_mode))
 		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
-	else if (!S_ISREG(l.st_mode) || !S_ISREG(f.st_mode))
+	else if (!S_ISREG(l.st_mode))
 		lb_warnx("%s: not a regular file", path);
-	else if (f.st_dev != l.st_dev || f.st_ino != l.st_ino)
+	else if (f->st_dev != l.st_dev || f->st_ino != l.st_ino)
 		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
 		    path, fd);
-	else if (sticky_rule(fd, &f, &dir, path) == 0)
+	else if (sticky_rule(fd, f, &dir, path) == 0)
 		rc = 0;
-	if (rc == 0 && !sticky_shared(&dir))
-		*idflags = 0;
+	if (rc == 0)
+		*idflags = sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0;
 	return rc;
 }
 
-int lb_lockfile_check_fd(int fd, const char *name, int writable)
+int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st)
 {
-	struct stat st;
-
-	return check_stat(fd, name, writable, &st);
+	return check_stat(fd, name, writable, st);
 }
 
 /*

@@ -94,17 +94,18 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags);
 /* fstat FD into *ST; -1 (reported under NAME) when that fails or it is not a regular file. */
 int lb_fstat_regular(int fd, const char *name, struct stat *st);
 
-/* An fd the caller opened must be a regular file too (and writable if asked). */
-int lb_lockfile_check_fd(int fd, const char *name, int writable);
+/* An fd the caller opened must be a regular file too (and writable if asked); its stat in *ST. */
+int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st);
 
 /*
- * The caller opened FD on PATH, but a symlink or another file may have
- * been put in PATH's place between its check and its open: FD must be the
- * regular file PATH names now (PATH not a symlink), and pass the sticky
- * directory rule that lb_lockfile_open applies. 0 with *IDFLAGS set from
- * PATH's directory, or -1 (reported).
+ * The caller opened FD (stat ST, as lb_lockfile_check_fd found it) on
+ * PATH, but a symlink or another file may have been put in PATH's place
+ * between its check and its open: FD must be the regular file PATH names
+ * now (PATH not a symlink), and pass the sticky directory rule that
+ * lb_lockfile_open applies. 0 with *IDFLAGS set from PATH's directory, or
+ * -1 (reported).
  */
-int lb_lockfile_check_path(int fd, const char *path, int *idflags);
+int lb_lockfile_check_path(int fd, const struct stat *st, const char *path, int *idflags);
 
 /*
  * With the header locked: identify the file. An empty file gets a fresh
