@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -51,4 +52,15 @@ void lb_exec_report(char *const argv[], int fd)
 	/* a status of its own, so it never passes for the command's */
 	lb_die(err == ENOENT ? LB_EXIT_NOTFOUND : LB_EXIT_NOEXEC,
 	    "cannot run '%s'", argv[0]);
+}
+
+int lb_fsize_fits(off_t end)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    (rlim_t)end <= rl.rlim_cur)
+		return 1;
+	errno = EFBIG;
+	return 0;
 }

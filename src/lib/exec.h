@@ -3,12 +3,22 @@
 #ifndef LOCKBOX_EXEC_H
 #define LOCKBOX_EXEC_H
 
+#include <sys/types.h>
+
 /*
  * Once, at start: SIGXFSZ ignored, so that a file size limit (ulimit -f)
  * makes lockbox's own writes fail with EFBIG, which is reported, rather
  * than kill it; the disposition it was started with is kept.
  */
 void lb_exec_setup(void);
+
+/*
+ * Whether the file size limit (RLIMIT_FSIZE, ulimit -f) lets bytes up to
+ * END be written; else 0 with errno EFBIG. The kernel would cut a write
+ * that crosses the limit short, leaving half a record, header or log line,
+ * so such a write is never started.
+ */
+int lb_fsize_fits(off_t end);
 
 /*
  * Before any exec: SIGXFSZ back as lockbox was started with it (the

@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include "backend.h"
 #include "clock.h"
 #include "err.h"
+#include "exec.h"
 #include "lockfile.h"
 #include "lockscan.h"
 #include "parse.h"
@@ -209,30 +209,13 @@ static int pread_all(struct filepool *p, void *buf, size_t n, off_t off)
 	return 0;
 }
 
-/*
- * Whether the file size limit (RLIMIT_FSIZE, ulimit -f) lets bytes up to
- * END be written; else errno is EFBIG. The kernel would cut a write that
- * crosses the limit short, leaving half a record or header, so such a
- * write is never started. (SIGXFSZ is ignored: see lb_exec_setup.)
- */
-static int fits(off_t end)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-	    (rlim_t)end <= rl.rlim_cur)
-		return 1;
-	errno = EFBIG;
-	return 0;
-}
-
 static int pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off)
 {
 	const char *b = buf;
 	ssize_t w = 0;
 	size_t done = 0;
 
-	if (!fits(off + (off_t)n)) {
+	if (!lb_fsize_fits(off + (off_t)n)) {
 		lb_warn("%s: cannot write", p->name);
 		return -1;
 	}
@@ -342,7 +325,7 @@ static int enter(struct filepool *p, int64_t deadline, off_t *size)
 	if (r != 1)
 		return r;
 	/* an empty file gets its header now: all of it, or nothing */
-	if (!fits(LB_HDR_SIZE)) {
+	if (!lb_fsize_fits(LB_HDR_SIZE)) {
 		lb_warn("%s: cannot write", p->name);
 		header_unlock(p);
 		return -1;

@@ -7,7 +7,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -15,6 +14,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "exec.h"
 #include "joblog.h"
 #include "lockfile.h"
 
@@ -75,20 +75,12 @@ int lb_joblog_open(const char *path, int use_syslog)
 	return 0;
 }
 
-/*
- * Whether a line of N bytes fits under the file size limit (ulimit -f):
- * the kernel would cut it short, and half a line is worse than none.
- */
+/* Whether a line of N bytes fits under the file size limit (see lb_fsize_fits). */
 static int log_fits(size_t n)
 {
-	struct rlimit rl;
 	struct stat st;
 
-	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-	    fstat(log_fd, &st) != 0 || (rlim_t)st.st_size + n <= rl.rlim_cur)
-		return 1;
-	errno = EFBIG;
-	return 0;
+	return fstat(log_fd, &st) != 0 || lb_fsize_fits(st.st_size + (off_t)n);
 }
 
 const char *lb_joblog_escape(const char *s, int keep_spaces, char *buf, size_t size)

@@ -56,12 +56,12 @@ void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
 	    strnlen(who->command, LB_COMMAND_MAX - 1));
 }
 
-/* Decoding never trusts the bytes: strings are cut to their fields. */
 pid_t lb_record_pid(const unsigned char rec[LB_REC_SIZE])
 {
 	return (pid_t)(lb_get32(rec + REC_PID) & 0x7fffffff);
 }
 
+/* Decoding never trusts the bytes: strings are cut to their fields. */
 void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who)
 {
 	memset(who, 0, sizeof *who);

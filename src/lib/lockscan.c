@@ -262,7 +262,7 @@ static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
  * again with reads of other sizes, which put the boundaries elsewhere,
  * until two passes in a row agree (at most SCAN_PASSES); a slot seen held
  * in any pass counts: it was held during the look. 1, 0 or -1 as
- * scan_table.
+ * scan_table; OUT is left unsorted.
  */
 #define SCAN_PASSES	4
 
@@ -275,7 +275,6 @@ static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
 	size_t i;
 
 	for (pass = 0; pass < SCAN_PASSES; pass++) {
-		cur.n = 0;
 		r = scan_table(st, chunk[pass], &cur);
 		/* not listed at all: lb_scan_held tests the file itself */
 		if (r < 0 || (pass == 0 && r == 0))
@@ -293,7 +292,6 @@ static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
 	}
 	lb_slotset_free(&prev);
 	lb_slotset_free(&cur);
-	lb_slotset_sort(out);
 	return r < 0 ? -1 : seen;
 }
 
@@ -304,12 +302,12 @@ int lb_scan_held(int fd, struct lb_slotset *out)
 	int r;
 
 	out->n = 0;
-	if (fstat(fd, &st) != 0)
-		return -1;
 	/* no slot locked at all: one test says so, whatever else the host locks */
 	r = lb_lock_test(fd, F_RDLCK, LB_HDR_SIZE, SLOTS_END - LB_HDR_SIZE, &c);
 	if (r != 0)
 		return r < 0 ? -1 : 0;
+	if (fstat(fd, &st) != 0)
+		return -1;
 	r = scan_table_stable(&st, out);
 	if (r < 0)
 		return -1;

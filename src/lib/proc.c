@@ -26,7 +26,8 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 	do
 		n = read(fd, buf, size - 1);
 	while (n < 0 && errno == EINTR);
-	saved = errno;
+	/* nothing to read in a /proc file: its process has just gone */
+	saved = n == 0 ? ESRCH : errno;
 	close(fd);
 	errno = saved;
 	if (n >= 0)
@@ -186,11 +187,8 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
 	n = read_small(path, buf, sizeof buf);
-	if (n <= 0) {
-		if (n == 0)
-			errno = ESRCH;	/* nothing to read: it has just gone */
+	if (n <= 0)
 		return -1;
-	}
 	/* comm may hold spaces and parentheses: fields start after the last ')' */
 	p = strrchr(buf, ')');
 	if (p == NULL || p[1] != ' ' || p[2] == '\0') {
