@@ -105,7 +105,7 @@ struct run {
 	struct lb_atom before;		/* the state before this run's start */
 	/* this run */
 	int expired;			/* the lock was taken over from an expired run */
-	int64_t start_wall, start_boot;	/* on the state's clocks */
+	int64_t start_wall;		/* on the state's clock */
 	int64_t local_start;		/* on this host's boot clock, for the log */
 	pid_t child;
 	int status;
@@ -498,8 +498,8 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 	if (a->flags & LB_ATOM_RUNNING) {
 		/* the last run's end was never recorded: it was expired, or its supervisor vanished */
 		if (r->expired) {
-			int64_t d = lb_atom_same_boot(a, now) ?
-			    now->boot - a->start_boot : now->wall - a->start_wall;
+			int future;
+			int64_t d = lb_atom_since_start(a, now, &future);
 
 			a->status = LB_STATUS_EXPIRED;
 			a->end_wall = now->wall;
@@ -515,13 +515,12 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 	/* what to put back should the command not start at all */
 	r->before = *a;
 	r->start_wall = now->wall;
-	r->start_boot = now->boot;
 	r->local_start = lb_now(CLOCK_BOOTTIME);
 	a->flags = LB_ATOM_RUNNING;
 	a->super_pid = getpid();
 	memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
 	a->start_wall = r->start_wall;
-	a->start_boot = r->start_boot;
+	a->start_boot = now->boot;
 	a->cmd_pid = a->cmd_pgid = 0;
 	a->cmd_starttime = 0;
 	a->runs++;
@@ -562,14 +561,14 @@ static int end_fn(unsigned char *area, size_t len, const struct lb_atom_clock *n
 	struct run *r = arg;
 	struct lb_atom a;
 	const char *why;
-	int64_t d;
+	int future;
 
 	/* never overwrite a state that moved on (reset, or another run's) */
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
-	d = lb_atom_same_boot(&a, now) ? now->boot - r->start_boot : now->wall - r->start_wall;
 	a.end_wall = now->wall;
-	a.duration = d > 0 ? d : 0;
+	/* ours: started at r->start_wall, so never -1 */
+	a.duration = lb_atom_since_start(&a, now, &future);
 	a.status = r->status;
 	/* killed by a later start: an expiry, whoever records it first */
 	if (a.flags & LB_ATOM_EXPIRING) {
@@ -800,7 +799,7 @@ static int expire(struct run *r, struct lb_holder *h)
 			got = LB_EXIT_BUSY;
 			break;
 		}
-		if (n > 0 && lb_job_alive(&job, NULL, 0) > 0) {
+		if (n > 0) {
 			/*
 			 * Signal 0 first asks the kernel who may be signalled, so
 			 * that the line can be logged before the signal (the log

@@ -167,7 +167,8 @@ void lb_atom_local_clock(struct lb_atom_clock *now)
 		memset(now->boot_id, 0, sizeof now->boot_id);
 }
 
-int lb_atom_same_boot(const struct lb_atom *a, const struct lb_atom_clock *now)
+/* Whether the last start is of NOW's boot (its boot clock can be used). */
+static int same_boot(const struct lb_atom *a, const struct lb_atom_clock *now)
 {
 	static const uint8_t none[16];
 
@@ -187,7 +188,7 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 	 * one boot it is the honest measure; across a reboot only the wall
 	 * clock is comparable.
 	 */
-	if (lb_atom_same_boot(a, now))
+	if (same_boot(a, now))
 		since = now->boot - a->start_boot;
 	else
 		since = now->wall - a->start_wall;
@@ -207,7 +208,7 @@ int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *n
 		return lb_atom_since_start(a, now, future);
 	*future = 0;
 	/* the boot clock while the start and the duration are of one run of this boot */
-	if (!(a->flags & LB_ATOM_RUNNING) && lb_atom_same_boot(a, now))
+	if (!(a->flags & LB_ATOM_RUNNING) && same_boot(a, now))
 		since = now->boot - a->start_boot - a->duration;
 	else
 		since = now->wall - a->end_wall;

@@ -105,9 +105,6 @@ struct lb_atom_clock;
 /* This host's clocks, for state kept in a lock file. */
 void lb_atom_local_clock(struct lb_atom_clock *now);
 
-/* Whether the last start is of NOW's boot (its boot clock can be used). */
-int lb_atom_same_boot(const struct lb_atom *a, const struct lb_atom_clock *now);
-
 /*
  * Time from the last start to NOW: on the boot clock when it was the same
  * boot, else on the wall clock. A start in the future counts as now:
