@@ -254,6 +254,18 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	run -0 grep -E "signal sig=(CONT|INT) pids=$LOCKHOLD_PID\$" "$log"
 }
 
+@test "an expiry refused before any signal leaves the run's end its own" {
+	# started from inside the run, the expirer holds the lock itself: refused
+	run -3 --separate-stderr ad -e 0 self sh -c '"$1" adaptive --log "$2" -e 0 -x 1ms self true; echo "inner $?"; exit 3' sh "$LOCKBOX" "$LOG"
+	assert_output "inner 75"
+	assert_stderr "adaptive: self: this process holds the lock itself (started from inside the run?)"
+	run -0 grep -c " self expire-refused pid=[0-9]* reason=self\$" "$LOG"
+	# the run ended on its own, with its own status, and was not expired
+	run -0 "$LOCKBOX" adaptive status self
+	assert_line --regexp '^  last status +3$'
+	assert_line --regexp '^  runs +1 \(0 expired\)'
+}
+
 @test "a forged record with no verifiable holder: refused, nobody signalled" {
 	local victim vstart f
 	spawn sleep 600

@@ -763,7 +763,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	char age[32], pids[512], refused[512], late[512];
 	unsigned slot;
 	size_t i, reached;
-	int got = -1, n;
+	int got = -1, n, signalled = 0;
 
 	lb_format_duration(holder_age(&r->last, &r->last_now, &old), age);
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
@@ -823,6 +823,7 @@ static int expire(struct run *r, struct lb_holder *h)
 				refuse_signal(r, sigs[i], refused);
 			/* a refusal only now (a member changed its credentials) is told too */
 			lb_job_signal(&job, sigs[i], NULL, 0, late, sizeof late);
+			signalled = 1;
 			if (late[0] != '\0' && strcmp(late, refused) != 0)
 				refuse_signal(r, sigs[i], late);
 			if (job.err != 0) {
@@ -860,6 +861,9 @@ static int expire(struct run *r, struct lb_holder *h)
 		lb_joblog(LOG_ERR, r->name, "expire-failed pids=%s", pids[0] ? pids : "?");
 		got = LB_EXIT_BUSY;
 	}
+	/* refused before any signal: the run goes on, and its end is its own */
+	if (got != 0 && got != 1 && !signalled)
+		mark_expiring(r, &old, 0);
 	lb_holders_free(&now);
 	lb_job_free(&job);
 	return got;
