@@ -271,10 +271,6 @@ static int make_dirs(char *dir, mode_t mode)
 	}
 }
 
-#ifndef O_PATH
-#define O_PATH O_RDONLY
-#endif
-
 /*
  * Anyone who can write to the state directory can put a file of theirs,
  * with a forged run in it, where the state file should be. Trusted: a
@@ -337,11 +333,13 @@ static int check_state_file(const struct run *r, int dirfd)
 	return 0;
 }
 
-/*
- * NAME canonified as CFEngine does (every byte but a letter or digit
- * becomes '_'), then a hash of the exact NAME, so "a b" and "a_b" get
- * files of their own: DIR/a_b-1f2e3d4c.lock.
- */
+/* An ASCII letter or digit, whatever the locale. */
+static int ascii_alnum(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* URL with "lock=NAME" added to its query, NAME percent-encoded. */
 static char *atom_url(const char *url, const char *name)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -355,8 +353,7 @@ static char *atom_url(const char *url, const char *name)
 	o = s + n;
 	o += sprintf(o, "%clock=", strchr(url, '?') != NULL ? '&' : '?');
 	for (p = (const unsigned char *)name; *p != '\0'; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~:", *p) != NULL) {
+		if (ascii_alnum(*p) || strchr("-._~:", *p) != NULL) {
 			*o++ = (char)*p;
 		} else {
 			*o++ = '%';
@@ -369,7 +366,10 @@ static char *atom_url(const char *url, const char *name)
 }
 
 /*
- * The target of atom NAME: in a database, the lock NAME itself
+ * The target of atom NAME. In a directory: NAME canonified as CFEngine
+ * does (every byte but a letter or digit becomes '_'), then a hash of the
+ * exact NAME, so "a b" and "a_b" get files of their own:
+ * DIR/a_b-1f2e3d4c.lock. In a database: the lock NAME itself
  * (URL?lock=NAME), so mutex on that URL excludes the atom's runs as mutex
  * on a state file does.
  */
@@ -386,8 +386,7 @@ static char *atom_path(const char *dir, const char *name)
 		h ^= *p;
 		h *= UINT64_C(1099511628211);
 		if (n < 128)
-			file[n++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			    (*p >= '0' && *p <= '9') ? (char)*p : '_';
+			file[n++] = ascii_alnum(*p) ? (char)*p : '_';
 	}
 	snprintf(file + n, sizeof file - n, "-%08lx.lock",
 	    (unsigned long)((h ^ h >> 32) & 0xffffffffu));
@@ -700,21 +699,12 @@ static int foreign(struct run *r)
 static const char *sig_name(int sig)
 {
 	static char num[16];
+	const char *name = sig == SIGCONT ? "CONT" : lb_signal_name(sig);
 
-	switch (sig) {
-	case SIGALRM: return "ALRM";
-	case SIGCONT: return "CONT";
-	case SIGHUP: return "HUP";
-	case SIGINT: return "INT";
-	case SIGKILL: return "KILL";
-	case SIGQUIT: return "QUIT";
-	case SIGTERM: return "TERM";
-	case SIGUSR1: return "USR1";
-	case SIGUSR2: return "USR2";
-	default:
-		snprintf(num, sizeof num, "%d", sig);
-		return num;
-	}
+	if (name != NULL)
+		return name;
+	snprintf(num, sizeof num, "%d", sig);
+	return num;
 }
 
 static int same_holder(const struct lb_ident *a, const struct lb_ident *b)
@@ -1217,7 +1207,6 @@ static int run_atom(struct opts *o, const char *name, char **command)
 struct view {
 	char *name;
 	char *path;
-	const char *where;		/* what to show of PATH: "file" or "server" */
 	char *shown;			/* PATH, any password hidden */
 	struct lb_atom a;
 	struct lb_atom_clock now;	/* when it was read, on the state's clocks */
@@ -1226,6 +1215,12 @@ struct view {
 	struct lb_ident who;		/* the holder, when running and known */
 	int who_known;
 };
+
+/* What to call PATH when it is shown: "file" or "server". */
+static const char *where(const struct view *v)
+{
+	return lb_pool_is_pg(v->path) ? "server" : "file";
+}
 
 static const char *iso(int64_t wall_ns, char buf[32])
 {
@@ -1249,7 +1244,6 @@ static int look(struct view *v, int want_atom)
 
 	if (pool == NULL)
 		return -1;
-	v->where = lb_pool_is_pg(v->path) ? "server" : "file";
 	v->shown = strdup(lb_pool_name(pool));
 	if (v->shown == NULL)
 		lb_die(LB_EXIT_FAIL, "out of memory");
@@ -1377,7 +1371,7 @@ static void print_text(const struct view *v, int first)
 		else
 			printf("  %-14s %u\n", "runs", (unsigned)a->runs);
 	}
-	printf("  %-14s %s\n", v->where, v->shown);
+	printf("  %-14s %s\n", where(v), v->shown);
 }
 
 static void json_secs(const char *key, int64_t ns, int valid)
@@ -1418,7 +1412,7 @@ static void print_json(const struct view *v, int first)
 
 	printf("%s{\"name\":", first ? "" : ",");
 	lb_json_string(stdout, v->name);
-	printf(",\"%s\":", v->where);
+	printf(",\"%s\":", where(v));
 	lb_json_string(stdout, v->shown);
 	printf(",\"state\":\"%s\"", state_of(v));
 	if (v->running && v->who_known)
@@ -1473,8 +1467,7 @@ static int atom_file_name(const char *s)
 	if (n < 1 + 1 + 8 + 5 || strcmp(s + n - 5, ".lock") != 0 || s[n - 14] != '-')
 		return 0;
 	for (i = 0; i < n - 14; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+		if (!ascii_alnum((unsigned char)s[i]) && s[i] != '_')
 			return 0;
 	for (i = n - 13; i < n - 5; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))

@@ -18,7 +18,7 @@
 struct proc {
 	pid_t pid;
 	struct lb_proc_stat st;
-	int use;	/* LB_PROC_LOCKS, LB_PROC_OPEN, 0, -1 */
+	int holds;	/* lb_proc_holds: 1, 0, -1 */
 	int in;
 };
 
@@ -127,12 +127,12 @@ static int snapshot(struct lb_job *job, struct table *t)
 		}
 		if (p.st.state == 'Z' || p.st.ppid == 2 || p.pid == 2)
 			continue;
-		p.use = lb_proc_file_use(p.pid, job->dev, job->ino, job->byte);
-		if (p.use < 0 && blind(errno))
+		p.holds = lb_proc_holds(p.pid, job->dev, job->ino, job->byte);
+		if (p.holds < 0 && blind(errno))
 			break;
 		if (p.pid == self) {
 			/* run from inside the holder's job: it can never free the lock */
-			job->self_holds = p.use == LB_PROC_LOCKS;
+			job->self_holds = p.holds == 1;
 			continue;
 		}
 		if (table_add(t, &p) != 0)
@@ -170,7 +170,7 @@ static void select_job(struct table *t)
 	 * the file must not get it signalled.
 	 */
 	for (i = 0; i < t->n; i++)
-		t->v[i].in = t->v[i].use == LB_PROC_LOCKS;
+		t->v[i].in = t->v[i].holds == 1;
 	while (more) {
 		more = 0;
 		for (i = 0; i < t->n; i++) {

@@ -82,17 +82,29 @@ void lb_help(const char *usage, const char *rest)
 	exit(LB_EXIT_OK);
 }
 
+/* the signals a user may name */
+static const struct {
+	const char *name;
+	int sig;
+} names[] = {
+	{ "ALRM", SIGALRM }, { "HUP", SIGHUP }, { "INT", SIGINT },
+	{ "KILL", SIGKILL }, { "QUIT", SIGQUIT }, { "TERM", SIGTERM },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+};
+
+const char *lb_signal_name(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (names[i].sig == sig)
+			return names[i].name;
+	return NULL;
+}
+
 /* --on-loss: none, a signal's name (TERM, SIGTERM) or number. */
 int lb_opt_signal(const char *arg)
 {
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = {
-		{ "ALRM", SIGALRM }, { "HUP", SIGHUP }, { "INT", SIGINT },
-		{ "KILL", SIGKILL }, { "QUIT", SIGQUIT }, { "TERM", SIGTERM },
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
-	};
 	const char *n = strncmp(arg, "SIG", 3) == 0 ? arg + 3 : arg;
 	uint64_t v;
 	size_t i;

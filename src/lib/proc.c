@@ -249,19 +249,19 @@ static int fdinfo_locks(const char *path, off_t byte)
 	return 0;
 }
 
-int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte)
+int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 {
 	char path[96];
 	struct dirent *e;
 	struct stat st;
-	int use = 0, saved;
+	int holds = 0, saved;
 	DIR *d;
 
 	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
 	d = opendir(path);
 	if (d == NULL)
 		return -1;
-	while (use < LB_PROC_LOCKS && (e = readdir(d)) != NULL) {
+	while (!holds && (e = readdir(d)) != NULL) {
 		char *end;
 		long fd = strtol(e->d_name, &end, 10);
 
@@ -271,13 +271,9 @@ int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 		/* stat follows the descriptor's link to the open file itself */
 		if (stat(path, &st) != 0 || st.st_dev != dev || st.st_ino != ino)
 			continue;
-		use = LB_PROC_OPEN;
 		snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", (int)pid, fd);
-		switch (fdinfo_locks(path, byte)) {
-		case 1:
-			use = LB_PROC_LOCKS;
-			break;
-		case -1:
+		holds = fdinfo_locks(path, byte);
+		if (holds < 0) {
 			/* unknown is not "does not hold it": the caller must know */
 			saved = errno;
 			closedir(d);
@@ -286,5 +282,5 @@ int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 		}
 	}
 	closedir(d);
-	return use;
+	return holds;
 }

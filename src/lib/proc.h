@@ -60,15 +60,14 @@ struct lb_proc_stat {
 int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
 
 /*
- * Whether process PID uses the file DEV/INO: LB_PROC_LOCKS when one of its
- * descriptors holds a write lock on byte BYTE of it (an open file
- * description lock held through the descriptor, or the process's own
- * POSIX lock: /proc/PID/fdinfo lists both), LB_PROC_OPEN when it only has
- * the file open, 0 when neither, -1 when its descriptors cannot be read
- * (errno ENOENT or ESRCH: it is gone; EACCES or EPERM: another user's;
- * anything else, such as EMFILE: a failure, and the answer is unknown).
+ * Whether process PID holds a write lock on byte BYTE of the file DEV/INO
+ * through one of its descriptors (an open file description lock held
+ * through the descriptor, or the process's own POSIX lock:
+ * /proc/PID/fdinfo lists both): 1 or 0; -1 when its descriptors cannot be
+ * read (errno ENOENT or ESRCH: it is gone; EACCES or EPERM: another
+ * user's; anything else, such as EMFILE: a failure, and the answer is
+ * unknown). Having the file open without the lock is 0.
  */
-enum { LB_PROC_OPEN = 1, LB_PROC_LOCKS = 2 };
-int lb_proc_file_use(pid_t pid, dev_t dev, ino_t ino, off_t byte);
+int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte);
 
 #endif
