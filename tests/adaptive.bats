@@ -202,13 +202,10 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	vstart=$(proc_starttime "$victim")
 	run -0 ad x true
 	f=$(state_file x)
-	# somebody else holds the lock, and the record claims the victim, long ago
+	# somebody else holds the lock; its record and the run state claim the
+	# victim as the run, long ago, with a valid checksum
 	lockhold "$f" 4096 1
-	poke "$f" 4096 "$(le 4 0x444c4f48)$(le 4 "$victim")$(le 8 "$vstart")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
-	# and the run state claims it as the command, with a valid checksum
-	poke "$f" 140 "$(le 4 "$victim")$(le 8 "$vstart")$(le 4 "$victim")"
-	poke "$f" 84 "$(le 4 "$victim")"
-	reseal "$f"
+	forge_run "$f" "$victim"
 	run -0 --separate-stderr ad -e 0 -x 1s -g 300ms x touch "$T/took"
 	assert [ -e "$T/took" ]
 	# the forged state passed its checks (it was read, not reset)
@@ -242,10 +239,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	spawn setpriv --reuid=65534 --regid=65534 --clear-groups "$LOCKHOLD" "${mode[@]}" "$f" 4096 1 "$ready"
 	LOCKHOLD_PID=$SPAWN_PID
 	wait_for test -e "$ready"
-	poke "$f" 4096 "$(le 4 0x444c4f48)$(le 4 "$victim")$(le 8 "$vstart")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
-	poke "$f" 140 "$(le 4 "$victim")$(le 8 "$vstart")$(le 4 "$victim")"
-	poke "$f" 84 "$(le 4 "$victim")"
-	reseal "$f"
+	forge_run "$f" "$victim"
 	run -0 --separate-stderr as_nobody env LOCKBOX_DIR="$d/state" "$LOCKBOX" adaptive --log "$log" -e 0 -x 1s -g 300ms x touch "$d/state/took"
 	assert [ -e "$d/state/took" ]
 	assert_equal "$(proc_starttime "$victim")" "$vstart"
@@ -256,6 +250,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 
 @test "an expiry refused before any signal leaves the run's end its own" {
 	# started from inside the run, the expirer holds the lock itself: refused
+	# shellcheck disable=SC2016 # expanded by the run's sh
 	run -3 --separate-stderr ad -e 0 self sh -c '"$1" adaptive --log "$2" -e 0 -x 1ms self true; echo "inner $?"; exit 3' sh "$LOCKBOX" "$LOG"
 	assert_output "inner 75"
 	assert_stderr "adaptive: self: this process holds the lock itself (started from inside the run?)"

@@ -681,18 +681,6 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 
 # --- item: adaptive signals only the processes that hold the atom's lock
 
-# forge_run FILE PID: slot 1's record and the atom's run state both name
-# process PID as the run's supervisor and command, started long ago, with
-# a valid checksum: what anyone who can write FILE can make of it.
-forge_run() {
-	local start
-	start=$(proc_starttime "$2")
-	poke "$1" 4096 "$(le 4 0x444c4f48)$(le 4 "$2")$(le 8 "$start")$(le 8 1)$(le 8 1)$(le 4 0)$(le 4 1)$(boot_id_escapes)"
-	poke "$1" 140 "$(le 4 "$2")$(le 8 "$start")$(le 4 "$2")"
-	poke "$1" 84 "$(le 4 "$2")"
-	reseal "$1"
-}
-
 @test "adaptive: a forged run naming a process that has the state file open, unlocked, never signals it" {
 	need_lockhold
 	local d=$T/state victim vstart f
@@ -747,7 +735,6 @@ forge_run() {
 	assert [ -e "$d/nobody-ran" ]
 	f=$(echo "$d"/x-*.lock)
 	assert_equal "$(stat -c %u "$f")" 65534
-	before=$(sha "$f")
 	# root does not trust it: nobody could have forged it, or may swap it
 	# (the lock file rules refuse it first, or with fs.protected_regular
 	# the kernel does)
@@ -771,7 +758,7 @@ forge_run() {
 
 # --- item: a file size limit (ulimit -f) is an error lockbox reports, not its death
 
-# SIGXFSZ_IGNORED: a command that prints 1 when it was started with SIGXFSZ
+# XFSZ_IGNORED: a command that prints 1 when it was started with SIGXFSZ
 # (25, bit 24 of SigIgn) ignored, else 0.
 # shellcheck disable=SC2016 # for the command's own sh
 XFSZ_IGNORED='m=$(sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status) && echo $(((0x$m >> 24) & 1))'

@@ -308,9 +308,6 @@ waitfor: gave up after 0ms (1 attempt); last status 3"
 
 # --- signals ------------------------------------------------------------------
 
-# The first run records its PID once its traps are set and waits for a
-# signal (exiting 42 on TERM, 41 on INT); any later run fails at once, so
-# a waitfor that retried after the signal would end with 99.
 # A prefix that starts a command with SIGINT at its default action, as an
 # interactive shell would. A background job starts with SIGINT ignored,
 # and so does everything under a suite that was itself started in the
@@ -319,6 +316,9 @@ waitfor: gave up after 0ms (1 attempt); last status 3"
 # shellcheck disable=SC2016 # perl's variables
 INT_DEFAULT=(perl -e '$SIG{INT} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\n"')
 
+# The first run records its PID once its traps are set and waits for a
+# signal (exiting 42 on TERM, 41 on INT); any later run fails at once, so
+# a waitfor that retried after the signal would end with 99.
 write_signal_attempt() {
 	ATTEMPT=$T/attempt
 	RUNS=$T/runs
