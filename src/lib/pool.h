@@ -120,7 +120,7 @@ int lb_pool_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
 /*
  * The names of the targets whose atom state the server of a LIST pool
  * keeps, sorted, in a malloc'd array of malloc'd strings. 0, or -1
- * (reported; ENOTSUP for a lock file).
+ * (reported). Only a server's pool opens for LIST.
  */
 int lb_pool_atom_names(struct lb_pool *pool, char ***names, size_t *n);
 
