@@ -548,20 +548,26 @@ sleep 0.002
 printf '%s\n' $((n + 1)) >"$T/counter"
 release_mutex
 EOF
-	local i running=0 failed=0
+	local i running=0 failed
 	for ((i = 1; i <= 200; i++)); do
 		if ((running >= 30)); then
-			wait -n || failed=$((failed + 1))
+			wait -n
 			running=$((running - 1))
 		fi
-		bash "$T/count.$MODE" "$i" 3>&- 2>"$T/count.err.$i" &
+		# each script's status is kept too: a failure may say nothing
+		{
+			bash "$T/count.$MODE" "$i" 3>&- 2>"$T/count.err.$i"
+			echo "$?" >"$T/count.rc.$i"
+		} &
 		running=$((running + 1))
 	done
 	while ((running > 0)); do
-		wait -n || failed=$((failed + 1))
+		wait -n
 		running=$((running - 1))
 	done
-	# a failure shows what the scripts said
+	failed=$(grep -L -x 0 "$T"/count.rc.* | wc -l)
+	# a failure shows which scripts failed, with what status, and what they said
+	grep -H -v -x 0 "$T"/count.rc.* || true
 	assert_equal "$failed: $(cat "$T"/count.err.*)" "0: "
 	assert_equal "$(cat "$T/counter")" 200
 }
