@@ -16,7 +16,10 @@
  * died: the kernel drops a dead waiter's bytes). Write requests that
  * overlap queue behind each other in the kernel, so each departure wakes
  * one waiter, not all. The one at the head watches the holders (see
- * head_wait) and takes the first slot that frees; nobody else looks.
+ * head_wait) and takes the first slot that frees; nobody else looks. A
+ * waiter that finds nobody queued is the head at once: it keeps the
+ * header, sets its watches, takes its ticket and only then lets the
+ * header go, without a second look at the slots.
  * Attempts that do not wait never queue: they take a free slot or give up.
  */
 #include "config.h"
@@ -266,11 +269,6 @@ static uint64_t read_count(struct filepool *p, off_t off)
 static uint64_t read_gen(struct filepool *p)
 {
 	return read_count(p, LB_HDR_OFF_GEN);
-}
-
-static uint64_t read_releases(struct filepool *p)
-{
-	return read_count(p, LB_HDR_OFF_RELEASES);
 }
 
 /*
@@ -754,22 +752,25 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
  * kernel events that tell when one may be free. A holder that is a process
  * of this host is watched through a pidfd (it ends: its locks are gone
  * before the pidfd says so); an explicit release (the shell library's)
- * writes to the file, which inotify reports; a slot whose holder cannot be
- * watched that way (another host on a shared file system, a process that
- * left the slot to its children, a lock without a record) gets one of the
- * few lock requests a waiter may have. Returns 1 when everything is
+ * changes the header's release count and wakes whoever waits on that word
+ * (*WORD, cleared once that watch has failed); a slot whose holder cannot
+ * be watched that way (another host on a shared file system, a process
+ * that left the slot to its children, a lock without a record) gets one of
+ * the few lock requests a waiter may have. Returns 1 when everything is
  * watched, 0 when something is not (the head then looks again every
  * RECHECK_MS).
  */
-static int watch(struct filepool *p, struct lb_wait *w)
+static int watch(struct filepool *p, struct lb_wait *w, int *word)
 {
 	uint8_t boot[16];
 	int all = 1, have_boot = lb_boot_id(boot) == 0;
 	size_t i;
 
 	lb_wait_clear_locks(w);
-	/* set before the header goes: a release waits for the header, then writes */
-	if (lb_wait_file(w, p->cfd, 0) != 0)
+	/* the count as it is now, with the header locked: a release after this changes it */
+	if (*word && lb_wait_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
+		*word = 0;
+	if (!*word)
 		all = 0;
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
@@ -794,17 +795,19 @@ static int watch(struct filepool *p, struct lb_wait *w)
 /*
  * At the head of the queue: wait for a slot. Called with the header
  * locked after a scan found every slot busy; returns with it unlocked.
- * 1 taken, 0 deadline, 2 stopped by ^Z, -1 error (reported).
+ * JOIN: the queue was empty, and the ticket is taken here, once the
+ * watches are set, so that a ticket on the queue means a waiter that is
+ * ready to be woken. 1 taken, 0 deadline, 2 stopped by ^Z, -1 error
+ * (reported).
  */
 static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
-    const struct lb_ident *who, unsigned *slot)
+    const struct lb_ident *who, unsigned *slot, uint64_t *join)
 {
 	struct lb_wait w;
 	struct lb_wait_event ev;
 	struct gone gone = { { 0 }, { 0 }, 0 };
-	uint64_t releases;
 	off_t size;
-	int r, all;
+	int r, all, word = 1;
 
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 		lb_warn("%s: cannot wait", p->name);
@@ -813,27 +816,32 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		return -1;
 	}
 	for (;;) {
-		releases = header_word(p, LB_HDR_OFF_RELEASES);
-		all = watch(p, &w);
+		all = watch(p, &w, &word);
+		if (join != NULL) {
+			if (queue_join(p, join) != 0) {
+				header_unlock(p);
+				r = -1;
+				break;
+			}
+			join = NULL;
+		}
 		header_unlock(p);
 		gone.n = 0;
-		do {
-			r = lb_wait_run(&w, deadline, all ? 0 : RECHECK_MS, &ev);
-			if (r != 1)
-				break;
-			if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
-			    gone.n < GONE_MAX) {
-				gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
-				gone.slot[gone.n++] = (unsigned)ev.tag;
-			}
-			/* a write that is not a release: others queueing, or records changing */
-		} while (ev.kind == LB_EV_FILE && read_releases(p) == releases);
+		r = lb_wait_run(&w, deadline, all ? 0 : RECHECK_MS, &ev);
 		if (r != 1 || ev.kind == LB_EV_STOP) {
 			if (r < 0)
 				lb_warn("%s: cannot wait", p->name);
 			r = r == 1 ? 2 : r;
 			break;
 		}
+		if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
+		    gone.n < GONE_MAX) {
+			gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
+			gone.slot[gone.n++] = (unsigned)ev.tag;
+		}
+		/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
+		if (ev.kind == LB_EV_WORD && ev.err != 0)
+			word = 0;
 		/*
 		 * The watch threads go first: their read locks are ours (same
 		 * open file, or same process for classic locks), so a watch
@@ -863,35 +871,45 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	int r;
 
 	for (;;) {
+		int queued;
+
 		r = enter(p, deadline, &size);
 		if (r != 1)
 			break;
 		/* waiters are served in order: one who waits goes behind those waiting */
-		if (lb_remaining(deadline) == 0 || !queue_busy(p)) {
+		queued = lb_remaining(deadline) != 0 && queue_busy(p);
+		if (!queued) {
 			r = take_slot(p, size, max, who, NULL, slot);
 			if (r != 0 || lb_remaining(deadline) == 0) {
 				header_unlock(p);
 				break;
 			}
-		}
-		if (queue_join(p, &ticket) != 0) {
+			/*
+			 * Every slot busy and nobody queued: the head of the
+			 * queue already, with the header and the scan in hand.
+			 */
+			ticket = UINT64_MAX;
+			r = head_wait(p, max, deadline, who, slot, &ticket);
+		} else if (queue_join(p, &ticket) != 0) {
 			header_unlock(p);
 			r = -1;
 			break;
-		}
-		header_unlock(p);
-		r = queue_turn(p, ticket, deadline);
-		if (r == 1) {
-			r = enter(p, deadline, &size);
+		} else {
+			header_unlock(p);
+			r = queue_turn(p, ticket, deadline);
 			if (r == 1) {
-				r = take_slot(p, size, max, who, NULL, slot);
-				if (r == 0)
-					r = head_wait(p, max, deadline, who, slot);
-				else
-					header_unlock(p);
+				r = enter(p, deadline, &size);
+				if (r == 1) {
+					r = take_slot(p, size, max, who, NULL, slot);
+					if (r == 0)
+						r = head_wait(p, max, deadline, who, slot, NULL);
+					else
+						header_unlock(p);
+				}
 			}
 		}
-		queue_leave(p, ticket);
+		if (ticket != UINT64_MAX)
+			queue_leave(p, ticket);
 		if (r != 2)
 			break;
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
@@ -961,10 +979,11 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 		if (pwrite_all(p, record(p, s), LB_REC_SIZE, lb_slot_offset(s)) != 0)
 			rc = -1;
 	}
-	/* tells a waiter at the head that this write freed a slot */
+	/* tells a waiter at the head that a slot was freed: the count changes, then a wake-up */
 	if (set_header_word(p, LB_HDR_OFF_RELEASES, header_word(p, LB_HDR_OFF_RELEASES) + 1) != 0)
 		rc = -1;
 	header_unlock(p);
+	lb_wake_word(p->cfd, LB_HDR_OFF_RELEASES);
 	lb_slotset_free(&own);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* The one place lockbox blocks: lock requests, process exits and file changes, with a deadline. */
+/* The one place lockbox blocks: lock requests, process exits and announced changes, with a deadline. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/epoll.h>
-#include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -25,22 +26,30 @@
 #include "proc.h"
 #include "wait.h"
 
-/* stack of a lock thread: it only sits in one fcntl */
-#define LOCK_STACK	(64 * 1024)
+/* stack of a helper thread: it only sits in one fcntl or futex call */
+#define HELPER_STACK	(64 * 1024)
 /* fds kept free for everything but pidfds */
 #define FD_SPARE	64
 
+_Static_assert(LB_WAIT_HELPERS <= 4, "a helper's place fits in two bits of its bell byte");
+
 /* epoll data: the kind of source, and a value (a pid, or nothing) */
-enum { SRC_BELL = 1, SRC_PIN, SRC_INO, SRC_SIG };
+enum { SRC_BELL = 1, SRC_PIN, SRC_SIG };
 #define SRC(kind, value)	((uint64_t)(kind) << 32 | (uint32_t)(value))
 
-struct lb_wait_lock {
+/* A helper thread: a blocking lock request, or a wait on a word of a file. */
+enum { HELP_LOCK, HELP_WORD };
+struct lb_wait_helper {
 	pthread_t tid;
-	int fd, bell, keep, tag, index;
+	int kind, fd, bell, keep, tag;
+	unsigned char id;	/* its place in helpers[], and which start of that place */
 	short type;
-	off_t start, len;
+	off_t start, len;	/* LOCK: the range; WORD: START is the word's offset */
+	void *map;		/* WORD: the file's first bytes, mapped shared */
+	size_t maplen;
+	uint32_t expect;	/* WORD: the word as the caller last saw it */
 	atomic_int stop;	/* asked to give up: an EINTR is final */
-	atomic_int granted;	/* a kept lock is held */
+	atomic_int granted;	/* LOCK: a kept lock is held */
 	atomic_int err;		/* why the request failed */
 	int reported;		/* its event went to the caller */
 };
@@ -51,9 +60,9 @@ struct lb_wait_pin {
 };
 
 /*
- * A lock thread gives up its request when this signal interrupts it: its
+ * A helper gives up its request when this signal interrupts it: its
  * handler does nothing, and is installed without SA_RESTART so that
- * F_SETLKW returns EINTR. Only lock threads take it (pthread_kill).
+ * F_SETLKW and FUTEX_WAIT return EINTR. Only helpers take it (pthread_kill).
  */
 static int wake_sig(void)
 {
@@ -65,28 +74,61 @@ static void on_wake(int sig)
 	(void)sig;
 }
 
-static void *lock_thread(void *arg)
+static long futex(void *word, int op, uint32_t val)
 {
-	struct lb_wait_lock *l = arg;
-	unsigned char byte = (unsigned char)l->index;
+	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
+}
+
+/* 0: the request ended (granted, or the word changed); -1 with errno. */
+static int help_lock(struct lb_wait_helper *h)
+{
 	int r;
 
 	for (;;) {
-		r = lb_lock_block(l->fd, l->type, l->start, l->len);
-		if (r == 0 || errno != EINTR || atomic_load(&l->stop))
+		r = lb_lock_block(h->fd, h->type, h->start, h->len);
+		if (r == 0 || errno != EINTR || atomic_load(&h->stop))
 			break;
 	}
 	if (r == 0) {
-		if (l->keep)
-			atomic_store(&l->granted, 1);
+		if (h->keep)
+			atomic_store(&h->granted, 1);
 		else
-			lb_lock_try(l->fd, F_UNLCK, l->start, l->len);
-	} else {
-		atomic_store(&l->err, errno);
+			lb_lock_try(h->fd, F_UNLCK, h->start, h->len);
 	}
+	return r;
+}
+
+/*
+ * A shared futex on a file's page is keyed by the file and the offset, so
+ * every process that maps that page meets on it: the kernel compares the
+ * word with EXPECT and sleeps only while they are equal, so a change made
+ * before the wait began is seen at once. A wake-up with the word unchanged
+ * (someone else's wake on the same word) only sleeps again.
+ */
+static int help_word(struct lb_wait_helper *h)
+{
+	uint32_t *word = (uint32_t *)((char *)h->map + h->start);
+
+	for (;;) {
+		if (futex(word, FUTEX_WAIT, h->expect) == 0)
+			continue;
+		if (errno == EAGAIN)
+			return 0;
+		if (errno != EINTR || atomic_load(&h->stop))
+			return -1;
+	}
+}
+
+static void *helper_thread(void *arg)
+{
+	struct lb_wait_helper *h = arg;
+	unsigned char byte = h->id;
+
+	if ((h->kind == HELP_LOCK ? help_lock(h) : help_word(h)) != 0)
+		atomic_store(&h->err, errno);
 	/* rung on failure too: the caller looks again rather than sleeps on */
-	if (!atomic_load(&l->stop))
-		while (write(l->bell, &byte, 1) < 0 && errno == EINTR)
+	if (!atomic_load(&h->stop))
+		while (write(h->bell, &byte, 1) < 0 && errno == EINTR)
 			;
 	return NULL;
 }
@@ -96,7 +138,7 @@ int lb_wait_init(struct lb_wait *w)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_BELL, 0) };
 
 	memset(w, 0, sizeof *w);
-	w->ino = w->sig = -1;
+	w->sig = -1;
 	w->bell[0] = w->bell[1] = -1;
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (w->ep < 0)
@@ -113,23 +155,22 @@ size_t lb_wait_locks_free(const struct lb_wait *w)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < LB_WAIT_LOCKS; i++)
-		n += w->locks[i] == NULL;
+	for (i = 0; i < LB_WAIT_HELPERS; i++)
+		n += w->helpers[i] == NULL;
 	return n;
 }
 
-int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
-    int keep, int tag)
+/* Start helper H in a free place of W. 0, or -1 with errno (H is the caller's still). */
+static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 {
 	static int installed;
-	struct lb_wait_lock *l;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	int i, e;
 
-	for (i = 0; i < LB_WAIT_LOCKS && w->locks[i] != NULL; i++)
+	for (i = 0; i < LB_WAIT_HELPERS && w->helpers[i] != NULL; i++)
 		;
-	if (i == LB_WAIT_LOCKS) {
+	if (i == LB_WAIT_HELPERS) {
 		errno = EMFILE;
 		return -1;
 	}
@@ -143,17 +184,12 @@ int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
 			return -1;
 		installed = 1;
 	}
-	l = calloc(1, sizeof *l);
-	if (l == NULL)
-		return -1;
-	l->fd = fd;
-	l->bell = w->bell[1];
-	l->type = type;
-	l->start = start;
-	l->len = len;
-	l->keep = keep;
-	l->tag = tag;
-	l->index = i;
+	h->bell = w->bell[1];
+	/*
+	 * The byte it rings names the start too: a byte left in the pipe by
+	 * a helper cancelled after it rang is not taken for its successor's.
+	 */
+	h->id = (unsigned char)(i | (++w->starts & 0x3f) << 2);
 	/*
 	 * The thread takes no signal but the wake signal, whatever mask we
 	 * were started with: signals meant for lockbox reach the main thread.
@@ -162,40 +198,126 @@ int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
 	sigdelset(&all, wake_sig());
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, LOCK_STACK);
-	e = pthread_create(&l->tid, &attr, lock_thread, l);
+	pthread_attr_setstacksize(&attr, HELPER_STACK);
+	e = pthread_create(&h->tid, &attr, helper_thread, h);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e != 0) {
-		free(l);
 		errno = e;
 		return -1;
 	}
-	w->locks[i] = l;
+	w->helpers[i] = h;
 	return 0;
 }
 
-/* Stop a lock thread and wait for it; a kept lock it got and never reported is let go. */
-static void lock_cancel(struct lb_wait_lock *l)
+int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
+    int keep, int tag)
 {
-	atomic_store(&l->stop, 1);
+	struct lb_wait_helper *h = calloc(1, sizeof *h);
+
+	if (h == NULL)
+		return -1;
+	h->kind = HELP_LOCK;
+	h->fd = fd;
+	h->type = type;
+	h->start = start;
+	h->len = len;
+	h->keep = keep;
+	h->tag = tag;
+	if (helper_start(w, h) != 0) {
+		free(h);
+		return -1;
+	}
+	return 0;
+}
+
+/* Stop a helper and wait for it; a kept lock it got and never reported is let go. */
+static void helper_cancel(struct lb_wait_helper *h)
+{
+	atomic_store(&h->stop, 1);
 	for (;;) {
 		struct timespec ts;
 
-		/* the signal may land just before the thread enters fcntl: again */
-		pthread_kill(l->tid, wake_sig());
+		/* the signal may land just before the thread enters its call: again */
+		pthread_kill(h->tid, wake_sig());
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 1000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		if (pthread_timedjoin_np(l->tid, NULL, &ts) == 0)
+		if (pthread_timedjoin_np(h->tid, NULL, &ts) == 0)
 			break;
 	}
-	if (atomic_load(&l->granted) && !l->reported)
-		lb_lock_try(l->fd, F_UNLCK, l->start, l->len);
-	free(l);
+	if (atomic_load(&h->granted) && !h->reported)
+		lb_lock_try(h->fd, F_UNLCK, h->start, h->len);
+	if (h->map != NULL)
+		munmap(h->map, h->maplen);
+	free(h);
+}
+
+/* The helper watching a word, or NULL. */
+static struct lb_wait_helper **word_helper(struct lb_wait *w)
+{
+	size_t i;
+
+	for (i = 0; i < LB_WAIT_HELPERS; i++)
+		if (w->helpers[i] != NULL && w->helpers[i]->kind == HELP_WORD)
+			return &w->helpers[i];
+	return NULL;
+}
+
+int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag)
+{
+	struct lb_wait_helper **had = word_helper(w), *h;
+	uint32_t want;
+
+	memcpy(&want, expect, sizeof want);
+	if (had != NULL) {
+		if (!(*had)->reported && (*had)->expect == want && (*had)->start == off) {
+			(*had)->tag = tag;
+			return 0;
+		}
+		helper_cancel(*had);
+		*had = NULL;
+	}
+	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE)) {
+		errno = EINVAL;
+		return -1;
+	}
+	h = calloc(1, sizeof *h);
+	if (h == NULL)
+		return -1;
+	h->kind = HELP_WORD;
+	h->start = off;
+	h->expect = want;
+	h->tag = tag;
+	h->maplen = (size_t)off + 4;
+	h->map = mmap(NULL, h->maplen, PROT_READ, MAP_SHARED, fd, 0);
+	if (h->map == MAP_FAILED) {
+		free(h);
+		return -1;
+	}
+	if (helper_start(w, h) != 0) {
+		munmap(h->map, h->maplen);
+		free(h);
+		return -1;
+	}
+	return 0;
+}
+
+void lb_wake_word(int fd, off_t off)
+{
+	size_t len = (size_t)off + 4;
+	void *map;
+
+	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE))
+		return;
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return;
+	futex((char *)map + off, FUTEX_WAKE, INT_MAX);
+	munmap(map, len);
 }
 
 static struct lb_wait_pin *pin_find(const struct lb_wait *w, pid_t pid, size_t *at)
@@ -294,27 +416,6 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 	return 1;
 }
 
-int lb_wait_file(struct lb_wait *w, int fd, int tag)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_INO, 0) };
-	char path[64];
-
-	if (w->ino < 0) {
-		w->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (w->ino < 0)
-			return -1;
-		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ino, &ev) != 0) {
-			close(w->ino);
-			w->ino = -1;
-			return -1;
-		}
-	}
-	w->ino_tag = tag;
-	/* the descriptor's link leads to the file itself, whatever its path is now */
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	return inotify_add_watch(w->ino, path, IN_MODIFY) < 0 ? -1 : 0;
-}
-
 int lb_wait_stop(struct lb_wait *w)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_SIG, 0) };
@@ -392,15 +493,15 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 	case SRC_BELL:
 		while ((n = read(w->bell[0], bytes, sizeof bytes)) > 0)
 			for (i = 0; i < n; i++) {
-				struct lb_wait_lock *l = bytes[i] < LB_WAIT_LOCKS ?
-				    w->locks[bytes[i]] : NULL;
+				struct lb_wait_helper *h = (bytes[i] & 3) < LB_WAIT_HELPERS ?
+				    w->helpers[bytes[i] & 3] : NULL;
 
-				if (l == NULL || l->reported)
+				if (h == NULL || h->id != bytes[i] || h->reported)
 					continue;
-				l->reported = 1;
-				ev.kind = LB_EV_LOCK;
-				ev.tag = l->tag;
-				ev.err = atomic_load(&l->err);
+				h->reported = 1;
+				ev.kind = h->kind == HELP_LOCK ? LB_EV_LOCK : LB_EV_WORD;
+				ev.tag = h->tag;
+				ev.err = atomic_load(&h->err);
 				if (push(w, &ev) != 0)
 					return -1;
 			}
@@ -412,12 +513,6 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 		ev.tag = w->pins[at].tag;
 		ev.pid = (pid_t)value;
 		pin_drop(w, at);
-		return push(w, &ev);
-	case SRC_INO:
-		while (read(w->ino, buf, sizeof buf) > 0)
-			;
-		ev.kind = LB_EV_FILE;
-		ev.tag = w->ino_tag;
 		return push(w, &ev);
 	case SRC_SIG:
 		while (read(w->sig, buf, sizeof buf) > 0)
@@ -469,10 +564,10 @@ void lb_wait_clear_locks(struct lb_wait *w)
 {
 	size_t i, n;
 
-	for (i = 0; i < LB_WAIT_LOCKS; i++)
-		if (w->locks[i] != NULL) {
-			lock_cancel(w->locks[i]);
-			w->locks[i] = NULL;
+	for (i = 0; i < LB_WAIT_HELPERS; i++)
+		if (w->helpers[i] != NULL && w->helpers[i]->kind == HELP_LOCK) {
+			helper_cancel(w->helpers[i]);
+			w->helpers[i] = NULL;
 		}
 	/* their events, if any, are gone with them */
 	for (i = n = 0; i < w->nready; i++)
@@ -483,14 +578,15 @@ void lb_wait_clear_locks(struct lb_wait *w)
 
 void lb_wait_clear(struct lb_wait *w)
 {
+	struct lb_wait_helper **word = word_helper(w);
+
 	lb_wait_clear_locks(w);
+	if (word != NULL) {
+		helper_cancel(*word);
+		*word = NULL;
+	}
 	while (w->npins > 0)
 		pin_drop(w, w->npins - 1);
-	if (w->ino >= 0) {
-		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->ino, NULL);
-		close(w->ino);
-		w->ino = -1;
-	}
 	if (w->sig >= 0) {
 		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->sig, NULL);
 		close(w->sig);

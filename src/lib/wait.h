@@ -1,4 +1,4 @@
-/* The one place lockbox blocks: lock requests, process exits and file changes, with a deadline. */
+/* The one place lockbox blocks: lock requests, process exits and announced changes, with a deadline. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_WAIT_H
 #define LOCKBOX_WAIT_H
@@ -14,41 +14,42 @@
  * or the deadline passes. Nothing polls. Events:
  *
  *   lock   a blocking fcntl lock request, made by a helper thread (there
- *          is no syscall that waits for one of several locks); at most
- *          LB_WAIT_LOCKS at a time, so a waiter never has more threads
- *          than that, whatever the pool's size
+ *          is no syscall that waits for one of several locks)
+ *   word   a change of a 32-bit word in a file's first page, announced by
+ *          its writer with lb_wake_word (a shared futex on a mapping of
+ *          the file, waited on by a helper thread)
  *   pid    a process ending, through a pidfd (race-free: the kernel has
  *          released the process's locks before the pidfd is readable)
- *   file   a write to a file (inotify IN_MODIFY)
  *   stop   SIGTSTP (a terminal's ^Z) when it was not ignored on entry:
  *          the caller can leave a queue before it stops
  *
- * Every event carries the caller's TAG; lb_wait_run returns one event
- * that happened (events that happened together are returned by the calls
- * that follow, without sleeping).
+ * At most LB_WAIT_HELPERS helper threads at a time (lock requests and the
+ * word together), so a waiter never has more threads than that besides
+ * its own, whatever the pool's size. Every event carries the caller's
+ * TAG; lb_wait_run returns one event that happened (events that happened
+ * together are returned by the calls that follow, without sleeping).
  */
-#define LB_WAIT_LOCKS	3
+#define LB_WAIT_HELPERS	3
 
 /* What woke a wait. */
-enum { LB_EV_LOCK, LB_EV_PID, LB_EV_FILE, LB_EV_STOP, LB_EV_RECHECK };
+enum { LB_EV_LOCK, LB_EV_PID, LB_EV_WORD, LB_EV_STOP, LB_EV_RECHECK };
 struct lb_wait_event {
 	int kind;
-	int tag;		/* the caller's, for LOCK, PID and FILE */
-	int err;		/* LOCK: 0 granted (or found free), else why not */
+	int tag;		/* the caller's, for LOCK, PID and WORD */
+	int err;		/* LOCK, WORD: 0 granted, found free or changed; else why not */
 	pid_t pid;		/* PID: the process that ended */
 };
 
-struct lb_wait_lock;
+struct lb_wait_helper;
 struct lb_wait_pin;
 
 struct lb_wait {
 	int ep;			/* epoll */
-	int bell[2];		/* lock threads write their tag here */
-	int ino;		/* inotify, -1 when none */
-	int ino_tag;
+	int bell[2];		/* helper threads write their id here */
 	int sig;		/* signalfd for SIGTSTP, -1 when none */
 	sigset_t stop_mask;	/* the mask before SIGTSTP was blocked */
-	struct lb_wait_lock *locks[LB_WAIT_LOCKS];
+	struct lb_wait_helper *helpers[LB_WAIT_HELPERS];
+	unsigned starts;	/* helpers started: part of each one's id */
 	struct lb_wait_pin *pins;	/* sorted by pid */
 	size_t npins, cappins;
 	struct lb_wait_event *ready;	/* seen, not yet returned */
@@ -64,13 +65,30 @@ int lb_wait_init(struct lb_wait *w);
  * Ask for a lock of TYPE on [START, START+LEN) of FD. KEEP: the lock is
  * held once granted (the event means "it is yours"); else it is dropped at
  * once (the event means "it was free"). 0, or -1 with errno (EMFILE when
- * LB_WAIT_LOCKS requests are out already).
+ * LB_WAIT_HELPERS helpers are out already).
  */
 int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
     int keep, int tag);
 
-/* The number of lock requests that may still be added. */
+/* The number of helpers (lock requests, or the word) that may still be added. */
 size_t lb_wait_locks_free(const struct lb_wait *w);
+
+/*
+ * A change of the 32-bit word at OFF (a multiple of 4, in the first page)
+ * of the file open on FD: the event comes once its bytes are not EXPECT,
+ * checked at once and again at every lb_wake_word on it. The word is
+ * watched once: a watch of it with the same EXPECT that has not fired yet
+ * is kept as it is (and not restarted), otherwise replaced. 0, or -1 with
+ * errno (a file that cannot be mapped).
+ */
+int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag);
+
+/*
+ * After changing the word at OFF of the file open on FD: wake whoever
+ * waits on it (on this host). Best effort: a file that cannot be mapped
+ * wakes nobody.
+ */
+void lb_wake_word(int fd, off_t off);
 
 /*
  * The end of process PID, which must have started at STARTTIME (clock
@@ -82,9 +100,6 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag);
 
 /* Whether PID is watched. */
 int lb_wait_has_pid(const struct lb_wait *w, pid_t pid);
-
-/* Writes to the file open on FD. 0, or -1 with errno. */
-int lb_wait_file(struct lb_wait *w, int fd, int tag);
 
 /* Report SIGTSTP as LB_WAIT_STOP while waiting (unless it is ignored). */
 int lb_wait_stop(struct lb_wait *w);
@@ -102,11 +117,12 @@ void lb_wait_suspend(void);
 
 /*
  * Withdraw every lock request (a lock granted to one that was not yet
- * reported is released) and forget the pids. The set can be used again.
+ * reported is released) and the word's watch, and forget the pids. The
+ * set can be used again.
  */
 void lb_wait_clear(struct lb_wait *w);
 
-/* Withdraw the lock requests only (pids and the file stay watched). */
+/* Withdraw the lock requests only (pids and the word stay watched). */
 void lb_wait_clear_locks(struct lb_wait *w);
 
 /* Clear, then free everything; the fd limit is what it was before. */
