@@ -589,3 +589,80 @@ many_ready() {
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(cat "$T/waiter.ran")" 1
 }
+
+# closing LOCKFILE COUNT: a bash that holds COUNT slots of a pool of COUNT
+# (acquire --fd, one open file each) and touches $T/closing.0; each number
+# N then written to the FIFO $T/closing.go makes it close N more of those
+# fds without release (the records stay, the locks go) and touch
+# $T/closing.TOTAL.
+closing() {
+	mkfifo "$T/closing.go"
+	cat >"$T/closing" <<EOF2
+#!$BASH
+set -e
+ulimit -n $(($2 + 64)) 2>/dev/null || { echo "cannot open $2 files" >&2; exit 3; }
+export ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0
+fds=()
+for ((i = 0; i < $2; i++)); do
+	exec {fd}<>"$1"
+	"$LOCKBOX" slots acquire --fd "\$fd" $2 >/dev/null
+	fds+=("\$fd")
+done
+done=0
+touch "$T/closing.0"
+exec {go}<>"$T/closing.go"
+while read -r n <&"\$go"; do
+	for ((i = 0; i < n; i++)); do
+		exec {fds[done]}>&-
+		done=\$((done + 1))
+	done
+	touch "$T/closing.\$done"
+done
+EOF2
+	spawn "$BASH" "$T/closing"
+	wait_for -t 600 test -e "$T/closing.0"
+}
+
+@test "check and list count only the locks of 150 records: holders that closed without release are not held" {
+	need_ofd
+	closing "$F" 150
+	run -0 held "$F"
+	assert_output 150
+	# 10 records whose lock is gone: each tested on its own
+	echo 10 >"$T/closing.go"
+	wait_for test -e "$T/closing.10"
+	run -0 held "$F"
+	assert_output 140
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 141
+	# a slot with no record behind it, locked by another program, counts too
+	need_lockhold
+	lockhold "$F" $((4096 + 150 * 256)) 1
+	run -0 held "$F"
+	assert_output 141
+	# 80 gone: too many to test one by one; the lock table is read again
+	echo 70 >"$T/closing.go"
+	wait_for test -e "$T/closing.80"
+	run -0 held "$F"
+	assert_output 71
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 72
+	assert_regex "${lines[71]}" "^151 +\\? +\\? +\\?\$"
+	# the freed slots are found and taken, the lowest first
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 151 sh -c "$SHOW_SLOT"
+	assert_output 1
+}
+
+@test "a pool with few records counts many locks that have none" {
+	need_lockhold
+	run -0 "$LOCKBOX" slots "$F" 1 true
+	# slots 2 to 201: 200 locks, no records; past the range tests a few
+	# records would take, so the kernel's lock table settles it
+	lockhold -n 200 "$F" $((4096 + 256)) 1
+	run -0 held "$F"
+	assert_output 200
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 201
+	assert_regex "${lines[1]}" "^2 +\\? +\\? +\\?\$"
+	assert_regex "${lines[200]}" "^201 +\\? +\\? +\\?\$"
+}

@@ -246,11 +246,16 @@ need_lockhold() {
 	[[ -r /proc/locks ]] || skip "no /proc/locks"
 }
 
-# lockhold FILE START LEN: lock bytes of FILE from another process; sets
-# LOCKHOLD_PID once the lock is held. A POSIX build's helper needs -p.
+# lockhold [-n COUNT] FILE START LEN: lock bytes of FILE from another
+# process (-n: COUNT ranges, one every 256 bytes); sets LOCKHOLD_PID once
+# the locks are held. A POSIX build's helper needs -p.
 lockhold() {
 	local ready=$T/lockhold.$SPAWNS.ready mode=()
 	ofd_build || mode=(-p)
+	if [[ $1 == -n ]]; then
+		mode+=(-n "$2")
+		shift 2
+	fi
 	spawn "$LOCKHOLD" "${mode[@]}" "$1" "$2" "$3" "$ready"
 	# shellcheck disable=SC2034 # for the test files
 	LOCKHOLD_PID=$SPAWN_PID

@@ -20,6 +20,7 @@ struct lb_pool_ops {
 	unsigned (*own_slot)(struct lb_pool *);
 	int (*release)(struct lb_pool *, pid_t owner);
 	int (*holders)(struct lb_pool *, struct lb_holders *out);
+	int (*count)(struct lb_pool *, size_t *n);	/* NULL: holders, counted */
 	int (*atom)(struct lb_pool *, lb_atom_fn *fn, void *arg);
 	int (*atom_read)(struct lb_pool *, unsigned char *area, size_t len,
 	    struct lb_atom_clock *now);

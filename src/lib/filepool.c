@@ -413,10 +413,23 @@ static int repair(struct filepool *p, off_t *size)
 	return 0;
 }
 
-/* Lock the slots whose lock byte is held by anyone else: the truth. */
-static int scan(struct filepool *p)
+/*
+ * Find the slots whose lock byte is held by anyone else: the truth. With
+ * the header LOCKED, the records in buf say which slots can be locked.
+ */
+static int scan(struct filepool *p, int locked)
 {
-	if (lb_scan_held(p->cfd, &p->held) != 0) {
+	struct lb_slotset expect = { NULL, 0, 0 };
+	unsigned s;
+	int r = 0;
+
+	for (s = 1; locked && r == 0 && s <= p->nrec; s++)
+		if (state(p, s) != LB_REC_FREE)
+			r = lb_slotset_add(&expect, s);
+	if (r == 0)
+		r = lb_scan_held(p->cfd, locked ? &expect : NULL, &p->held);
+	lb_slotset_free(&expect);
+	if (r != 0) {
 		lb_warn("%s: cannot find the held slots", p->name);
 		return -1;
 	}
@@ -627,7 +640,7 @@ static int take_slot(struct filepool *p, off_t size, unsigned max,
 			return 1;
 		}
 	}
-	if (load(p, size) != 0 || scan(p) != 0)
+	if (load(p, size) != 0 || scan(p, 1) != 0)
 		return -1;
 	forget_stale(p);
 	for (;;) {
@@ -989,30 +1002,50 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 }
 
 /*
- * A shared header lock keeps records steady while they are read; it is
- * only a courtesy (the slot locks are the truth), so a header held by a
- * stopped process is waited on briefly, never for long. 1 locked, 0 not.
+ * A shared header lock keeps records steady while they are read, and
+ * tells which slots can be locked at all (scan); a header held by a
+ * stopped process is waited on briefly, never for long, and then the
+ * slots are found without that help. 1 locked, 0 not.
  */
 static int look_lock(struct filepool *p)
 {
 	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_SIZE, lb_deadline_after(LOOK_WAIT)) == 1;
 }
 
-static int file_holders(struct lb_pool *pool, struct lb_holders *out)
+/* Find the held slots (p->held) and read the records. 0, or -1 (reported). */
+static int look(struct filepool *p)
 {
-	struct filepool *p = fp(pool);
-	off_t size;
-	int locked, rc = -1;
+	int locked = look_lock(p), rc = -1;
+	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
 
-	if (p->fd < 0)
-		return 0;	/* no file: nobody holds it */
-	locked = look_lock(p);
-	size = lb_lockfile_identify(p->cfd, p->name, 0);
-	if (size >= 0 && load(p, size) == 0 && scan(p) == 0)
-		rc = describe(p, out);
+	if (size >= 0 && load(p, size) == 0 && scan(p, locked) == 0)
+		rc = 0;
 	if (locked)
 		header_unlock(p);
 	return rc;
+}
+
+static int file_holders(struct lb_pool *pool, struct lb_holders *out)
+{
+	struct filepool *p = fp(pool);
+
+	if (p->fd < 0)
+		return 0;	/* no file: nobody holds it */
+	return look(p) != 0 ? -1 : describe(p, out);
+}
+
+/* As file_holders, without describing anyone. */
+static int file_count(struct lb_pool *pool, size_t *n)
+{
+	struct filepool *p = fp(pool);
+
+	*n = 0;
+	if (p->fd < 0)
+		return 0;
+	if (look(p) != 0)
+		return -1;
+	*n = p->held.n;
+	return 0;
 }
 
 static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
@@ -1074,6 +1107,7 @@ static const struct lb_pool_ops file_ops = {
 	.own_slot = file_own_slot,
 	.release = file_release,
 	.holders = file_holders,
+	.count = file_count,
 	.atom = file_atom,
 	.atom_read = file_atom_read,
 	.lock_site = file_lock_site,

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,36 +124,88 @@ static char *slurp(const char *path, size_t chunk, size_t *len)
 	return buf;
 }
 
+/* The next word of [*at, end): its start, and *at past it; NULL at the end. */
+static const char *word(const char **at, const char *end, size_t *len)
+{
+	const char *w = *at;
+
+	while (w < end && (*w == ' ' || *w == '\t' || *w == '\n'))
+		w++;
+	*at = w;
+	while (*at < end && **at != ' ' && **at != '\t' && **at != '\n')
+		(*at)++;
+	*len = (size_t)(*at - w);
+	return *len != 0 ? w : NULL;
+}
+
+static int word_is(const char *w, size_t len, const char *lit)
+{
+	return w != NULL && len == strlen(lit) && memcmp(w, lit, len) == 0;
+}
+
+/* A number of [w, w+len) in BASE, all of it: 0, or -1 when it is not one. */
+static int word_num(const char *w, size_t len, int base, unsigned long long *v)
+{
+	char buf[32], *end;
+
+	if (w == NULL || len == 0 || len >= sizeof buf || w[0] == '-')
+		return -1;
+	memcpy(buf, w, len);
+	buf[len] = '\0';
+	errno = 0;
+	*v = strtoull(buf, &end, base);
+	return *end == '\0' && errno == 0 ? 0 : -1;
+}
+
 /*
- * One line of /proc/locks, or of a "lock:" line of fdinfo:
+ * One line of /proc/locks, or of a "lock:" line of fdinfo, [line, end):
  *   1: OFDLCK ADVISORY  WRITE -1 fe:00:1234 4096 4096
  *   2: -> POSIX  ADVISORY  WRITE 311 fe:00:1234 4352 4352   (blocked: not held)
  * Returns 1 and fills in the held write lock's range when the line is one
  * on DEV/INO; *seen is set for any line about the file.
  */
-static int parse_line(char *line, dev_t dev, ino_t ino, long long *lo, long long *hi,
-    int *seen)
+static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
+    long long *lo, long long *hi, int *seen)
 {
-	char *tok[12], *save = NULL, *t;
-	unsigned maj, mnr;
-	unsigned long long i;
-	int n = 0, at;
-	char tail;
+	const char *at = line, *w, *kind, *access = NULL, *c1, *c2;
+	size_t len, klen, alen = 0;
+	unsigned long long maj, mnr, i, a, b;
+	int n, blocked;
 
-	for (t = strtok_r(line, " \t", &save); t != NULL && n < 12; t = strtok_r(NULL, " \t", &save))
-		tok[n++] = t;
-	for (at = 2; at < n - 2; at++)
-		if (strchr(tok[at], ':') != NULL &&
-		    sscanf(tok[at], "%x:%x:%llu%c", &maj, &mnr, &i, &tail) == 3)
-			break;
-	if (at >= n - 2 || maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
+	w = word(&at, end, &len);	/* "1:", or "lock:" has been cut */
+	if (w != NULL && w[len - 1] == ':')
+		w = word(&at, end, &len);
+	blocked = word_is(w, len, "->");
+	kind = blocked ? word(&at, end, &klen) : w;
+	klen = blocked ? klen : len;
+	/* the access word is the one before the PID, two before DEV:INO */
+	for (n = 0; n < 3 && (w = word(&at, end, &len)) != NULL; n++)
+		if (n == 1) {
+			access = w;
+			alen = len;
+		}
+	w = word(&at, end, &len);	/* MAJ:MIN:INO */
+	if (n != 3 || w == NULL || (c1 = memchr(w, ':', len)) == NULL ||
+	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
+	    word_num(w, (size_t)(c1 - w), 16, &maj) != 0 ||
+	    word_num(c1 + 1, (size_t)(c2 - c1 - 1), 16, &mnr) != 0 ||
+	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), 10, &i) != 0 ||
+	    maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
 		return 0;
 	*seen = 1;
-	if (strcmp(tok[1], "->") == 0 || (strcmp(tok[1], "OFDLCK") != 0 && strcmp(tok[1], "POSIX") != 0) ||
-	    strcmp(tok[at - 2], "WRITE") != 0)
+	if (blocked || !(word_is(kind, klen, "OFDLCK") || word_is(kind, klen, "POSIX")) ||
+	    !word_is(access, alen, "WRITE"))
 		return 0;
-	*lo = strtoll(tok[at + 1], NULL, 10);
-	*hi = strcmp(tok[at + 2], "EOF") == 0 ? -1 : strtoll(tok[at + 2], NULL, 10);
+	w = word(&at, end, &len);
+	if (word_num(w, len, 10, &a) != 0 || a > LLONG_MAX)
+		return 0;
+	w = word(&at, end, &len);
+	if (word_is(w, len, "EOF"))
+		b = ULLONG_MAX;
+	else if (word_num(w, len, 10, &b) != 0 || b > LLONG_MAX)
+		return 0;
+	*lo = (long long)a;
+	*hi = b == ULLONG_MAX ? -1 : (long long)b;
 	return 1;
 }
 
@@ -165,25 +218,23 @@ static int parse_line(char *line, dev_t dev, ino_t ino, long long *lo, long long
 static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
 {
 	size_t len, nlen;
-	char *text = slurp("/proc/locks", chunk, &len), *at, *line, *end;
-	char needle[32];
+	char *text = slurp("/proc/locks", chunk, &len), needle[32];
+	const char *at, *line, *end, *stop;
 	long long lo, hi;
 	int seen = 0, rc = 0;
 
 	if (text == NULL)
 		return 0;
+	stop = text + len;
 	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st->st_ino);
-	for (at = text; rc == 0 && (at = memmem(at, len - (size_t)(at - text), needle, nlen)) != NULL;
+	for (at = text; rc == 0 && (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL;
 	    at = end) {
 		line = at;
-		while (line > text && line[-1] != '\n' && line[-1] != '\0')
+		while (line > text && line[-1] != '\n')
 			line--;
-		end = strchr(at + nlen, '\n');
-		if (end != NULL)
-			*end++ = '\0';
-		else
-			end = text + len;
-		if (parse_line(line, st->st_dev, st->st_ino, &lo, &hi, &seen) &&
+		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
+		end = end != NULL ? end + 1 : stop;
+		if (parse_line(line, end, st->st_dev, st->st_ino, &lo, &hi, &seen) &&
 		    (hi < 0 || hi >= LB_HDR_SIZE) && lo < (long long)SLOTS_END)
 			rc = add_range(out, lo, hi);
 	}
@@ -196,14 +247,17 @@ static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *ou
 /*
  * Without the table: test a whole range for a write lock; the kernel names
  * one lock in it, and the ranges on either side are tested in turn. 2k+1
- * tests for k holders, each a walk of the file's lock list.
+ * tests for k holders, each a walk of the file's lock list (to the first
+ * lock in the range, or to its end): quadratic, and cheap only for a few.
+ * At most LIMIT tests (0: no limit): 0 done, 1 the limit came first (OUT
+ * then incomplete), -1 error.
  */
-static int scan_tests(int fd, struct lb_slotset *out)
+static int scan_tests(int fd, size_t limit, struct lb_slotset *out)
 {
 	struct range {
 		off_t lo, hi;
 	} *stack = NULL, *grown;
-	size_t depth = 0, cap = 0;
+	size_t depth = 0, cap = 0, tests = 0;
 	int rc = 0;
 
 	for (;;) {
@@ -226,6 +280,10 @@ static int scan_tests(int fd, struct lb_slotset *out)
 			stack[depth++] = (struct range){ LB_HDR_SIZE, SLOTS_END };
 			rc = 1;
 		}
+		if (limit != 0 && tests++ == limit) {
+			rc = 2;
+			break;
+		}
 		lo = stack[--depth].lo;
 		hi = stack[depth].hi;
 		r = lb_lock_test(fd, F_RDLCK, lo, hi - lo, &c);
@@ -247,7 +305,7 @@ static int scan_tests(int fd, struct lb_slotset *out)
 			stack[depth++] = (struct range){ chi, hi };
 	}
 	free(stack);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? -1 : rc == 2;
 }
 
 static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
@@ -255,22 +313,50 @@ static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
 	return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, a->n * sizeof *a->v) == 0);
 }
 
+/* Every slot of SET not in SEEN (both ascending) into OUT. */
+static int missing(const struct lb_slotset *set, const struct lb_slotset *seen,
+    struct lb_slotset *out)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < set->n; i++) {
+		while (j < seen->n && seen->v[j] < set->v[i])
+			j++;
+		if ((j == seen->n || seen->v[j] != set->v[i]) && lb_slotset_add(out, set->v[i]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * The kernel hands /proc/locks out a read at a time (a page at most), and
  * a lock of any file taken or dropped between two reads shifts the lines
- * after it: the line at the boundary can be missed. So the table is read
- * again with reads of other sizes, which put the boundaries elsewhere,
- * until two passes in a row agree (at most SCAN_PASSES); a slot seen held
- * in any pass counts: it was held during the look. 1, 0 or -1 as
- * scan_table; OUT is left unsorted.
+ * after it: the line at the boundary can be missed. What a pass may have
+ * missed is settled one of two ways:
+ *
+ *  - EXPECT, the slots that have a record, read with the header locked:
+ *    then no slot without one is locked by lockbox (a slot is locked
+ *    before its record is written, both under the header's write lock,
+ *    and a record is cleared only once its slot is free), so only a slot
+ *    of EXPECT that the pass did not show can have been missed, and each
+ *    is tested on its own, if there are at most CONFIRM_MAX of them;
+ *  - else the table is read again with reads of other sizes, which put
+ *    the boundaries elsewhere, until two passes in a row agree (at most
+ *    SCAN_PASSES); a slot seen held in any pass counts: it was held
+ *    during the look.
+ *
+ * 1, 0 or -1 as scan_table; OUT is left unsorted.
  */
 #define SCAN_PASSES	4
+#define CONFIRM_MAX	64
 
-static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
+static int scan_table_stable(int fd, const struct stat *st, const struct lb_slotset *expect,
+    struct lb_slotset *out)
 {
 	/* near a page each: every read is a walk of the table up to where it starts */
 	static const size_t chunk[SCAN_PASSES] = { 0, 3677, 3259, 2939 };
-	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 };
+	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 }, unseen = { NULL, 0, 0 };
+	struct flock c;
 	int pass, r, seen = 0;
 	size_t i;
 
@@ -284,6 +370,19 @@ static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
 		for (i = 0; i < cur.n && r >= 0; i++)
 			if (lb_slotset_add(out, cur.v[i]) != 0)
 				r = -1;
+		if (r >= 0 && pass == 0 && expect != NULL) {
+			unseen.n = 0;
+			if (missing(expect, &cur, &unseen) != 0)
+				r = -1;
+			for (i = 0; r >= 0 && unseen.n <= CONFIRM_MAX && i < unseen.n; i++) {
+				int unlocked = lb_lock_test(fd, F_RDLCK, lb_slot_offset(unseen.v[i]), 1, &c);
+
+				if (unlocked < 0 || (unlocked == 0 && lb_slotset_add(out, unseen.v[i]) != 0))
+					r = -1;
+			}
+			if (r < 0 || unseen.n <= CONFIRM_MAX)
+				break;
+		}
 		if (r < 0 || (pass > 0 && same_set(&prev, &cur)))
 			break;
 		lb_slotset_free(&prev);
@@ -292,10 +391,14 @@ static int scan_table_stable(const struct stat *st, struct lb_slotset *out)
 	}
 	lb_slotset_free(&prev);
 	lb_slotset_free(&cur);
+	lb_slotset_free(&unseen);
 	return r < 0 ? -1 : seen;
 }
 
-int lb_scan_held(int fd, struct lb_slotset *out)
+/* A pool with at most this many records is settled by lock tests alone. */
+#define FEW_RECORDS	64
+
+int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out)
 {
 	struct stat st;
 	struct flock c;
@@ -306,9 +409,23 @@ int lb_scan_held(int fd, struct lb_slotset *out)
 	r = lb_lock_test(fd, F_RDLCK, LB_HDR_SIZE, SLOTS_END - LB_HDR_SIZE, &c);
 	if (r != 0)
 		return r < 0 ? -1 : 0;
+	/*
+	 * A few holders: 2k+1 tests of the file's own lock list cost less
+	 * than one line each of the host's lock table, however many other
+	 * locks that lists. More locks than records (not lockbox's) end the
+	 * tests early, and the table is read after all.
+	 */
+	if (expect != NULL && expect->n <= FEW_RECORDS) {
+		r = scan_tests(fd, 2 * FEW_RECORDS + 1, out);
+		if (r <= 0) {
+			lb_slotset_sort(out);
+			return r;
+		}
+		out->n = 0;
+	}
 	if (fstat(fd, &st) != 0)
 		return -1;
-	r = scan_table_stable(&st, out);
+	r = scan_table_stable(fd, &st, expect, out);
 	if (r < 0)
 		return -1;
 	if (r == 0) {
@@ -317,7 +434,7 @@ int lb_scan_held(int fd, struct lb_slotset *out)
 		 * does not show (btrfs subvolumes, network file systems).
 		 */
 		out->n = 0;
-		if (scan_tests(fd, out) != 0)
+		if (scan_tests(fd, 0, out) != 0)
 			return -1;
 	}
 	lb_slotset_sort(out);
@@ -326,7 +443,8 @@ int lb_scan_held(int fd, struct lb_slotset *out)
 
 int lb_scan_own(int fd, struct lb_slotset *out)
 {
-	char path[64], *text, *line, *save = NULL;
+	char path[64], *text;
+	const char *line, *end, *stop;
 	struct stat st;
 	long long lo, hi;
 	size_t len;
@@ -339,12 +457,15 @@ int lb_scan_own(int fd, struct lb_slotset *out)
 	text = slurp(path, 0, &len);
 	if (text == NULL)
 		return -1;
-	for (line = strtok_r(text, "\n", &save); line != NULL && rc == 0;
-	    line = strtok_r(NULL, "\n", &save))
-		if (strncmp(line, "lock:", 5) == 0 &&
-		    parse_line(line + 5, st.st_dev, st.st_ino, &lo, &hi, &seen) &&
+	stop = text + len;
+	for (line = text; rc == 0 && line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		if ((size_t)(end - line) > 5 && memcmp(line, "lock:", 5) == 0 &&
+		    parse_line(line + 5, end, st.st_dev, st.st_ino, &lo, &hi, &seen) &&
 		    (hi < 0 || hi >= LB_HDR_SIZE) && lo < (long long)SLOTS_END)
 			rc = add_range(out, lo, hi);
+	}
 	free(text);
 	lb_slotset_sort(out);
 	return rc;

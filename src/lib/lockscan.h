@@ -19,13 +19,17 @@ void lb_slotset_free(struct lb_slotset *s);
 /*
  * Every slot of the lock file open on FD whose lock byte is write-locked,
  * by any process, through any open file but FD's own description. Read
- * locks (a waiter's brief look) do not count. Passes over /proc/locks
- * (two, unless the table changed under the first) where it shows this
- * file; otherwise (no /proc, a file system whose locks it does not list)
- * range tests, which cost more with many holders.
+ * locks (a waiter's brief look) do not count. EXPECT, when not NULL, is
+ * the slots that have a record, read while the header was locked (and is
+ * locked still): a pool with few is settled by range tests of the file's
+ * own locks; otherwise, and for a bigger pool, a pass over /proc/locks
+ * where it shows this file, each slot of EXPECT it did not show tested on
+ * its own (without EXPECT, passes until two agree); where the table does
+ * not show the file (no /proc, a file system whose locks it does not
+ * list), range tests, which cost more with many holders.
  * 0, or -1 with errno.
  */
-int lb_scan_held(int fd, struct lb_slotset *out);
+int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out);
 
 /*
  * The slots whose lock is held through FD's own open file description

@@ -131,6 +131,19 @@ int lb_pool_holders(struct lb_pool *p, struct lb_holders *out)
 	return p->ops->holders(p, out);
 }
 
+int lb_pool_count(struct lb_pool *p, size_t *n)
+{
+	struct lb_holders h;
+
+	if (p->ops->count != NULL)
+		return p->ops->count(p, n);
+	if (lb_pool_holders(p, &h) != 0)
+		return -1;
+	*n = h.n;
+	lb_holders_free(&h);
+	return 0;
+}
+
 int lb_pool_atom(struct lb_pool *p, lb_atom_fn *fn, void *arg)
 {
 	return p->ops->atom(p, fn, arg);

@@ -88,6 +88,9 @@ int lb_pool_release(struct lb_pool *pool, pid_t owner);
 /* The current holders, by slot. 0, or -1 on error (reported). */
 int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
 
+/* How many slots are held: lb_pool_holders without describing them. */
+int lb_pool_count(struct lb_pool *pool, size_t *n);
+
 /*
  * The time of an atom transaction, on the clocks of whatever keeps the
  * state: a lock file's are this host's, so that every host that shares

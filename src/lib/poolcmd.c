@@ -350,23 +350,24 @@ static void print_text(const char *s)
 	putchar('\n');
 }
 
+static void print_count(const struct opts *o, const char *path, size_t n)
+{
+	if (o->json) {
+		printf("{\"file\":");
+		lb_json_string(stdout, path);
+		printf(",\"held\":%zu}\n", n);
+	} else {
+		printf("%zu\n", n);
+	}
+}
+
 static void print_holders(const struct opts *o, const char *path,
-    const struct lb_holders *h, int count_only)
+    const struct lb_holders *h)
 {
 	int remote = lb_pool_is_pg(path);
 	char age[32];
 	size_t i;
 
-	if (count_only) {
-		if (o->json) {
-			printf("{\"file\":");
-			lb_json_string(stdout, path);
-			printf(",\"held\":%zu}\n", h->n);
-		} else {
-			printf("%zu\n", h->n);
-		}
-		return;
-	}
 	if (!o->json) {
 		/* a server's holders may be on any host: a HOST column says which */
 		if (remote)
@@ -415,15 +416,22 @@ static int look(const struct opts *o, const char *path, int count_only)
 {
 	struct lb_holders h;
 	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ, NULL);
+	size_t n;
+	int r;
 
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
-	if (lb_pool_holders(pool, &h) != 0) {
+	r = count_only ? lb_pool_count(pool, &n) : lb_pool_holders(pool, &h);
+	if (r != 0) {
 		lb_pool_close(pool);
 		return LB_EXIT_FAIL;
 	}
-	print_holders(o, lb_pool_name(pool), &h, count_only);
-	lb_holders_free(&h);
+	if (count_only) {
+		print_count(o, lb_pool_name(pool), n);
+	} else {
+		print_holders(o, lb_pool_name(pool), &h);
+		lb_holders_free(&h);
+	}
 	lb_pool_close(pool);
 	lb_close_stdout();
 	return LB_EXIT_OK;
