@@ -201,3 +201,39 @@ Try 'lockbox mutex --help'."
 Try 'lockbox mutex --help'."
 	assert [ ! -e "$F" ]
 }
+
+# stopped PID: the process is stopped (state T in /proc/PID/stat).
+stopped() {
+	[[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == T ]]
+}
+
+@test "-w waiters are served in arrival order; a stopped one goes to the back, a killed one's place is skipped" {
+	hold_sleep mutex "$F"
+	local name pids=() i
+	# SIGTSTP at its default for B, whatever the suite was started with
+	# shellcheck disable=SC2016 # perl's variables
+	local tstp_default=(perl -e '$SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"')
+	for name in A B C D E; do
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "${tstp_default[@]}" "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo "$1" >>"$2"' sh "$name" "$T/order"
+		pids+=("$SPAWN_PID")
+		wait_for waiting_on "$F" "${#pids[@]}"
+	done
+	# B gives its place up as it stops; C dies in its place
+	kill -TSTP "${pids[1]}"
+	wait_for stopped "${pids[1]}"
+	stop_pid "${pids[2]}"
+	wait_for eval "(( \$(lock_waiters \"\$F\") == 3 ))"
+	assert [ ! -e "$T/order" ]
+	stop_pid "$HOLD_PID"
+	for i in 0 3 4; do
+		reap "${pids[i]}"
+		assert_equal "$REAP_STATUS" 0
+	done
+	assert_equal "$(paste -sd' ' "$T/order")" "A D E"
+	# continued, B queues again, at the back
+	kill -CONT "${pids[1]}"
+	reap "${pids[1]}"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(paste -sd' ' "$T/order")" "A D E B"
+}

@@ -10,17 +10,16 @@
  * claim and the full scan).
  *
  * Waiting (-w) is a queue served in arrival order. A waiter takes a ticket
- * t under the header lock and write-locks queue byte t; then it asks the
- * kernel for a write lock on all the queue bytes before its own, which is
- * granted once every earlier waiter has gone (taken a slot, given up, or
- * died: the kernel drops a dead waiter's bytes). Write requests that
- * overlap queue behind each other in the kernel, so each departure wakes
- * one waiter, not all. The one at the head watches the holders (see
- * head_wait) and takes the first slot that frees; nobody else looks. A
- * waiter that finds nobody queued is the head at once: it keeps the
- * header, sets its watches, takes its ticket and only then lets the
- * header go, without a second look at the slots.
- * Attempts that do not wait never queue: they take a free slot or give up.
+ * t under the queue's join lock (not the header's) and write-locks queue
+ * byte t; then it waits for the waiter ahead of it to go (taken a slot,
+ * given up, or died: the kernel drops a dead waiter's bytes), with a lock
+ * request on that one's byte, so each departure wakes one waiter (see
+ * queue_turn). The one at the head watches the holders (see head_wait)
+ * and takes the first slot that frees; nobody else looks. A waiter that
+ * finds nobody queued is the head at once: it keeps the header, sets its
+ * watches, takes its ticket and only then lets the header go, without a
+ * second look at the slots. Attempts that do not wait never queue: they
+ * take a free slot or give up.
  */
 #include "config.h"
 
@@ -266,43 +265,46 @@ static uint64_t read_count(struct filepool *p, off_t off)
 	return r == (ssize_t)sizeof word ? lb_get64(word) : 0;
 }
 
-static uint64_t read_gen(struct filepool *p)
-{
-	return read_count(p, LB_HDR_OFF_GEN);
-}
-
 /*
- * Lock the header. 1 locked, 0 the caller's DEADLINE passed first, -1
- * error (reported). Many processes may queue for the header; what tells a
- * busy header from one held by a stopped process is progress: every
- * writer adds one to the header's count, so a waiter gives up only when
- * the count stood still for HEADER_STUCK.
+ * Write-lock [START, START+LEN) for a short change, such as the header or
+ * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first,
+ * -1 error (reported). Many processes may queue for it; what tells a busy
+ * lock from one held by a stopped process is progress: every holder moves
+ * the header count at PROGRESS on, so a waiter gives up only when it
+ * stood still for HEADER_STUCK. WHAT names the lock in messages.
  */
-static int header_lock(struct filepool *p, short type, int64_t deadline)
+static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
+    off_t progress, int64_t deadline, const char *what)
 {
-	uint64_t gen = read_gen(p), now;
+	uint64_t gen = read_count(p, progress), now;
 
 	for (;;) {
 		int64_t bound = lb_deadline_after(HEADER_STUCK);
 		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
-		int r = lb_lock_wait(p->cfd, type, 0, LB_HDR_SIZE, until);
+		int r = lb_lock_wait(p->cfd, type, start, len, until);
 
 		if (r == 1)
 			return 1;
 		if (r < 0) {
-			lb_warn("%s: cannot lock header", p->name);
+			lb_warn("%s: cannot lock %s", p->name, what);
 			return -1;
 		}
 		if (until == deadline)
 			return 0;
-		now = read_gen(p);
+		now = read_count(p, progress);
 		if (now == gen)
 			break;
 		gen = now;
 	}
-	lb_warnx("%s: header locked for %ds by a stuck process (stopped?); giving up",
-	    p->name, (int)(HEADER_STUCK / LB_NS_PER_S));
+	lb_warnx("%s: %s locked for %ds by a stuck process (stopped?); giving up",
+	    p->name, what, (int)(HEADER_STUCK / LB_NS_PER_S));
 	return -1;
+}
+
+/* Lock the header (every change to the file but a ticket is made under it). */
+static int header_lock(struct filepool *p, short type, int64_t deadline)
+{
+	return progress_lock(p, type, 0, LB_HDR_SIZE, LB_HDR_OFF_GEN, deadline, "header");
 }
 
 static void header_unlock(struct filepool *p)
@@ -696,18 +698,34 @@ static int describe(struct filepool *p, struct lb_holders *out)
 /* Whether some waiter holds a ticket (a queue byte is locked). */
 static int queue_busy(struct filepool *p)
 {
-	uint64_t next = header_word(p, LB_HDR_OFF_TICKET);
 	struct flock c;
 
-	return next != 0 && lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF, (off_t)next, &c) == 0;
+	return lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF, 0, &c) == 0;
 }
 
-/* With the header locked: take the next ticket. 0, or -1 (reported). */
-static int queue_join(struct filepool *p, uint64_t *ticket)
+/*
+ * Take the next ticket, under the join byte's lock rather than the
+ * header's: a crowd of waiters arriving at once then never keeps the
+ * header, which the head needs to take a slot, from the head (a process
+ * holding a lock can be descheduled for as long as hundreds of others
+ * run). 1 joined, 0 DEADLINE passed, 2 the file has no header yet (the
+ * caller locks the header and starts over), -1 error (reported).
+ */
+static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
-	uint64_t t = header_word(p, LB_HDR_OFF_TICKET);
-	int r;
+	off_t size;
+	uint64_t t;
+	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue");
 
+	if (r != 1)
+		return r;
+	/* the ticket count is written into lockbox files only */
+	size = lb_lockfile_identify(p->cfd, p->name, 0);
+	if (size < LB_HDR_SIZE) {
+		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+		return size < 0 ? -1 : 2;
+	}
+	t = read_count(p, LB_HDR_OFF_TICKET);
 	/* a ticket byte still locked (a counter that went back) is skipped */
 	while ((r = lb_lock_try(p->cfd, F_WRLCK, LB_QUEUE_OFF + (off_t)t, 1)) == 0)
 		t++;
@@ -715,10 +733,12 @@ static int queue_join(struct filepool *p, uint64_t *ticket)
 		lb_warn("%s: cannot join the queue", p->name);
 		if (r == 1)
 			lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF + (off_t)t, 1);
+		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 		return -1;
 	}
+	lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 	*ticket = t;
-	return 0;
+	return 1;
 }
 
 static void queue_leave(struct filepool *p, uint64_t ticket)
@@ -727,32 +747,107 @@ static void queue_leave(struct filepool *p, uint64_t ticket)
 }
 
 /*
- * Wait for our turn: every earlier ticket gone. 1 our turn, 0 deadline,
- * 2 stopped by ^Z (the ticket is given back first), -1 error (reported).
+ * The highest ticket below TICKET whose byte another waiter holds, in
+ * *AHEAD: 1, or 0 when there is none (our turn), or -1 with errno. Most
+ * often it is the one just before ours; else (a waiter gave up, or died)
+ * a search, each test a walk of the file's lock list.
+ */
+static int queue_ahead(struct filepool *p, uint64_t ticket, uint64_t *ahead)
+{
+	uint64_t lo, hi = ticket;
+	struct flock c;
+	int r;
+
+	if (ticket == 0)
+		return 0;
+	r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ticket - 1, 1, &c);
+	if (r <= 0) {
+		*ahead = ticket - 1;
+		return r < 0 ? -1 : 1;
+	}
+	/* (a length of 0 would mean "to the end": ticket 1 has nobody else ahead) */
+	if (ticket == 1)
+		return 0;
+	r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF, (off_t)ticket - 1, &c);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	/* [lo, hi) holds a locked byte, and lo is one */
+	lo = c.l_start > LB_QUEUE_OFF ? (uint64_t)(c.l_start - LB_QUEUE_OFF) : 0;
+	if (lo >= hi)
+		lo = 0;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)mid, (off_t)(hi - mid), &c);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*ahead = lo;
+	return 1;
+}
+
+/*
+ * Wait for our turn: every earlier ticket gone. A waiter waits for the
+ * one ahead of it only, with a lock request on that ticket's byte, which
+ * is granted as that waiter goes. (One request on all the bytes before
+ * ours would do it in one wait, but the kernel keeps overlapping requests
+ * in a chain, and a request that has to wait again first wakes every one
+ * chained behind it: each departure would wake the whole queue, one after
+ * the other.) 1 our turn, 0 deadline, 2 stopped by ^Z (the ticket is
+ * given back first), -1 error (reported).
  */
 static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
 	struct lb_wait w;
 	struct lb_wait_event ev;
+	uint64_t ahead;
 	int r;
 
-	if (ticket == 0)
-		return 1;
-	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0 ||
-	    lb_wait_lock(&w, p->cfd, F_WRLCK, LB_QUEUE_OFF, (off_t)ticket, 1, 0) != 0) {
+	r = queue_ahead(p, ticket, &ahead);
+	if (r <= 0) {
+		if (r < 0)
+			lb_warn("%s: cannot look at the queue", p->name);
+		return r == 0 ? 1 : -1;
+	}
+	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 		lb_warn("%s: cannot wait", p->name);
 		lb_wait_done(&w);
 		return -1;
 	}
-	r = lb_wait_run(&w, deadline, 0, &ev);
-	if (r == 1 && ev.kind == LB_EV_STOP)
-		r = 2;
-	else if (r == 1 && ev.err != 0) {
-		errno = ev.err;
-		lb_warn("%s: cannot wait in the queue", p->name);
-		r = -1;
-	} else if (r < 0) {
-		lb_warn("%s: cannot wait", p->name);
+	for (;;) {
+		if (lb_wait_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
+			lb_warn("%s: cannot wait", p->name);
+			r = -1;
+			break;
+		}
+		r = lb_wait_run(&w, deadline, 0, &ev);
+		if (r == 1 && ev.kind == LB_EV_STOP) {
+			r = 2;
+			break;
+		}
+		if (r == 1 && ev.err != 0) {
+			errno = ev.err;
+			lb_warn("%s: cannot wait in the queue", p->name);
+			r = -1;
+			break;
+		}
+		if (r != 1) {
+			if (r < 0)
+				lb_warn("%s: cannot wait", p->name);
+			break;
+		}
+		lb_wait_clear_locks(&w);
+		r = queue_ahead(p, ticket, &ahead);
+		if (r <= 0) {
+			if (r < 0)
+				lb_warn("%s: cannot look at the queue", p->name);
+			r = r == 0 ? 1 : -1;
+			break;
+		}
 	}
 	lb_wait_done(&w);
 	return r;
@@ -831,9 +926,10 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	for (;;) {
 		all = watch(p, &w, &word);
 		if (join != NULL) {
-			if (queue_join(p, join) != 0) {
+			r = queue_join(p, deadline, join);
+			if (r != 1) {
 				header_unlock(p);
-				r = -1;
+				r = r == 0 ? 0 : -1;	/* 2 cannot be: the header is there */
 				break;
 			}
 			join = NULL;
@@ -859,9 +955,12 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		 * The watch threads go first: their read locks are ours (same
 		 * open file, or same process for classic locks), so a watch
 		 * lock granted on the slot we are about to claim would merge
-		 * with the claim, and its unlock would drop the claim.
+		 * with the claim, and its unlock would drop the claim. The
+		 * word's thread is told to end now, so that it is gone by the
+		 * time the command is executed (watch sets it up again).
 		 */
 		lb_wait_clear_locks(&w);
+		lb_wait_clear_word(&w);
 		r = enter(p, deadline, &size);
 		if (r != 1)
 			break;
@@ -875,6 +974,41 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	return r;
 }
 
+/*
+ * A caller's arrival: a slot taken at once or, for one who waits, a place
+ * in the queue: at its back (*TICKET) when others wait, at its head
+ * (head_wait) when nobody does. 1 taken, 0 busy (or DEADLINE passed),
+ * 2 stopped by ^Z, 3 queued behind others, -1 error (reported).
+ */
+static int arrive(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, uint64_t *ticket)
+{
+	off_t size;
+	int r;
+
+	/* one who waits goes behind those waiting, and needs no header for that */
+	if (lb_remaining(deadline) != 0 && queue_busy(p)) {
+		r = queue_join(p, deadline, ticket);
+		if (r != 2)
+			return r == 1 ? 3 : r;
+	}
+	r = enter(p, deadline, &size);
+	if (r != 1)
+		return r;
+	if (lb_remaining(deadline) == 0 || !queue_busy(p)) {
+		r = take_slot(p, size, max, who, NULL, slot);
+		if (r != 0 || lb_remaining(deadline) == 0) {
+			header_unlock(p);
+			return r;
+		}
+		/* every slot busy and nobody queued: the head already, with the header and the scan in hand */
+		return head_wait(p, max, deadline, who, slot, ticket);
+	}
+	header_unlock(p);
+	r = queue_join(p, deadline, ticket);
+	return r == 1 ? 3 : r == 0 ? 0 : -1;	/* 2 cannot be: enter gave it a header */
+}
+
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
@@ -884,41 +1018,18 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	int r;
 
 	for (;;) {
-		int queued;
-
-		r = enter(p, deadline, &size);
-		if (r != 1)
-			break;
-		/* waiters are served in order: one who waits goes behind those waiting */
-		queued = lb_remaining(deadline) != 0 && queue_busy(p);
-		if (!queued) {
-			r = take_slot(p, size, max, who, NULL, slot);
-			if (r != 0 || lb_remaining(deadline) == 0) {
-				header_unlock(p);
-				break;
-			}
-			/*
-			 * Every slot busy and nobody queued: the head of the
-			 * queue already, with the header and the scan in hand.
-			 */
-			ticket = UINT64_MAX;
-			r = head_wait(p, max, deadline, who, slot, &ticket);
-		} else if (queue_join(p, &ticket) != 0) {
-			header_unlock(p);
-			r = -1;
-			break;
-		} else {
-			header_unlock(p);
+		ticket = UINT64_MAX;
+		r = arrive(p, max, deadline, who, slot, &ticket);
+		if (r == 3) {
 			r = queue_turn(p, ticket, deadline);
-			if (r == 1) {
+			if (r == 1)
 				r = enter(p, deadline, &size);
-				if (r == 1) {
-					r = take_slot(p, size, max, who, NULL, slot);
-					if (r == 0)
-						r = head_wait(p, max, deadline, who, slot, NULL);
-					else
-						header_unlock(p);
-				}
+			if (r == 1) {
+				r = take_slot(p, size, max, who, NULL, slot);
+				if (r == 0)
+					r = head_wait(p, max, deadline, who, slot, NULL);
+				else
+					header_unlock(p);
 			}
 		}
 		if (ticket != UINT64_MAX)

@@ -23,7 +23,8 @@
  *   slot s   bytes [4096 + 256(s-1), 4096 + 256s): its holder record; a
  *            write lock on the record's first byte is the slot itself
  *   queue    lock bytes only, far past any record (the file never grows
- *            there): byte 2^32 + t is waiter t's ticket (see filepool.c)
+ *            there): byte 2^32 + t is waiter t's ticket, and a write lock
+ *            on byte 2^32 - 1 serialises taking tickets (see filepool.c)
  */
 #define LB_MAGIC	"lockbox lock v1\n"
 #define LB_MAGIC_LEN	16
@@ -44,6 +45,7 @@ _Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
 #define LB_HDR_FIELDS		64	/* bytes before the atom area */
 
 #define LB_QUEUE_OFF		((off_t)1 << 32)
+#define LB_JOIN_OFF		(LB_QUEUE_OFF - 1)
 
 /* record fields */
 #define LB_REC_HELD		UINT32_C(0x444c4f48)	/* "HOLD" */

@@ -51,6 +51,9 @@ struct lb_wait_helper {
 	atomic_int stop;	/* asked to give up: an EINTR is final */
 	atomic_int granted;	/* LOCK: a kept lock is held */
 	atomic_int err;		/* why the request failed */
+	atomic_int left;	/* WORD: set by whichever of the thread and a
+				 * canceller that does not wait is done with it
+				 * first; the second frees it */
 	int reported;		/* its event went to the caller */
 };
 
@@ -119,6 +122,13 @@ static int help_word(struct lb_wait_helper *h)
 	}
 }
 
+static void helper_free(struct lb_wait_helper *h)
+{
+	if (h->map != NULL)
+		munmap(h->map, h->maplen);
+	free(h);
+}
+
 static void *helper_thread(void *arg)
 {
 	struct lb_wait_helper *h = arg;
@@ -130,6 +140,9 @@ static void *helper_thread(void *arg)
 	if (!atomic_load(&h->stop))
 		while (write(h->bell, &byte, 1) < 0 && errno == EINTR)
 			;
+	/* a canceller that did not wait has let go of it: it is ours to free */
+	if (h->kind == HELP_WORD && atomic_exchange(&h->left, 1) == 1)
+		helper_free(h);
 	return NULL;
 }
 
@@ -251,9 +264,21 @@ static void helper_cancel(struct lb_wait_helper *h)
 	}
 	if (atomic_load(&h->granted) && !h->reported)
 		lb_lock_try(h->fd, F_UNLCK, h->start, h->len);
-	if (h->map != NULL)
-		munmap(h->map, h->maplen);
-	free(h);
+	helper_free(h);
+}
+
+/*
+ * Stop a word's helper without waiting for it: it holds no lock, and a
+ * head about to run its command must not spend a thread's exit on it
+ * (an exec ends the thread anyway). Whichever of us is done last frees it.
+ */
+static void word_cancel(struct lb_wait_helper *h)
+{
+	atomic_store(&h->stop, 1);
+	pthread_kill(h->tid, wake_sig());
+	pthread_detach(h->tid);
+	if (atomic_exchange(&h->left, 1) == 1)
+		helper_free(h);
 }
 
 /* The helper watching a word, or NULL. */
@@ -278,7 +303,7 @@ int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expec
 			(*had)->tag = tag;
 			return 0;
 		}
-		helper_cancel(*had);
+		word_cancel(*had);
 		*had = NULL;
 	}
 	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE)) {
@@ -576,15 +601,25 @@ void lb_wait_clear_locks(struct lb_wait *w)
 	w->nready = n;
 }
 
-void lb_wait_clear(struct lb_wait *w)
+void lb_wait_clear_word(struct lb_wait *w)
 {
 	struct lb_wait_helper **word = word_helper(w);
+	size_t i, n;
 
-	lb_wait_clear_locks(w);
 	if (word != NULL) {
-		helper_cancel(*word);
+		word_cancel(*word);
 		*word = NULL;
 	}
+	for (i = n = 0; i < w->nready; i++)
+		if (w->ready[i].kind != LB_EV_WORD)
+			w->ready[n++] = w->ready[i];
+	w->nready = n;
+}
+
+void lb_wait_clear(struct lb_wait *w)
+{
+	lb_wait_clear_locks(w);
+	lb_wait_clear_word(w);
 	while (w->npins > 0)
 		pin_drop(w, w->npins - 1);
 	if (w->sig >= 0) {
