@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ struct lb_wait_helper {
 	atomic_int stop;	/* asked to give up: an EINTR is final */
 	atomic_int granted;	/* LOCK: a kept lock is held */
 	atomic_int err;		/* why the request failed */
+	atomic_uint quit;	/* WORD: set to end the wait (a futex of its own) */
 	atomic_int left;	/* WORD: set by whichever of the thread and a
 				 * canceller that does not wait is done with it
 				 * first; the second frees it */
@@ -106,18 +108,50 @@ static int help_lock(struct lb_wait_helper *h)
  * every process that maps that page meets on it: the kernel compares the
  * word with EXPECT and sleeps only while they are equal, so a change made
  * before the wait began is seen at once. A wake-up with the word unchanged
- * (someone else's wake on the same word) only sleeps again.
+ * (someone else's wake on the same word) only sleeps again. The wait is on
+ * the helper's own quit word too (futex_waitv), so that a cancel is never
+ * lost, even one made before the wait began; a kernel without futex_waitv
+ * (before Linux 5.16) waits on the file's word alone, ended by the wake
+ * signal.
  */
+static long wait_word(struct lb_wait_helper *h, uint32_t *word)
+{
+#ifdef SYS_futex_waitv
+	static int plain;
+	struct futex_waitv v[2];
+	long r;
+
+	if (!plain) {
+		memset(v, 0, sizeof v);
+		v[0].uaddr = (uintptr_t)word;
+		v[0].val = h->expect;
+		v[0].flags = FUTEX_32;
+		v[1].uaddr = (uintptr_t)&h->quit;
+		v[1].val = 0;
+		v[1].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+		r = syscall(SYS_futex_waitv, v, 2, 0, NULL, 0);
+		if (r >= 0 || errno != ENOSYS)
+			return r < 0 ? -1 : 0;
+		plain = 1;
+	}
+#endif
+	return futex(word, FUTEX_WAIT, h->expect);
+}
+
 static int help_word(struct lb_wait_helper *h)
 {
 	uint32_t *word = (uint32_t *)((char *)h->map + h->start);
 
 	for (;;) {
-		if (futex(word, FUTEX_WAIT, h->expect) == 0)
+		if (wait_word(h, word) == 0)
 			continue;
+		if (atomic_load(&h->stop) || atomic_load(&h->quit)) {
+			errno = EINTR;
+			return -1;
+		}
 		if (errno == EAGAIN)
 			return 0;
-		if (errno != EINTR || atomic_load(&h->stop))
+		if (errno != EINTR)
 			return -1;
 	}
 }
@@ -275,6 +309,8 @@ static void helper_cancel(struct lb_wait_helper *h)
 static void word_cancel(struct lb_wait_helper *h)
 {
 	atomic_store(&h->stop, 1);
+	atomic_store(&h->quit, 1);
+	syscall(SYS_futex, &h->quit, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 	pthread_kill(h->tid, wake_sig());
 	pthread_detach(h->tid);
 	if (atomic_exchange(&h->left, 1) == 1)
@@ -292,6 +328,12 @@ static struct lb_wait_helper **word_helper(struct lb_wait *w)
 	return NULL;
 }
 
+/* A word a futex can be on: aligned, in the page mapped at the file's start. */
+static int word_fits(off_t off)
+{
+	return off >= 0 && off % 4 == 0 && off + 4 <= sysconf(_SC_PAGESIZE);
+}
+
 int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag)
 {
 	struct lb_wait_helper **had = word_helper(w), *h;
@@ -306,7 +348,7 @@ int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expec
 		word_cancel(*had);
 		*had = NULL;
 	}
-	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE)) {
+	if (!word_fits(off)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -336,7 +378,7 @@ void lb_wake_word(int fd, off_t off)
 	size_t len = (size_t)off + 4;
 	void *map;
 
-	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE))
+	if (!word_fits(off))
 		return;
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
