@@ -207,21 +207,40 @@ stopped() {
 	[[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == T ]]
 }
 
+# blocked_in_queue LOCKFILE N: N waiters are blocked in the kernel on the
+# ticket of the one ahead of them (a "->" line at offset 2^32 or above).
+blocked_in_queue() {
+	local ino
+	ino=$(stat -c %i "$1") || return 1
+	(($(awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 >= 4294967296 { n++ }
+		END { print n + 0 }' /proc/locks) == $2))
+}
+
 @test "-w waiters are served in arrival order; a stopped one goes to the back, a killed one's place is skipped" {
 	hold_sleep mutex "$F"
 	local name pids=() i
-	# SIGTSTP at its default for B, whatever the suite was started with
+	# SIGTSTP at its default, whatever the suite was started with, and a
+	# process group of their own: the kernel discards a stop signal for a
+	# group that no parent in the session watches over (an orphaned one,
+	# as a suite started with setsid and no job control runs in)
 	# shellcheck disable=SC2016 # perl's variables
-	local tstp_default=(perl -e '$SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"')
+	local tstp_default=(perl -e 'setpgrp(0, 0); $SIG{TSTP} = "DEFAULT";
+		exec { $ARGV[0] } @ARGV or die "exec: $!\n"')
 	for name in A B C D E; do
 		# shellcheck disable=SC2016 # expanded by the child shell
 		spawn "${tstp_default[@]}" "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo "$1" >>"$2"' sh "$name" "$T/order"
 		pids+=("$SPAWN_PID")
 		wait_for waiting_on "$F" "${#pids[@]}"
 	done
+	# everyone behind A waits on the one ahead of it, ^Z handled by then
+	wait_for blocked_in_queue "$F" 4
 	# B gives its place up as it stops; C dies in its place
 	kill -TSTP "${pids[1]}"
-	wait_for stopped "${pids[1]}"
+	wait_for stopped "${pids[1]}" || {
+		echo "# B: $(grep -E '^(State|SigBlk|SigIgn)' "/proc/${pids[1]}/status" 2>/dev/null)" >&3
+		cat "$T"/spawn.*.err >&3
+		false
+	}
 	stop_pid "${pids[2]}"
 	wait_for eval "(( \$(lock_waiters \"\$F\") == 3 ))"
 	assert [ ! -e "$T/order" ]

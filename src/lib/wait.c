@@ -110,9 +110,9 @@ static int help_lock(struct lb_wait_helper *h)
  * before the wait began is seen at once. A wake-up with the word unchanged
  * (someone else's wake on the same word) only sleeps again. The wait is on
  * the helper's own quit word too (futex_waitv), so that a cancel is never
- * lost, even one made before the wait began; a kernel without futex_waitv
- * (before Linux 5.16) waits on the file's word alone, ended by the wake
- * signal.
+ * lost, even one made before the wait began; without futex_waitv (before
+ * Linux 5.16, or forbidden) the wait is on the file's word alone, ended by
+ * the wake signal.
  */
 static long wait_word(struct lb_wait_helper *h, uint32_t *word)
 {
@@ -130,7 +130,8 @@ static long wait_word(struct lb_wait_helper *h, uint32_t *word)
 		v[1].val = 0;
 		v[1].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
 		r = syscall(SYS_futex_waitv, v, 2, 0, NULL, 0);
-		if (r >= 0 || errno != ENOSYS)
+		/* ENOSYS: an older kernel; EPERM: a seccomp filter that forbids it */
+		if (r >= 0 || (errno != ENOSYS && errno != EPERM))
 			return r < 0 ? -1 : 0;
 		plain = 1;
 	}
