@@ -16,10 +16,10 @@
  * request on that one's byte, so each departure wakes one waiter (see
  * queue_turn). The one at the head watches the holders (see head_wait)
  * and takes the first slot that frees; nobody else looks. A waiter that
- * finds nobody queued is the head at once: it keeps the header, sets its
- * watches, takes its ticket and only then lets the header go, without a
- * second look at the slots. Attempts that do not wait never queue: they
- * take a free slot or give up.
+ * finds nobody queued is the head at once: it takes its ticket before it
+ * lets the header go, without a second look at the slots, and sets its
+ * watches after. Attempts that do not wait never queue: they take a free
+ * slot or give up.
  */
 #include "config.h"
 
@@ -856,8 +856,12 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 /* ---- the head of the queue ---- */
 
 /*
- * With the header locked, after a scan found every slot busy: set up the
- * kernel events that tell when one may be free. A holder that is a process
+ * After a scan found every slot busy: set up the kernel events that tell
+ * when one may be free. It is done with the header unlocked, so that the
+ * others are not kept from it while a big pool's holders are looked up,
+ * and nothing is missed for that: a holder that ended since the scan is
+ * found gone, a slot freed since is granted to its lock request at once,
+ * and a release since has moved the count on. A holder that is a process
  * of this host is watched through a pidfd (it ends: its locks are gone
  * before the pidfd says so); an explicit release (the shell library's)
  * changes the header's release count and wakes whoever waits on that word
@@ -903,10 +907,9 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 /*
  * At the head of the queue: wait for a slot. Called with the header
  * locked after a scan found every slot busy; returns with it unlocked.
- * JOIN: the queue was empty, and the ticket is taken here, once the
- * watches are set, so that a ticket on the queue means a waiter that is
- * ready to be woken. 1 taken, 0 deadline, 2 stopped by ^Z, -1 error
- * (reported).
+ * JOIN: the queue was empty, and the ticket is taken here, before the
+ * header goes, so that whoever comes next finds a queue to go behind.
+ * 1 taken, 0 deadline, 2 stopped by ^Z, -1 error (reported).
  */
 static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, uint64_t *join)
@@ -924,7 +927,6 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		return -1;
 	}
 	for (;;) {
-		all = watch(p, &w, &word);
 		if (join != NULL) {
 			r = queue_join(p, deadline, join);
 			if (r != 1) {
@@ -935,6 +937,7 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			join = NULL;
 		}
 		header_unlock(p);
+		all = watch(p, &w, &word);
 		gone.n = 0;
 		r = lb_wait_run(&w, deadline, all ? 0 : RECHECK_MS, &ev);
 		if (r != 1 || ev.kind == LB_EV_STOP) {
