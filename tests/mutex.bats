@@ -256,3 +256,33 @@ blocked_in_queue() {
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(paste -sd' ' "$T/order")" "A D E B"
 }
+
+# blocked_on_slot LOCKFILE: a lock request waits in the kernel for slot 1
+# (a "->" line on its byte, offset 4096).
+blocked_on_slot() {
+	local ino
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 4096 { n++ }
+		END { exit n ? 0 : 1 }' /proc/locks
+}
+
+@test "-w behind a holder that ended unreaped while its child keeps the lock: a lock request, not a spin" {
+	need_ofd	# a classic POSIX lock is not inherited: the child would not hold it
+	# perl runs the holder and never reaps it: the recorded holder stays a
+	# zombie, whose pidfd is readable at once, while its child holds on
+	# shellcheck disable=SC2016 # perl's and the child shell's variables
+	spawn perl -e 'my $p = fork() // die "fork: $!\n";
+		if ($p == 0) { exec { $ARGV[0] } @ARGV or die "exec: $!\n" } sleep 600' \
+		"$LOCKBOX" mutex "$F" sh -c 'sleep 600 & echo $! >"$1"; exit 0' sh "$T/child"
+	wait_for test -s "$T/child"
+	track_pid "$(cat "$T/child")"
+	wait_for held_is "$F" 1
+	spawn "$LOCKBOX" mutex -w 60 "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for blocked_on_slot "$F"
+	assert [ ! -e "$T/ran" ]
+	kill "$(cat "$T/child")"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+}

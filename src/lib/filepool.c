@@ -958,12 +958,9 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		 * The watch threads go first: their read locks are ours (same
 		 * open file, or same process for classic locks), so a watch
 		 * lock granted on the slot we are about to claim would merge
-		 * with the claim, and its unlock would drop the claim. The
-		 * word's thread is told to end now, so that it is gone by the
-		 * time the command is executed (watch sets it up again).
+		 * with the claim, and its unlock would drop the claim.
 		 */
 		lb_wait_clear_locks(&w);
-		lb_wait_clear_word(&w);
 		r = enter(p, deadline, &size);
 		if (r != 1)
 			break;

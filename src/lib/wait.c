@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -12,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -457,8 +458,11 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 	/*
 	 * Checked after pinning: if the PID was reused before pidfd_open, the
 	 * start time differs, and the process we would watch is a stranger.
+	 * One that has ended already (a zombie not yet reaped) is gone too:
+	 * its pidfd is readable at once, and would wake the caller for ever.
 	 */
-	if (starttime != 0 && lb_proc_starttime(pid) != starttime) {
+	if ((starttime != 0 && lb_proc_starttime(pid) != starttime) ||
+	    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 0) != 0) {
 		close(fd);
 		return 0;
 	}
@@ -644,25 +648,15 @@ void lb_wait_clear_locks(struct lb_wait *w)
 	w->nready = n;
 }
 
-void lb_wait_clear_word(struct lb_wait *w)
+void lb_wait_clear(struct lb_wait *w)
 {
 	struct lb_wait_helper **word = word_helper(w);
-	size_t i, n;
 
+	lb_wait_clear_locks(w);
 	if (word != NULL) {
 		word_cancel(*word);
 		*word = NULL;
 	}
-	for (i = n = 0; i < w->nready; i++)
-		if (w->ready[i].kind != LB_EV_WORD)
-			w->ready[n++] = w->ready[i];
-	w->nready = n;
-}
-
-void lb_wait_clear(struct lb_wait *w)
-{
-	lb_wait_clear_locks(w);
-	lb_wait_clear_word(w);
 	while (w->npins > 0)
 		pin_drop(w, w->npins - 1);
 	if (w->sig >= 0) {

@@ -125,13 +125,6 @@ void lb_wait_clear(struct lb_wait *w);
 /* Withdraw the lock requests only (pids and the word stay watched). */
 void lb_wait_clear_locks(struct lb_wait *w);
 
-/*
- * Withdraw the word's watch, without waiting for its thread to end: it
- * ends while the caller goes on (before an exec, which would otherwise
- * wait for it).
- */
-void lb_wait_clear_word(struct lb_wait *w);
-
 /* Clear, then free everything; the fd limit is what it was before. */
 void lb_wait_done(struct lb_wait *w);
 
