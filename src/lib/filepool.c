@@ -276,8 +276,16 @@ static uint64_t read_count(struct filepool *p, off_t off)
 static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what)
 {
-	uint64_t gen = read_count(p, progress), now;
+	uint64_t gen, now;
+	int r = lb_lock_try(p->cfd, type, start, len);
 
+	/* free, as it nearly always is: no count to read */
+	if (r != 0) {
+		if (r < 0)
+			lb_warn("%s: cannot lock %s", p->name, what);
+		return r;
+	}
+	gen = read_count(p, progress);
 	for (;;) {
 		int64_t bound = lb_deadline_after(HEADER_STUCK);
 		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
@@ -704,27 +712,20 @@ static int queue_busy(struct filepool *p)
 }
 
 /*
- * Take the next ticket, under the join byte's lock rather than the
- * header's: a crowd of waiters arriving at once then never keeps the
- * header, which the head needs to take a slot, from the head (a process
- * holding a lock can be descheduled for as long as hundreds of others
- * run). 1 joined, 0 DEADLINE passed, 2 the file has no header yet (the
- * caller locks the header and starts over), -1 error (reported).
+ * Take the next ticket, in a file known to have a header, under the join
+ * byte's lock rather than the header's: a crowd of waiters arriving at
+ * once then never keeps the header, which the head needs to take a slot,
+ * from the head (a process holding a lock can be descheduled for as long
+ * as hundreds of others run). 1 joined, 0 DEADLINE passed, -1 error
+ * (reported).
  */
 static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
-	off_t size;
 	uint64_t t;
 	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue");
 
 	if (r != 1)
 		return r;
-	/* the ticket count is written into lockbox files only */
-	size = lb_lockfile_identify(p->cfd, p->name, 0);
-	if (size < LB_HDR_SIZE) {
-		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
-		return size < 0 ? -1 : 2;
-	}
 	t = read_count(p, LB_HDR_OFF_TICKET);
 	/* a ticket byte still locked (a counter that went back) is skipped */
 	while ((r = lb_lock_try(p->cfd, F_WRLCK, LB_QUEUE_OFF + (off_t)t, 1)) == 0)
@@ -748,7 +749,7 @@ static void queue_leave(struct filepool *p, uint64_t ticket)
 
 /*
  * The highest ticket below TICKET whose byte another waiter holds, in
- * *AHEAD: 1, or 0 when there is none (our turn), or -1 with errno. Most
+ * *AHEAD: 1, or 0 when there is none (our turn), or -1 (reported). Most
  * often it is the one just before ours; else (a waiter gave up, or died)
  * a search, each test a walk of the file's lock list.
  */
@@ -761,30 +762,33 @@ static int queue_ahead(struct filepool *p, uint64_t ticket, uint64_t *ahead)
 	if (ticket == 0)
 		return 0;
 	r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ticket - 1, 1, &c);
-	if (r <= 0) {
+	if (r == 0) {
 		*ahead = ticket - 1;
-		return r < 0 ? -1 : 1;
+		return 1;
 	}
 	/* (a length of 0 would mean "to the end": ticket 1 has nobody else ahead) */
-	if (ticket == 1)
+	if (r == 1 && ticket == 1)
 		return 0;
-	r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF, (off_t)ticket - 1, &c);
-	if (r != 0)
-		return r < 0 ? -1 : 0;
+	if (r == 1)
+		r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF, (off_t)ticket - 1, &c);
+	if (r == 1)
+		return 0;
 	/* [lo, hi) holds a locked byte, and lo is one */
-	lo = c.l_start > LB_QUEUE_OFF ? (uint64_t)(c.l_start - LB_QUEUE_OFF) : 0;
+	lo = r == 0 && c.l_start > LB_QUEUE_OFF ? (uint64_t)(c.l_start - LB_QUEUE_OFF) : 0;
 	if (lo >= hi)
 		lo = 0;
-	while (hi - lo > 1) {
+	while (r >= 0 && hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
 		r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)mid, (off_t)(hi - mid), &c);
-		if (r < 0)
-			return -1;
 		if (r == 0)
 			lo = mid;
 		else
 			hi = mid;
+	}
+	if (r < 0) {
+		lb_warn("%s: cannot look at the queue", p->name);
+		return -1;
 	}
 	*ahead = lo;
 	return 1;
@@ -808,11 +812,8 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 	int r;
 
 	r = queue_ahead(p, ticket, &ahead);
-	if (r <= 0) {
-		if (r < 0)
-			lb_warn("%s: cannot look at the queue", p->name);
+	if (r <= 0)
 		return r == 0 ? 1 : -1;
-	}
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 		lb_warn("%s: cannot wait", p->name);
 		lb_wait_done(&w);
@@ -843,8 +844,6 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		lb_wait_clear_locks(&w);
 		r = queue_ahead(p, ticket, &ahead);
 		if (r <= 0) {
-			if (r < 0)
-				lb_warn("%s: cannot look at the queue", p->name);
 			r = r == 0 ? 1 : -1;
 			break;
 		}
@@ -879,7 +878,7 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 	size_t i;
 
 	lb_wait_clear_locks(w);
-	/* the count as it is now, with the header locked: a release after this changes it */
+	/* the count as the scan's header lock saw it: a release since has changed it */
 	if (*word && lb_wait_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
 		*word = 0;
 	if (!*word)
@@ -931,7 +930,6 @@ static int head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			r = queue_join(p, deadline, join);
 			if (r != 1) {
 				header_unlock(p);
-				r = r == 0 ? 0 : -1;	/* 2 cannot be: the header is there */
 				break;
 			}
 			join = NULL;
@@ -986,11 +984,19 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	off_t size;
 	int r;
 
-	/* one who waits goes behind those waiting, and needs no header for that */
+	/*
+	 * One who waits goes behind those waiting, and needs no header lock
+	 * for that; the ticket count is written into lockbox files only (a
+	 * file without a header yet gets one under the header lock first).
+	 */
 	if (lb_remaining(deadline) != 0 && queue_busy(p)) {
-		r = queue_join(p, deadline, ticket);
-		if (r != 2)
+		size = lb_lockfile_identify(p->cfd, p->name, 0);
+		if (size < 0)
+			return -1;
+		if (size >= LB_HDR_SIZE) {
+			r = queue_join(p, deadline, ticket);
 			return r == 1 ? 3 : r;
+		}
 	}
 	r = enter(p, deadline, &size);
 	if (r != 1)
@@ -1006,7 +1012,7 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	}
 	header_unlock(p);
 	r = queue_join(p, deadline, ticket);
-	return r == 1 ? 3 : r == 0 ? 0 : -1;	/* 2 cannot be: enter gave it a header */
+	return r == 1 ? 3 : r;
 }
 
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,

@@ -14,6 +14,7 @@
 
 #include "lockfile.h"
 #include "lockscan.h"
+#include "parse.h"
 
 /* the slot bytes: after the header, before the queue */
 #define SLOTS_END	lb_slot_offset(LB_SLOT_LIMIT + 1)
@@ -143,18 +144,33 @@ static int word_is(const char *w, size_t len, const char *lit)
 	return w != NULL && len == strlen(lit) && memcmp(w, lit, len) == 0;
 }
 
-/* A number of [w, w+len) in BASE, all of it: 0, or -1 when it is not one. */
-static int word_num(const char *w, size_t len, int base, unsigned long long *v)
+/* A whole decimal number of [w, w+len), at most MAX: 0, or -1. */
+static int word_num(const char *w, size_t len, uint64_t max, uint64_t *v)
 {
-	char buf[32], *end;
+	char buf[32];
 
-	if (w == NULL || len == 0 || len >= sizeof buf || w[0] == '-')
+	if (w == NULL || len >= sizeof buf)
 		return -1;
 	memcpy(buf, w, len);
 	buf[len] = '\0';
-	errno = 0;
-	*v = strtoull(buf, &end, base);
-	return *end == '\0' && errno == 0 ? 0 : -1;
+	return lb_parse_uint(buf, 0, max, v);
+}
+
+/* A device number's half, in hex as the kernel prints it: 0, or -1. */
+static int word_hex(const char *w, size_t len, uint64_t *v)
+{
+	size_t i;
+
+	*v = 0;
+	for (i = 0; i < len && i < 8; i++) {
+		int d = w[i] >= '0' && w[i] <= '9' ? w[i] - '0' :
+		    w[i] >= 'a' && w[i] <= 'f' ? w[i] - 'a' + 10 : -1;
+
+		if (d < 0)
+			return -1;
+		*v = *v * 16 + (uint64_t)d;
+	}
+	return len != 0 && i == len ? 0 : -1;
 }
 
 /*
@@ -169,8 +185,8 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 {
 	const char *at = line, *w, *kind, *access = NULL, *c1, *c2;
 	size_t len, klen, alen = 0;
-	unsigned long long maj, mnr, i, a, b;
-	int n, blocked;
+	uint64_t maj, mnr, i, a, b;
+	int n, blocked, eof;
 
 	w = word(&at, end, &len);	/* "1:", or "lock:" has been cut */
 	if (w != NULL && w[len - 1] == ':')
@@ -187,9 +203,9 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 	w = word(&at, end, &len);	/* MAJ:MIN:INO */
 	if (n != 3 || w == NULL || (c1 = memchr(w, ':', len)) == NULL ||
 	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
-	    word_num(w, (size_t)(c1 - w), 16, &maj) != 0 ||
-	    word_num(c1 + 1, (size_t)(c2 - c1 - 1), 16, &mnr) != 0 ||
-	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), 10, &i) != 0 ||
+	    word_hex(w, (size_t)(c1 - w), &maj) != 0 ||
+	    word_hex(c1 + 1, (size_t)(c2 - c1 - 1), &mnr) != 0 ||
+	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), UINT64_MAX, &i) != 0 ||
 	    maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
 		return 0;
 	*seen = 1;
@@ -197,15 +213,15 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 	    !word_is(access, alen, "WRITE"))
 		return 0;
 	w = word(&at, end, &len);
-	if (word_num(w, len, 10, &a) != 0 || a > LLONG_MAX)
+	if (word_num(w, len, LLONG_MAX, &a) != 0)
 		return 0;
 	w = word(&at, end, &len);
-	if (word_is(w, len, "EOF"))
-		b = ULLONG_MAX;
-	else if (word_num(w, len, 10, &b) != 0 || b > LLONG_MAX)
+	b = 0;
+	eof = word_is(w, len, "EOF");
+	if (!eof && word_num(w, len, LLONG_MAX, &b) != 0)
 		return 0;
 	*lo = (long long)a;
-	*hi = b == ULLONG_MAX ? -1 : (long long)b;
+	*hi = eof ? -1 : (long long)b;
 	return 1;
 }
 
@@ -313,21 +329,6 @@ static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
 	return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, a->n * sizeof *a->v) == 0);
 }
 
-/* Every slot of SET not in SEEN (both ascending) into OUT. */
-static int missing(const struct lb_slotset *set, const struct lb_slotset *seen,
-    struct lb_slotset *out)
-{
-	size_t i, j = 0;
-
-	for (i = 0; i < set->n; i++) {
-		while (j < seen->n && seen->v[j] < set->v[i])
-			j++;
-		if ((j == seen->n || seen->v[j] != set->v[i]) && lb_slotset_add(out, set->v[i]) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 /*
  * The kernel hands /proc/locks out a read at a time (a page at most), and
  * a lock of any file taken or dropped between two reads shifts the lines
@@ -371,9 +372,10 @@ static int scan_table_stable(int fd, const struct stat *st, const struct lb_slot
 			if (lb_slotset_add(out, cur.v[i]) != 0)
 				r = -1;
 		if (r >= 0 && pass == 0 && expect != NULL) {
-			unseen.n = 0;
-			if (missing(expect, &cur, &unseen) != 0)
-				r = -1;
+			for (i = 0; r >= 0 && i < expect->n; i++)
+				if (!lb_slotset_has(&cur, expect->v[i]) &&
+				    lb_slotset_add(&unseen, expect->v[i]) != 0)
+					r = -1;
 			for (i = 0; r >= 0 && unseen.n <= CONFIRM_MAX && i < unseen.n; i++) {
 				int unlocked = lb_lock_test(fd, F_RDLCK, lb_slot_offset(unseen.v[i]), 1, &c);
 

@@ -47,13 +47,11 @@ struct lb_wait_helper {
 	unsigned char id;	/* its place in helpers[], and which start of that place */
 	short type;
 	off_t start, len;	/* LOCK: the range; WORD: START is the word's offset */
-	void *map;		/* WORD: the file's first bytes, mapped shared */
-	size_t maplen;
+	void *map;		/* WORD: the file's first START + 4 bytes, mapped shared */
 	uint32_t expect;	/* WORD: the word as the caller last saw it */
-	atomic_int stop;	/* asked to give up: an EINTR is final */
+	atomic_int stop;	/* asked to give up: an EINTR is final (WORD: a futex too) */
 	atomic_int granted;	/* LOCK: a kept lock is held */
 	atomic_int err;		/* why the request failed */
-	atomic_uint quit;	/* WORD: set to end the wait (a futex of its own) */
 	atomic_int left;	/* WORD: set by whichever of the thread and a
 				 * canceller that does not wait is done with it
 				 * first; the second frees it */
@@ -110,7 +108,7 @@ static int help_lock(struct lb_wait_helper *h)
  * word with EXPECT and sleeps only while they are equal, so a change made
  * before the wait began is seen at once. A wake-up with the word unchanged
  * (someone else's wake on the same word) only sleeps again. The wait is on
- * the helper's own quit word too (futex_waitv), so that a cancel is never
+ * the helper's own stop word too (futex_waitv), so that a cancel is never
  * lost, even one made before the wait began; without futex_waitv (before
  * Linux 5.16, or forbidden) the wait is on the file's word alone, ended by
  * the wake signal.
@@ -127,7 +125,7 @@ static long wait_word(struct lb_wait_helper *h, uint32_t *word)
 		v[0].uaddr = (uintptr_t)word;
 		v[0].val = h->expect;
 		v[0].flags = FUTEX_32;
-		v[1].uaddr = (uintptr_t)&h->quit;
+		v[1].uaddr = (uintptr_t)&h->stop;
 		v[1].val = 0;
 		v[1].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
 		r = syscall(SYS_futex_waitv, v, 2, 0, NULL, 0);
@@ -147,7 +145,7 @@ static int help_word(struct lb_wait_helper *h)
 	for (;;) {
 		if (wait_word(h, word) == 0)
 			continue;
-		if (atomic_load(&h->stop) || atomic_load(&h->quit)) {
+		if (atomic_load(&h->stop)) {
 			errno = EINTR;
 			return -1;
 		}
@@ -161,7 +159,7 @@ static int help_word(struct lb_wait_helper *h)
 static void helper_free(struct lb_wait_helper *h)
 {
 	if (h->map != NULL)
-		munmap(h->map, h->maplen);
+		munmap(h->map, (size_t)h->start + 4);
 	free(h);
 }
 
@@ -209,7 +207,7 @@ size_t lb_wait_locks_free(const struct lb_wait *w)
 	return n;
 }
 
-/* Start helper H in a free place of W. 0, or -1 with errno (H is the caller's still). */
+/* Start helper H in a free place of W. 0, or -1 with errno (H is freed). */
 static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 {
 	static int installed;
@@ -220,6 +218,7 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 	for (i = 0; i < LB_WAIT_HELPERS && w->helpers[i] != NULL; i++)
 		;
 	if (i == LB_WAIT_HELPERS) {
+		helper_free(h);
 		errno = EMFILE;
 		return -1;
 	}
@@ -229,8 +228,10 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = on_wake;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(wake_sig(), &sa, NULL) != 0)
+		if (sigaction(wake_sig(), &sa, NULL) != 0) {
+			helper_free(h);
 			return -1;
+		}
 		installed = 1;
 	}
 	h->bell = w->bell[1];
@@ -252,6 +253,7 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e != 0) {
+		helper_free(h);
 		errno = e;
 		return -1;
 	}
@@ -273,11 +275,7 @@ int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
 	h->len = len;
 	h->keep = keep;
 	h->tag = tag;
-	if (helper_start(w, h) != 0) {
-		free(h);
-		return -1;
-	}
-	return 0;
+	return helper_start(w, h);
 }
 
 /* Stop a helper and wait for it; a kept lock it got and never reported is let go. */
@@ -311,8 +309,7 @@ static void helper_cancel(struct lb_wait_helper *h)
 static void word_cancel(struct lb_wait_helper *h)
 {
 	atomic_store(&h->stop, 1);
-	atomic_store(&h->quit, 1);
-	syscall(SYS_futex, &h->quit, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	futex(&h->stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1);
 	pthread_kill(h->tid, wake_sig());
 	pthread_detach(h->tid);
 	if (atomic_exchange(&h->left, 1) == 1)
@@ -330,10 +327,20 @@ static struct lb_wait_helper **word_helper(struct lb_wait *w)
 	return NULL;
 }
 
-/* A word a futex can be on: aligned, in the page mapped at the file's start. */
-static int word_fits(off_t off)
+/*
+ * The file's first OFF + 4 bytes, mapped shared, for a futex on the word
+ * at OFF: aligned, in the first page. NULL with errno when it cannot be.
+ */
+static void *map_word(int fd, off_t off)
 {
-	return off >= 0 && off % 4 == 0 && off + 4 <= sysconf(_SC_PAGESIZE);
+	void *map;
+
+	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	map = mmap(NULL, (size_t)off + 4, PROT_READ, MAP_SHARED, fd, 0);
+	return map == MAP_FAILED ? NULL : map;
 }
 
 int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag)
@@ -350,10 +357,6 @@ int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expec
 		word_cancel(*had);
 		*had = NULL;
 	}
-	if (!word_fits(off)) {
-		errno = EINVAL;
-		return -1;
-	}
 	h = calloc(1, sizeof *h);
 	if (h == NULL)
 		return -1;
@@ -361,32 +364,22 @@ int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expec
 	h->start = off;
 	h->expect = want;
 	h->tag = tag;
-	h->maplen = (size_t)off + 4;
-	h->map = mmap(NULL, h->maplen, PROT_READ, MAP_SHARED, fd, 0);
-	if (h->map == MAP_FAILED) {
+	h->map = map_word(fd, off);
+	if (h->map == NULL) {
 		free(h);
 		return -1;
 	}
-	if (helper_start(w, h) != 0) {
-		munmap(h->map, h->maplen);
-		free(h);
-		return -1;
-	}
-	return 0;
+	return helper_start(w, h);
 }
 
 void lb_wake_word(int fd, off_t off)
 {
-	size_t len = (size_t)off + 4;
-	void *map;
+	char *map = map_word(fd, off);
 
-	if (!word_fits(off))
+	if (map == NULL)
 		return;
-	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return;
-	futex((char *)map + off, FUTEX_WAKE, INT_MAX);
-	munmap(map, len);
+	futex(map + off, FUTEX_WAKE, INT_MAX);
+	munmap(map, (size_t)off + 4);
 }
 
 static struct lb_wait_pin *pin_find(const struct lb_wait *w, pid_t pid, size_t *at)
