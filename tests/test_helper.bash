@@ -143,9 +143,31 @@ spawn_watched() {
 	track_pid "$WATCHED_PID"
 }
 
-# as_nobody CMD...: run CMD as an unprivileged user with no groups.
+# as_nobody CMD...: run CMD as an unprivileged user with no groups. An
+# argument that names the binary under test names the copy that user can
+# run (see nobody_reach).
 as_nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+	local a args=()
+	for a; do
+		[[ $a == "$LOCKBOX" ]] && a=${NOBODY_LOCKBOX:-$LOCKBOX}
+		args+=("$a")
+	done
+	setpriv --reuid=65534 --regid=65534 --clear-groups "${args[@]}"
+}
+
+# NOBODY_LOCKBOX: the binary under test where the unprivileged user can
+# run it. A clone in a directory other users cannot enter (root's, under
+# /root, is 0700) builds a binary they cannot reach: they get a copy.
+nobody_reach() {
+	local d
+	[[ -n ${NOBODY_LOCKBOX:-} ]] && return 0
+	if setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$LOCKBOX"; then
+		NOBODY_LOCKBOX=$LOCKBOX
+		return 0
+	fi
+	d=$(world_readable_dir)
+	cp -- "$LOCKBOX" "$d/lockbox" && chmod 0755 "$d/lockbox" &&
+		NOBODY_LOCKBOX=$d/lockbox
 }
 
 # A new directory others can read but not write, removed in teardown
@@ -161,6 +183,7 @@ world_readable_dir() {
 need_root_and_nobody() {
 	((EUID == 0)) || skip "needs root to switch to an unprivileged user"
 	command -v setpriv >/dev/null || skip "needs setpriv"
+	nobody_reach
 	as_nobody "$LOCKBOX" --version >/dev/null 2>&1 ||
 		skip "the unprivileged user cannot run $LOCKBOX"
 }
