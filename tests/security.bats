@@ -822,7 +822,8 @@ records_sha() {
 	run -153 prlimit --fsize=10000 "$LOCKBOX" slots "$F" 2 sh -c "$fill" sh "$big"
 	run -153 prlimit --fsize=10000 "$LOCKBOX" mutex "$F" sh -c "$fill" sh "$big"
 	run -153 prlimit --fsize=10000 "$LOCKBOX" adaptive -d "$T/state" -e 0 x sh -c "$fill" sh "$big"
-	run -153 prlimit --fsize=10000 "$LOCKBOX" waitfor 1 1 sh -c "$fill" sh "$big"
+	# (a failing command is retried until TIMEOUT: --retry-on stops at once)
+	run -153 prlimit --fsize=10000 "$LOCKBOX" waitfor --retry-on 75 1 1 sh -c "$fill" sh "$big"
 	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$XFSZ_IGNORED"
 	assert_output 0
 	run -0 "$LOCKBOX" adaptive -d "$T/state" -e 0 x sh -c "$XFSZ_IGNORED"
