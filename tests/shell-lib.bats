@@ -96,7 +96,8 @@ scenario_busy_then_kill() {
 	local start=$SECONDS
 	run -75 --separate-stderr "${CMD[@]}"
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $HOLD_PID \\(bash, $AGE_RE\\)\$"
+	# the holder is named for the script its shell runs, without its arguments
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $HOLD_PID \\($(re_quote "hold.$MODE"), $AGE_RE\\)\$"
 	# fast: no waiting on the holder
 	assert [ $((SECONDS - start)) -lt 5 ]
 	# SIGKILL, no child of its own: the kernel frees the lock at once
@@ -302,7 +303,7 @@ EOF
 	got=$(cat "$T/got.$MODE")
 	got=$((${got/./} / 1000))
 	assert [ $((got - ms)) -lt 1500 ]
-	assert_regex "$(sed -n 2p "$out")" "^1 +$waiter +$AGE_RE +bash\$"
+	assert_regex "$(sed -n 2p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait.$MODE")\$"
 	assert_regex "$(tail -n 1 "$err")" '^waitfor: attempt [0-9]+ succeeded$'
 }
 
@@ -443,10 +444,10 @@ EOF
 	cmd pid
 	run -0 --separate-stderr "${CMD[@]}"
 	local me=${lines[0]#me }
-	assert_regex "${lines[1]}" "^1 +$me +$AGE_RE +bash\$"
+	assert_regex "${lines[1]}" "^1 +$me +$AGE_RE +$(re_quote "pid.$MODE")\$"
 	local sub=${lines[2]#sub }
 	assert [ "$sub" != "$me" ]
-	assert_regex "${lines[3]}" "^1 +$sub +$AGE_RE +bash\$"
+	assert_regex "${lines[3]}" "^1 +$sub +$AGE_RE +$(re_quote "pid.$MODE")\$"
 	assert_equal "$stderr" ""
 }
 
@@ -816,7 +817,7 @@ EOF
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(sed -n 1,2p "$out")" "short 75
 got"
-	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +bash\$"
+	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait-kernel.$MODE")\$"
 	assert_equal "$(sed -n 4p "$out")" "bad 125"
 	assert_regex "$(sed -n 1p "$err")" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $holder \\(sleep, $AGE_RE\\)\$"
 	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x'
@@ -863,3 +864,43 @@ EOF
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_swapped
 }
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "a library holder is named for its script, not bash, and never with its arguments" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib form n=0
+	lib=$("$LOCKBOX" --shell-lib)
+	mkdir "$T/bin"
+	{
+		printf '%s\n' '#!/usr/bin/env bash' 'set -euo pipefail'
+		printf '. %q\n' "$lib"
+		# shellcheck disable=SC2016 # expanded by the script
+		printf '%s\n' 'acquire_mutex "$1"' '"$LOCKBOX" mutex "$1" list | sed -n 2p' \
+			'( acquire_mutex "$1.sub"; "$LOCKBOX" mutex "$1.sub" list | sed -n 2p )' \
+			'if [[ -n ${3-} ]]; then read -r -t 600 _ <>"$3" || :; fi'
+	} >"$T/bin/nightly-backup.sh"
+	chmod +x "$T/bin/nightly-backup.sh"
+	# run by its path (#!), by bash with options (-o takes a word), after --
+	for form in "" "bash" "bash -euo pipefail" "bash --norc -O extglob --"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # split into words on purpose
+		run -0 --separate-stderr $form "$T/bin/nightly-backup.sh" "$F.$n" hunter2
+		assert_regex "${lines[0]}" "^1 +[0-9]+ +$AGE_RE +nightly-backup\\.sh\$"
+		assert_regex "${lines[1]}" "^1 +[0-9]+ +$AGE_RE +nightly-backup\\.sh\$"
+		assert_equal "$stderr" ""
+		run -1 grep -c hunter2 "$F.$n" "$F.$n.sub"
+	done
+	# the busy message names it
+	mkfifo "$T/fifo"
+	spawn bash "$T/bin/nightly-backup.sh" "$F.busy" hunter2 "$T/fifo"
+	wait_for held_is "$F.busy" 1
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F.busy" true
+	assert_stderr_regex "^mutex: $(re_quote "$F.busy"): held by PID $SPAWN_PID \\(nightly-backup\\.sh, $AGE_RE\\)\$"
+	stop_pid "$SPAWN_PID"
+	# a command string (bash -c) is no script: the shell's own name
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 --separate-stderr bash -c '. "$1"; acquire_mutex "$2"; "$LOCKBOX" mutex "$2" list | sed -n 2p' \
+		sh "$lib" "$F.c"
+	assert_regex "$output" "^1 +[0-9]+ +$AGE_RE +bash\$"
+}
+
