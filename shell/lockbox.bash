@@ -572,21 +572,32 @@ release_mutex() {
 	_lockbox_release mutex "$@"
 }
 
-# mutex acquire [-q] [FILE] | mutex release [FILE]: the seed's spelling.
+# mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]: the seed's
+# spelling. Every other form is the program's (mutex FILE list|check,
+# mutex [-w DUR] FILE COMMAND..., mutex acquire|release --fd FD), which
+# this function would otherwise hide in a script that sources the library.
 mutex() {
-	local op=${1-}
+	local op=${1-} a
 	case $op in
-	acquire)
+	acquire | release)
+		# acquire --fd FD and release --fd FD are the binary's
+		for a in "${@:2}"; do
+			case $a in
+			--fd | --fd=*)
+				"$_lockbox_bin" mutex "$@"
+				return
+				;;
+			esac
+		done
 		shift
-		acquire_mutex "$@"
-		;;
-	release)
-		shift
-		release_mutex "$@"
+		if [[ $op == acquire ]]; then
+			acquire_mutex "$@"
+		else
+			release_mutex "$@"
+		fi
 		;;
 	*)
-		_lockbox_warn "mutex: usage: mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]"
-		return 125
+		"$_lockbox_bin" mutex "$@"
 		;;
 	esac
 }

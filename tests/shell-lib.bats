@@ -482,7 +482,9 @@ EOF
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; mutex grab; echo "$?"'
 	assert_output 125
-	assert_equal "$stderr" "mutex: usage: mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]"
+	# not acquire or release: the program's usage
+	assert_equal "$stderr" "mutex: missing COMMAND
+Try 'lockbox mutex --help'."
 }
 
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
@@ -902,5 +904,35 @@ EOF
 	run -0 --separate-stderr bash -c '. "$1"; acquire_mutex "$2"; "$LOCKBOX" mutex "$2" list | sed -n 2p' \
 		sh "$lib" "$F.c"
 	assert_regex "$output" "^1 +[0-9]+ +$AGE_RE +bash\$"
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_mutex_program_forms() {
+	script forms <<'EOF'
+mutex "$F" check
+acquire_mutex "$F"
+mutex "$F" list | awk -v me="$$" 'NR == 2 { print ($2 == me ? "mine" : "other") }'
+mutex --json "$F" check
+mutex -w 5 "$F.b" sh -c 'echo "ran $LOCKBOX_SLOT"'
+mutex "$F.b" -- echo plain
+rc=0; mutex -q "$F" true || rc=$?
+printf 'busy %s\n' "$rc"
+exec {fd}<>"$F.b"
+mutex acquire --fd "$fd"
+mutex "$F.b" check
+mutex release --fd "$fd"
+mutex "$F.b" check
+waitfor 1 1 mutex "$F.b" check
+EOF
+	cmd forms
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "0 mine {\"file\":\"$F\",\"held\":1} ran 1 plain busy 75 1 1 0 0"
+	assert_equal "$stderr" ""
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "mutex FILE list|check, mutex [-w DUR] FILE COMMAND and acquire --fd in a script are the program's" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_mutex_program_forms
 }
 
