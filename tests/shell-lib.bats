@@ -936,3 +936,53 @@ EOF
 	both scenario_mutex_program_forms
 }
 
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "inherited through set -a or export -f, or with a guard in the environment, the library still locks" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib
+	lib=$("$LOCKBOX" --shell-lib)
+	# a job that sources the library, and one that only calls what it inherited
+	{
+		printf '%s\n' 'set -euo pipefail'
+		printf '. %q\n' "$lib"
+		# shellcheck disable=SC2016 # expanded by the script
+		printf '%s\n' 'acquire_mutex "$1" || exit' 'echo critical'
+	} >"$T/job"
+	# shellcheck disable=SC2016 # expanded by the script
+	printf '%s\n' 'set -euo pipefail' "trap 'echo own trap' EXIT" 'acquire_mutex "$1" || exit' \
+		'echo critical' >"$T/job-inherits"
+	spawn "$LOCKBOX" mutex "$F" sleep 600
+	local holder=$SPAWN_PID busy
+	wait_for held_is "$F" 1
+	busy="^mutex: $(re_quote "$F"): held by PID $holder \\(sleep, $AGE_RE\\)\$"
+	# set -a: nothing of the library is exported, and set -a still works
+	# for the script's own variables
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -75 --separate-stderr bash -c 'set -euo pipefail; set -a; . "$1"; acquire_mutex "$2"
+		waitfor 1 1 true; trap : EXIT; mine=1
+		env | grep -E "_lockbox|^BASH_FUNC_(acquire_|release_|mutex|waitfor|trap)" || :
+		bash -c "echo \$mine"
+		bash "$3" "$4"' sh "$lib" "$F.parent" "$T/job" "$F"
+	assert_output 1
+	assert_stderr_regex "$busy"
+	# export -f of every function: the job that sources it locks; the one
+	# that does not refuses with 125 (its EXIT trap still set by the builtin)
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -75 --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
+		export -f "${f[@]}"; bash "$2" "$3"' sh "$lib" "$T/job" "$F"
+	assert_output ""
+	assert_stderr_regex "$busy"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -125 --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
+		export -f "${f[@]}"; bash "$2" "$3"' sh "$lib" "$T/job-inherits" "$F"
+	assert_output "own trap"
+	assert_stderr "acquire_mutex: lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it"
+	# only a guard variable in the environment: no skipped set-up
+	run -75 --separate-stderr env _lockbox_loaded=1 _lockbox_guard=1 bash "$T/job" "$F"
+	assert_output ""
+	assert_stderr_regex "$busy"
+	run -0 --separate-stderr env _lockbox_loaded=1 _lockbox_guard=1 bash "$T/job" "$F.free"
+	assert_output critical
+	assert_stderr ""
+}
+
