@@ -41,13 +41,25 @@ if [[ $- == *a* ]]; then
 	set +a
 fi
 
-# The binary, resolved once: a later change of PATH or LOCKBOX does not matter.
-_lockbox_bin=${LOCKBOX:-lockbox}
+# The binary this copy belongs to: make writes its absolute path here in
+# the installed copy and in the build tree's, which is what
+# 'lockbox --shell-lib' prints; it is empty in the source tree.
+_lockbox_built=''
+
+# The binary, resolved once: a later change of PATH or LOCKBOX does not
+# matter. $LOCKBOX, else the one this copy belongs to, else lockbox from PATH.
+if [[ -n ${LOCKBOX-} ]]; then
+	_lockbox_bin=$LOCKBOX
+elif [[ -n $_lockbox_built ]]; then
+	_lockbox_bin=$_lockbox_built
+else
+	_lockbox_bin=lockbox
+fi
 if [[ $_lockbox_bin != */* ]]; then
 	_lockbox_bin=$(type -P "$_lockbox_bin") || _lockbox_bin=
 fi
 if [[ -z $_lockbox_bin || ! -x $_lockbox_bin ]]; then
-	printf 'lockbox.bash: cannot find the lockbox binary (%s)\n' "${LOCKBOX:-lockbox}" >&2
+	printf 'lockbox.bash: cannot find the lockbox binary (%s)\n' "${LOCKBOX:-${_lockbox_built:-lockbox}}" >&2
 	if ((_lockbox_allexport)); then
 		set -a
 	fi

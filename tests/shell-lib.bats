@@ -76,13 +76,15 @@ start_hold() {
 }
 
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
-@test "lockbox --shell-lib prints the library's path, the source tree's in a build tree" {
+@test "lockbox --shell-lib prints the library's path, in a build tree the build tree's copy" {
 	run -0 --separate-stderr "$LOCKBOX" --shell-lib
 	# shellcheck disable=SC2154 # set by bats' run
 	assert_equal "$stderr" ""
 	assert [ -f "$output" ]
-	if [[ -n ${LOCKBOX_SRCDIR-} && $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" ]]; then
-		assert_equal "$output" "$LOCKBOX_SRCDIR/shell/lockbox.bash"
+	if [[ $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" ]]; then
+		# beside the binary, and naming it: no PATH needed
+		assert_equal "$output" "$LOCKBOX_BUILDDIR/lockbox.bash"
+		run -0 grep -x "_lockbox_built='$LOCKBOX'" "$output"
 	fi
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 bash -c '. "$("$LOCKBOX" --shell-lib)" && type -t acquire_mutex'
