@@ -110,6 +110,7 @@ stub() {
 }
 
 @test "the library scripts of README.md and lockbox-shell(7) run under cron's PATH" {
+	need_ofd	# the library locks the fd its shell opened: --fd
 	need_box
 	blocks
 	local f n=0 lib=''
@@ -154,6 +155,7 @@ publish|critical)$' ;;
 }
 
 @test "the installed library names the installed binary; the build tree's names the build's" {
+	need_ofd	# the library locks the fd its shell opened: --fd
 	need_box
 	run -0 grep -x "_lockbox_built='$PREFIX/bin/lockbox'" "$DEST$PREFIX/share/lockbox/lockbox.bash"
 	run -0 grep -x "_lockbox_built='$LOCKBOX_BUILDDIR/lockbox'" "$LOCKBOX_BUILDDIR/lockbox.bash"
