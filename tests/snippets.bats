@@ -4,10 +4,12 @@
 # The crontab lines and library scripts printed in README.md and the man
 # pages, run as printed under cron's environment (env -i PATH=/usr/bin:/bin)
 # against `make install` of the build under test. The install goes to a
-# DESTDIR that a private mount namespace puts in place of the prefix, so
+# DESTDIR that a private mount namespace lays over the prefix, so
 # the paths the snippets print (/usr/local/bin/...) are the installed ones;
 # /run/lock, /var/log and /var/lib get empty file systems there, so the
 # snippets' lock files, logs and state touch nothing of this machine's.
+# A build configured with another prefix than the documented /usr/local
+# runs them with that prefix in its place.
 
 load test_helper
 
@@ -38,7 +40,9 @@ box() {
 	# shellcheck disable=SC2016 # expanded by the namespace's bash
 	unshare -m --propagation private bash -c '
 		set -e
-		mount --bind "$1$2" "$2"
+		# the installed files over the prefix, the rest of it still seen
+		mount -t overlay overlay -o "lowerdir=$1$2:$2" "$2" 2>/dev/null ||
+			mount --bind "$1$2" "$2"
 		for d in /run/lock /var/log /var/lib; do
 			mount -t tmpfs -o mode=0755 tmpfs "$d"
 		done
@@ -84,7 +88,8 @@ stub() {
 	while IFS= read -r f; do
 		while IFS= read -r line; do
 			[[ $line =~ ^([0-9*/,-]+[[:space:]]+){5}(.*)$ ]] || continue
-			cmd=${BASH_REMATCH[2]}
+			# the documented install is /usr/local: another build's prefix instead
+			cmd=${BASH_REMATCH[2]//\/usr\/local\//$PREFIX/}
 			n=$((n + 1))
 			# a crontab has no continuation lines
 			refute_regex "$line" '\\$'
@@ -138,7 +143,8 @@ stub() {
 				printf '#!/bin/bash\nset -euo pipefail\n%s\n%s' "$lib" "$stubs"
 				cat "$f"
 			fi
-		} >"$f.sh"
+		} >"$f.tmp"
+		sed "s|/usr/local/|$PREFIX/|g" "$f.tmp" >"$f.sh"
 		chmod +x "$f.sh"
 		: >"$RAN"
 		run -0 --separate-stderr box "$f.sh"
