@@ -1004,10 +1004,16 @@ trap() {
 # Set up. A copy of one of our names that came exported from the
 # environment stays exported when redefined: none is, afterwards.
 declare -a _lockbox_guard=(lockbox "$BASHPID")
-mapfile -t _lockbox_names < <(compgen -A function _lockbox_ 2>/dev/null)
-export -n -f acquire_mutex release_mutex mutex acquire_slot release_slot waitfor trap \
-	"${_lockbox_names[@]}"
+# (compgen may be missing from a bash built without completion: an empty list)
+mapfile -t _lockbox_names <<<"$(compgen -A function _lockbox_ 2>/dev/null)"
+for _lockbox_r in acquire_mutex release_mutex mutex acquire_slot release_slot waitfor trap \
+	"${_lockbox_names[@]}"; do
+	if [[ -n $_lockbox_r ]]; then
+		export -n -f "${_lockbox_r?}"
+	fi
+done
 unset _lockbox_names
+_lockbox_r=
 export -n "${!_lockbox_@}"
 if ((_lockbox_allexport)); then
 	set -a
