@@ -23,21 +23,46 @@ if [ -z "${BASH_VERSION-}" ]; then
 	printf '%s\n' 'lockbox.bash: needs bash 4.1 or later; this shell is not bash' >&2
 	return 125
 fi
-if [[ -n ${_lockbox_loaded-} ]]; then
+# The load guard is an array: bash never exports arrays, so a child shell
+# that inherits exported copies of our functions or variables (set -a or
+# export -f in a parent) never sees it set and does the set-up itself.
+if [[ -n ${_lockbox_guard[1]-} ]]; then
 	return 0
 fi
 if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 1))); then
 	printf 'lockbox.bash: needs bash 4.1 or later, this is %s\n' "$BASH_VERSION" >&2
 	return 125
 fi
+# Nothing of the library is exported: set -a is off while it is defined
+# (and, through _lockbox_call, while its functions run); restored at the end.
+_lockbox_allexport=0
+if [[ $- == *a* ]]; then
+	_lockbox_allexport=1
+	set +a
+fi
 
-# The binary, resolved once: a later change of PATH or LOCKBOX does not matter.
-_lockbox_bin=${LOCKBOX:-lockbox}
+# The binary this copy belongs to: make writes its absolute path here in
+# the installed copy and in the build tree's, which is what
+# 'lockbox --shell-lib' prints; it is empty in the source tree.
+_lockbox_built=''
+
+# The binary, resolved once: a later change of PATH or LOCKBOX does not
+# matter. $LOCKBOX, else the one this copy belongs to, else lockbox from PATH.
+if [[ -n ${LOCKBOX-} ]]; then
+	_lockbox_bin=$LOCKBOX
+elif [[ -n $_lockbox_built ]]; then
+	_lockbox_bin=$_lockbox_built
+else
+	_lockbox_bin=lockbox
+fi
 if [[ $_lockbox_bin != */* ]]; then
 	_lockbox_bin=$(type -P "$_lockbox_bin") || _lockbox_bin=
 fi
 if [[ -z $_lockbox_bin || ! -x $_lockbox_bin ]]; then
-	printf 'lockbox.bash: cannot find the lockbox binary (%s)\n' "${LOCKBOX:-lockbox}" >&2
+	printf 'lockbox.bash: cannot find the lockbox binary (%s)\n' "${LOCKBOX:-${_lockbox_built:-lockbox}}" >&2
+	if ((_lockbox_allexport)); then
+		set -a
+	fi
 	return 125
 fi
 
@@ -66,7 +91,24 @@ _lockbox_seen_pid=
 _lockbox_seen_cmd=
 _lockbox_seen_set=0
 
-_lockbox_loaded=1
+# _lockbox_call FUNCTION [ARG...]: what every public function does: run
+# the library's FUNCTION with set -a off, so that nothing the library sets
+# is exported to the script's children, then set -a back as it was.
+# _lockbox_allexport tells FUNCTION whether it was on (waitfor's COMMAND
+# runs with it).
+_lockbox_call() {
+	if [[ $- != *a* ]]; then
+		_lockbox_allexport=0
+		"$@"
+		return
+	fi
+	set +a
+	_lockbox_allexport=1
+	local _lockbox_rc=0
+	"$@" || _lockbox_rc=$?
+	set -a
+	return "$_lockbox_rc"
+}
 
 _lockbox_warn() {
 	printf '%s\n' "$*" >&2
@@ -351,7 +393,9 @@ _lockbox_release_all() {
 # would see as the trap itself.
 _lockbox_on_exit() {
 	local _lockbox_rc=$?
-	_lockbox_release_all || :
+	if [[ -n ${_lockbox_guard[1]-} ]]; then
+		_lockbox_call _lockbox_release_all || :
+	fi
 	if ((_lockbox_exit_set)) && [[ -n $_lockbox_exit_cmd ]]; then
 		if ((_lockbox_rc == 0)); then
 			eval "$_lockbox_exit_cmd"
@@ -434,7 +478,7 @@ _lockbox_trap_print() {
 # command, which the handler runs after the release: a script may set its
 # EXIT trap before or after acquiring, and both run. Other signals go
 # straight to the builtin. (bash in POSIX mode finds the builtin first.)
-trap() {
+_lockbox_trap() {
 	local print=0 reset=0 exit_hit=0 action s rc=0
 	local -a others=()
 	while (($#)); do
@@ -546,7 +590,7 @@ _lockbox_acquire_opts() {
 # acquire_mutex [-q] [-w DUR] [FILE]: take the exclusive lock on FILE; 75
 # (and the holder named on stderr, unless -q) when it is held. With -w the
 # binary waits up to DUR for it, blocked in the kernel (bare number: seconds).
-acquire_mutex() {
+_lockbox_acquire_mutex() {
 	local quiet wait
 	_lockbox_acquire_opts acquire_mutex "$@" || return
 	shift "$_lockbox_r"
@@ -564,7 +608,7 @@ acquire_mutex() {
 }
 
 # release_mutex [FILE]: drop FILE's lock, or with no FILE every mutex this shell holds.
-release_mutex() {
+_lockbox_release_mutex() {
 	if (($# > 1)); then
 		_lockbox_warn "release_mutex: unexpected argument '$2'"
 		return 125
@@ -572,28 +616,39 @@ release_mutex() {
 	_lockbox_release mutex "$@"
 }
 
-# mutex acquire [-q] [FILE] | mutex release [FILE]: the seed's spelling.
-mutex() {
-	local op=${1-}
+# mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]: the seed's
+# spelling. Every other form is the program's (mutex FILE list|check,
+# mutex [-w DUR] FILE COMMAND..., mutex acquire|release --fd FD), which
+# this function would otherwise hide in a script that sources the library.
+_lockbox_mutex() {
+	local op=${1-} a
 	case $op in
-	acquire)
+	acquire | release)
+		# acquire --fd FD and release --fd FD are the binary's
+		for a in "${@:2}"; do
+			case $a in
+			--fd | --fd=*)
+				"$_lockbox_bin" mutex "$@"
+				return
+				;;
+			esac
+		done
 		shift
-		acquire_mutex "$@"
-		;;
-	release)
-		shift
-		release_mutex "$@"
+		if [[ $op == acquire ]]; then
+			_lockbox_acquire_mutex "$@"
+		else
+			_lockbox_release_mutex "$@"
+		fi
 		;;
 	*)
-		_lockbox_warn "mutex: usage: mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]"
-		return 125
+		"$_lockbox_bin" mutex "$@"
 		;;
 	esac
 }
 
 # acquire_slot [-q] [-w DUR] FILE MAX: take one of MAX slots; sets and
 # exports LOCKBOX_SLOT (1..MAX). 75 when all are busy (after DUR with -w).
-acquire_slot() {
+_lockbox_acquire_slot() {
 	local quiet wait
 	_lockbox_acquire_opts acquire_slot "$@" || return
 	shift "$_lockbox_r"
@@ -607,7 +662,7 @@ acquire_slot() {
 }
 
 # release_slot [FILE]: drop FILE's slot, or with no FILE every slot this shell holds.
-release_slot() {
+_lockbox_release_slot() {
 	if (($# > 1)); then
 		_lockbox_warn "release_slot: unexpected argument '$2'"
 		return 125
@@ -722,11 +777,13 @@ _lockbox_waitfor_time() {
 # COMMAND sees the caller's variables: bash's locals are dynamically scoped,
 # so every local here has the library's prefix, and a function retried that
 # reads or sets n, list or timeout reads and sets the caller's own.
-waitfor() {
+_lockbox_waitfor() {
 	local _lockbox_wf_quiet=0 _lockbox_wf_verbose=0 _lockbox_wf_listed=0 _lockbox_wf_list=''
 	local _lockbox_wf_timeout _lockbox_wf_interval _lockbox_wf_deadline _lockbox_wf_wake
 	local _lockbox_wf_left _lockbox_wf_rc _lockbox_wf_n _lockbox_wf_s _lockbox_wf_i _lockbox_wf_what
 	local -A _lockbox_wf_retry=()
+	# COMMAND runs with the caller's set -a, which _lockbox_call turned off
+	local _lockbox_wf_allexport=$_lockbox_allexport
 	while (($#)); do
 		case $1 in
 		--)
@@ -831,7 +888,13 @@ waitfor() {
 	_lockbox_wf_deadline=$((_lockbox_r + _lockbox_wf_timeout + 10))
 	for ((_lockbox_wf_n = 1; ; _lockbox_wf_n++)); do
 		_lockbox_wf_rc=0
-		"$@" || _lockbox_wf_rc=$?
+		if ((_lockbox_wf_allexport)); then
+			set -a
+			"$@" || _lockbox_wf_rc=$?
+			set +a
+		else
+			"$@" || _lockbox_wf_rc=$?
+		fi
 		if ((_lockbox_wf_rc == 0)); then
 			if ((_lockbox_wf_verbose)); then
 				_lockbox_warn "waitfor: attempt $_lockbox_wf_n succeeded"
@@ -875,3 +938,83 @@ waitfor() {
 		fi
 	done
 }
+
+# The public functions. Each first checks that this shell did the set-up
+# (the guard array, which no environment can carry): copies inherited from
+# a parent through export -f or set -a, without the state arrays, refuse
+# with 125 rather than fail on an expansion or skip the lock.
+acquire_mutex() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		printf 'acquire_mutex: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
+		return 125
+	fi
+	_lockbox_call _lockbox_acquire_mutex "$@"
+}
+
+release_mutex() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		printf 'release_mutex: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
+		return 125
+	fi
+	_lockbox_call _lockbox_release_mutex "$@"
+}
+
+mutex() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		printf 'mutex: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
+		return 125
+	fi
+	_lockbox_call _lockbox_mutex "$@"
+}
+
+acquire_slot() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		printf 'acquire_slot: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
+		return 125
+	fi
+	_lockbox_call _lockbox_acquire_slot "$@"
+}
+
+release_slot() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		printf 'release_slot: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
+		return 125
+	fi
+	_lockbox_call _lockbox_release_slot "$@"
+}
+
+waitfor() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		printf 'waitfor: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
+		return 125
+	fi
+	_lockbox_call _lockbox_waitfor "$@"
+}
+
+# An inherited copy of this wrapper is the plain builtin.
+trap() {
+	if [[ -z ${_lockbox_guard[1]-} ]]; then
+		# shellcheck disable=SC2064 # the caller's own words, passed through
+		builtin trap "$@"
+		return
+	fi
+	_lockbox_call _lockbox_trap "$@"
+}
+
+# Set up. A copy of one of our names that came exported from the
+# environment stays exported when redefined: none is, afterwards.
+declare -a _lockbox_guard=(lockbox "$BASHPID")
+# (compgen may be missing from a bash built without completion: an empty list)
+mapfile -t _lockbox_names <<<"$(compgen -A function _lockbox_ 2>/dev/null)"
+for _lockbox_r in acquire_mutex release_mutex mutex acquire_slot release_slot waitfor trap \
+	"${_lockbox_names[@]}"; do
+	if [[ -n $_lockbox_r ]]; then
+		export -n -f "${_lockbox_r?}"
+	fi
+done
+unset _lockbox_names
+_lockbox_r=
+export -n "${!_lockbox_@}"
+if ((_lockbox_allexport)); then
+	set -a
+fi

@@ -53,7 +53,8 @@ static int run(const char *name, int argc, char **argv)
 
 /*
  * The bash library's path: the installed copy for the installed binary, else
- * the source tree's, so '. "$(./lockbox --shell-lib)"' works in a build tree.
+ * the build tree's copy, which names this build's binary (or, missing, the
+ * source tree's), so '. "$(./lockbox --shell-lib)"' works in a build tree.
  */
 static int shell_lib(void)
 {
@@ -64,7 +65,9 @@ static int shell_lib(void)
 
 	free(self);
 	free(installed);
-	if (!is_installed && access(LOCKBOX_SRC_SHELL_LIB, R_OK) == 0)
+	if (!is_installed && access(LOCKBOX_BUILD_SHELL_LIB, R_OK) == 0)
+		path = LOCKBOX_BUILD_SHELL_LIB;
+	else if (!is_installed && access(LOCKBOX_SRC_SHELL_LIB, R_OK) == 0)
 		path = LOCKBOX_SRC_SHELL_LIB;
 	else if (access(LOCKBOX_SHELL_LIB, R_OK) == 0)
 		path = LOCKBOX_SHELL_LIB;

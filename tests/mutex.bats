@@ -135,9 +135,9 @@ EOF
 	assert_equal "${lines[0]}" 1
 	local me=${lines[1]#me }
 	assert_regex "$me" '^[0-9]+$'
-	# the shell's name, as the kernel knows it (ps -o comm)
-	assert_regex "${lines[3]}" "^1 +$me +$AGE_RE +bash\$"
-	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $me \\(bash, $AGE_RE\\)\$"
+	# a shell running a script is named for the script (not its arguments)
+	assert_regex "${lines[3]}" "^1 +$me +$AGE_RE +script\$"
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $me \\(script, $AGE_RE\\)\$"
 	assert_equal "${lines[4]}" 0
 	# outside the script, the kernel dropped nothing left behind
 	run -0 "$LOCKBOX" mutex "$F" check

@@ -76,13 +76,15 @@ start_hold() {
 }
 
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
-@test "lockbox --shell-lib prints the library's path, the source tree's in a build tree" {
+@test "lockbox --shell-lib prints the library's path, in a build tree the build tree's copy" {
 	run -0 --separate-stderr "$LOCKBOX" --shell-lib
 	# shellcheck disable=SC2154 # set by bats' run
 	assert_equal "$stderr" ""
 	assert [ -f "$output" ]
-	if [[ -n ${LOCKBOX_SRCDIR-} && $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" ]]; then
-		assert_equal "$output" "$LOCKBOX_SRCDIR/shell/lockbox.bash"
+	if [[ $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" ]]; then
+		# beside the binary, and naming it: no PATH needed
+		assert_equal "$output" "$LOCKBOX_BUILDDIR/lockbox.bash"
+		run -0 grep -x "_lockbox_built='$LOCKBOX'" "$output"
 	fi
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 bash -c '. "$("$LOCKBOX" --shell-lib)" && type -t acquire_mutex'
@@ -96,7 +98,8 @@ scenario_busy_then_kill() {
 	local start=$SECONDS
 	run -75 --separate-stderr "${CMD[@]}"
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $HOLD_PID \\(bash, $AGE_RE\\)\$"
+	# the holder is named for the script its shell runs, without its arguments
+	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $HOLD_PID \\($(re_quote "hold.$MODE"), $AGE_RE\\)\$"
 	# fast: no waiting on the holder
 	assert [ $((SECONDS - start)) -lt 5 ]
 	# SIGKILL, no child of its own: the kernel frees the lock at once
@@ -302,7 +305,7 @@ EOF
 	got=$(cat "$T/got.$MODE")
 	got=$((${got/./} / 1000))
 	assert [ $((got - ms)) -lt 1500 ]
-	assert_regex "$(sed -n 2p "$out")" "^1 +$waiter +$AGE_RE +bash\$"
+	assert_regex "$(sed -n 2p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait.$MODE")\$"
 	assert_regex "$(tail -n 1 "$err")" '^waitfor: attempt [0-9]+ succeeded$'
 }
 
@@ -443,10 +446,10 @@ EOF
 	cmd pid
 	run -0 --separate-stderr "${CMD[@]}"
 	local me=${lines[0]#me }
-	assert_regex "${lines[1]}" "^1 +$me +$AGE_RE +bash\$"
+	assert_regex "${lines[1]}" "^1 +$me +$AGE_RE +$(re_quote "pid.$MODE")\$"
 	local sub=${lines[2]#sub }
 	assert [ "$sub" != "$me" ]
-	assert_regex "${lines[3]}" "^1 +$sub +$AGE_RE +bash\$"
+	assert_regex "${lines[3]}" "^1 +$sub +$AGE_RE +$(re_quote "pid.$MODE")\$"
 	assert_equal "$stderr" ""
 }
 
@@ -481,7 +484,9 @@ EOF
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; mutex grab; echo "$?"'
 	assert_output 125
-	assert_equal "$stderr" "mutex: usage: mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]"
+	# not acquire or release: the program's usage
+	assert_equal "$stderr" "mutex: missing COMMAND
+Try 'lockbox mutex --help'."
 }
 
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
@@ -816,7 +821,7 @@ EOF
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(sed -n 1,2p "$out")" "short 75
 got"
-	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +bash\$"
+	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait-kernel.$MODE")\$"
 	assert_equal "$(sed -n 4p "$out")" "bad 125"
 	assert_regex "$(sed -n 1p "$err")" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $holder \\(sleep, $AGE_RE\\)\$"
 	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x'
@@ -863,3 +868,123 @@ EOF
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_swapped
 }
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "a library holder is named for its script, not bash, and never with its arguments" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib form n=0
+	lib=$("$LOCKBOX" --shell-lib)
+	mkdir "$T/bin"
+	{
+		printf '%s\n' '#!/usr/bin/env bash' 'set -euo pipefail'
+		printf '. %q\n' "$lib"
+		# shellcheck disable=SC2016 # expanded by the script
+		printf '%s\n' 'acquire_mutex "$1"' '"$LOCKBOX" mutex "$1" list | sed -n 2p' \
+			'( acquire_mutex "$1.sub"; "$LOCKBOX" mutex "$1.sub" list | sed -n 2p )' \
+			'if [[ -n ${3-} ]]; then read -r -t 600 _ <>"$3" || :; fi'
+	} >"$T/bin/nightly-backup.sh"
+	chmod +x "$T/bin/nightly-backup.sh"
+	# run by its path (#!), by bash with options (-o takes a word), after --
+	for form in "" "bash" "bash -euo pipefail" "bash --norc -O extglob --"; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086 # split into words on purpose
+		run -0 --separate-stderr $form "$T/bin/nightly-backup.sh" "$F.$n" hunter2
+		assert_regex "${lines[0]}" "^1 +[0-9]+ +$AGE_RE +nightly-backup\\.sh\$"
+		assert_regex "${lines[1]}" "^1 +[0-9]+ +$AGE_RE +nightly-backup\\.sh\$"
+		assert_equal "$stderr" ""
+		run -1 grep -c hunter2 "$F.$n" "$F.$n.sub"
+	done
+	# the busy message names it
+	mkfifo "$T/fifo"
+	spawn bash "$T/bin/nightly-backup.sh" "$F.busy" hunter2 "$T/fifo"
+	wait_for held_is "$F.busy" 1
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F.busy" true
+	assert_stderr_regex "^mutex: $(re_quote "$F.busy"): held by PID $SPAWN_PID \\(nightly-backup\\.sh, $AGE_RE\\)\$"
+	stop_pid "$SPAWN_PID"
+	# a command string (bash -c) is no script: the shell's own name
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 --separate-stderr bash -c '. "$1"; acquire_mutex "$2"; "$LOCKBOX" mutex "$2" list | sed -n 2p' \
+		sh "$lib" "$F.c"
+	assert_regex "$output" "^1 +[0-9]+ +$AGE_RE +bash\$"
+}
+
+# shellcheck disable=SC2031 # bats' run sets output and lines for the test
+scenario_mutex_program_forms() {
+	script forms <<'EOF'
+mutex "$F" check
+acquire_mutex "$F"
+mutex "$F" list | awk -v me="$$" 'NR == 2 { print ($2 == me ? "mine" : "other") }'
+mutex --json "$F" check
+mutex -w 5 "$F.b" sh -c 'echo "ran $LOCKBOX_SLOT"'
+mutex "$F.b" -- echo plain
+rc=0; mutex -q "$F" true || rc=$?
+printf 'busy %s\n' "$rc"
+exec {fd}<>"$F.b"
+mutex acquire --fd "$fd"
+mutex "$F.b" check
+mutex release --fd "$fd"
+mutex "$F.b" check
+waitfor 1 1 mutex "$F.b" check
+EOF
+	cmd forms
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_equal "${lines[*]}" "0 mine {\"file\":\"$F\",\"held\":1} ran 1 plain busy 75 1 1 0 0"
+	assert_equal "$stderr" ""
+}
+
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "mutex FILE list|check, mutex [-w DUR] FILE COMMAND and acquire --fd in a script are the program's" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_mutex_program_forms
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "inherited through set -a or export -f, or with a guard in the environment, the library still locks" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib
+	lib=$("$LOCKBOX" --shell-lib)
+	# a job that sources the library, and one that only calls what it inherited
+	{
+		printf '%s\n' 'set -euo pipefail'
+		printf '. %q\n' "$lib"
+		# shellcheck disable=SC2016 # expanded by the script
+		printf '%s\n' 'acquire_mutex "$1" || exit' 'echo critical'
+	} >"$T/job"
+	# shellcheck disable=SC2016 # expanded by the script
+	printf '%s\n' 'set -euo pipefail' "trap 'echo own trap' EXIT" 'acquire_mutex "$1" || exit' \
+		'echo critical' >"$T/job-inherits"
+	spawn "$LOCKBOX" mutex "$F" sleep 600
+	local holder=$SPAWN_PID busy
+	wait_for held_is "$F" 1
+	busy="^mutex: $(re_quote "$F"): held by PID $holder \\(sleep, $AGE_RE\\)\$"
+	# set -a: nothing of the library is exported, and set -a still works
+	# for the script's own variables
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -75 --separate-stderr bash -c 'set -euo pipefail; set -a; . "$1"; acquire_mutex "$2"
+		waitfor 1 1 true; trap : EXIT; mine=1
+		env | grep -E "_lockbox|^BASH_FUNC_(acquire_|release_|mutex|waitfor|trap)" || :
+		bash -c "echo \$mine"
+		bash "$3" "$4"' sh "$lib" "$F.parent" "$T/job" "$F"
+	assert_output 1
+	assert_stderr_regex "$busy"
+	# export -f of every function: the job that sources it locks; the one
+	# that does not refuses with 125 (its EXIT trap still set by the builtin)
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -75 --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
+		export -f "${f[@]}"; bash "$2" "$3"' sh "$lib" "$T/job" "$F"
+	assert_output ""
+	assert_stderr_regex "$busy"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -125 --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
+		export -f "${f[@]}"; bash "$2" "$3"' sh "$lib" "$T/job-inherits" "$F"
+	assert_output "own trap"
+	assert_stderr "acquire_mutex: lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it"
+	# only a guard variable in the environment: no skipped set-up
+	run -75 --separate-stderr env _lockbox_loaded=1 _lockbox_guard=1 bash "$T/job" "$F"
+	assert_output ""
+	assert_stderr_regex "$busy"
+	run -0 --separate-stderr env _lockbox_loaded=1 _lockbox_guard=1 bash "$T/job" "$F.free"
+	assert_output critical
+	assert_stderr ""
+}
+

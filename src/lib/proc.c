@@ -106,30 +106,107 @@ void lb_ident_stamp(struct lb_ident *who)
 	who->boot_ns = lb_now(CLOCK_BOOTTIME);
 }
 
+static const char *base_name(const char *path)
+{
+	const char *name = strrchr(path, '/');
+
+	return name != NULL && name[1] != '\0' ? name + 1 : path;
+}
+
+/*
+ * The script a shell runs, from its command line (words W[0..N-1]): the
+ * first operand after the shell's options, as sh(1) and bash(1) read
+ * them, or NULL when the shell runs no script file (-c, -s, interactive).
+ * A script started by its path has the shell as W[0] too: the kernel
+ * runs "#!/bin/bash -e" as "/bin/bash -e SCRIPT ARG...".
+ */
+static const char *shell_script(char **w, int n)
+{
+	static const char *const shells[] = { "ash", "bash", "dash", "ksh", "mksh", "sh", "zsh" };
+	const char *name = base_name(w[0]), *p;
+	size_t i;
+	int k, known = 0;
+
+	if (*name == '-')
+		name++;	/* a login shell */
+	for (i = 0; i < sizeof shells / sizeof shells[0]; i++)
+		if (strcmp(name, shells[i]) == 0)
+			known = 1;
+	if (!known)
+		return NULL;
+	for (k = 1; k < n; k++) {
+		if (strcmp(w[k], "--") == 0 || strcmp(w[k], "-") == 0)
+			return k + 1 < n ? w[k + 1] : NULL;
+		if (strcmp(w[k], "--rcfile") == 0 || strcmp(w[k], "--init-file") == 0) {
+			k++;	/* bash's long options that take a word */
+			continue;
+		}
+		if (strncmp(w[k], "--", 2) == 0)
+			continue;
+		if (w[k][0] != '-' && w[k][0] != '+')
+			return w[k];
+		for (p = w[k] + 1; *p != '\0'; p++) {
+			if (*p == 'c' || *p == 's')
+				return NULL;	/* a command string, or commands on stdin */
+			if (*p == 'o' || *p == 'O')
+				k++;		/* -o NAME, -O NAME: the option's name follows */
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The name of the script process PID runs, when it is a shell running
+ * one; else "" (the caller then takes the kernel's name for it).
+ */
+static void script_name(char *buf, size_t size, pid_t pid)
+{
+	char line[4096], path[64], *w[64];
+	const char *script;
+	ssize_t len, i;
+	int n = 0;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	len = read_small(path, line, sizeof line);
+	/* a command line longer than the buffer is cut: its last word is dropped */
+	if (len <= 0 || line[len - 1] != '\0')
+		while (len > 0 && line[len - 1] != '\0')
+			len--;
+	for (i = 0; i < len && n < (int)(sizeof w / sizeof w[0]); i += (ssize_t)strlen(line + i) + 1)
+		w[n++] = line + i;
+	if (n < 2)
+		return;
+	script = shell_script(w, n);
+	if (script != NULL && *base_name(script) != '\0' && strchr(base_name(script), '/') == NULL)
+		snprintf(buf, size, "%s", base_name(script));
+}
+
 /*
  * Only the command's name, none of its arguments (which may hold
- * passwords): the base name of ARGV[0], or with ARGV NULL the name the
- * kernel gives process PID (/proc/PID/comm, as ps -o comm).
+ * passwords): the base name of ARGV[0], or with ARGV NULL the name of
+ * process PID: for a shell running a script, the script's base name
+ * (the holder of a lock a script's shell took through acquire --fd),
+ * else the name the kernel gives it (/proc/PID/comm, as ps -o comm).
  */
 static void name_only(char *buf, size_t size, pid_t pid, char *const argv[])
 {
-	const char *name;
 	char path[64];
 	ssize_t n;
 
 	if (argv != NULL) {
-		name = strrchr(argv[0], '/');
-		name = name != NULL && name[1] != '\0' ? name + 1 : argv[0];
-		snprintf(buf, size, "%s", name);
-	} else {
-		/* the kernel's name for it: a script run by its path is named for the script */
-		snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-		n = read_small(path, buf, size);
-		if (n <= 0)
-			buf[0] = '\0';
-		else if (buf[n - 1] == '\n')
-			buf[n - 1] = '\0';
+		snprintf(buf, size, "%s", base_name(argv[0]));
+		return;
 	}
+	script_name(buf, size, pid);
+	if (buf[0] != '\0')
+		return;
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	n = read_small(path, buf, size);
+	if (n <= 0)
+		buf[0] = '\0';
+	else if (buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
 }
 
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args)

@@ -30,8 +30,9 @@ uint64_t lb_proc_starttime(pid_t pid);
  * Fill in who holds a lock taken now: pid, its start time, this boot and
  * host, the clocks, the uid. The command, from ARGV or with ARGV NULL from
  * /proc: with ARGS its whole line, else only its name, none of its
- * arguments (which may hold passwords): the base name of ARGV[0], or the
- * name the kernel gives process PID (/proc/PID/comm, as ps -o comm).
+ * arguments (which may hold passwords): the base name of ARGV[0], or for
+ * a shell running a script the script's base name (from /proc/PID/cmdline),
+ * else the name the kernel gives process PID (/proc/PID/comm, as ps -o comm).
  */
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args);
 
