@@ -549,3 +549,43 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	assert_stderr_regex '^adaptive: slow: already running '
 	kill -0 "$(cat "$marker")"
 }
+
+@test "forged run state with extreme times: clamped, no overflow, it runs" {
+	local f min=$((1 << 63)) max=$(((1 << 63) - 1))
+	run -0 ad -e 0 ext true
+	f=$(state_file ext)
+	# this boot's start, on the boot clock, at INT64_MIN; the completion at
+	# INT64_MIN on the wall clock: both long ago, never "in the future"
+	poke "$f" 112 "$(le 8 "$min")"
+	poke "$f" 120 "$(le 8 "$min")"
+	# two runs in the history lasting INT64_MAX each (their median)
+	poke "$f" 182 "$(le 2 2)"
+	poke "$f" 456 "$(le 8 "$max")"
+	poke "$f" 480 "$(le 8 "$max")"
+	reseal "$f"
+	run -0 --separate-stderr "$LOCKBOX" adaptive status ext
+	assert_stderr ""
+	assert_line '  next run       now'
+	run -0 --separate-stderr "$LOCKBOX" adaptive --json status ext
+	assert_stderr ""
+	run -0 --separate-stderr ad -e 1h ext touch "$T/ran"
+	assert_stderr ""
+	assert [ -e "$T/ran" ]
+	# the completion at INT64_MIN on the wall clock of another boot
+	run -0 ad -e 0 ext2 true
+	f=$(state_file ext2)
+	poke "$f" 88 "$(printf '\\x00%.0s' {1..16})"
+	poke "$f" 120 "$(le 8 "$min")"
+	reseal "$f"
+	run -0 --separate-stderr ad -e 1h ext2 touch "$T/ran2"
+	assert_stderr ""
+	assert [ -e "$T/ran2" ]
+	# an IFELAPSED of INT64_MAX: the wait is told, not rounded past it
+	run -0 ad -e 0 ext3 true
+	f=$(state_file ext3)
+	poke "$f" 160 "$(le 8 "$max")"
+	reseal "$f"
+	run -0 --separate-stderr "$LOCKBOX" adaptive status ext3
+	assert_stderr ""
+	assert_line --regexp '^  next run +in [0-9]+d'
+}

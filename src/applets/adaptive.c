@@ -407,7 +407,8 @@ static void check_name(const char *name)
 /* A wait rounded up to the second, so "in 5m" right after a 5m run, not "4m59s". */
 static const char *fmt_wait(int64_t ns, char buf[32])
 {
-	if (ns >= LB_NS_PER_S)
+	/* a forged IFELAPSED may be near INT64_MAX: no rounding up past it */
+	if (ns >= LB_NS_PER_S && ns <= INT64_MAX - LB_NS_PER_S)
 		ns = (ns + LB_NS_PER_S - 1) / LB_NS_PER_S * LB_NS_PER_S;
 	return lb_format_duration(ns, buf);
 }

@@ -175,6 +175,16 @@ static int same_boot(const struct lb_atom *a, const struct lb_atom_clock *now)
 	return memcmp(now->boot_id, none, 16) != 0 && memcmp(now->boot_id, a->boot_id, 16) == 0;
 }
 
+/* A - B, saturated: times read from a state anyone may have forged never overflow. */
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+	if (b < 0 && a > INT64_MAX + b)
+		return INT64_MAX;
+	if (b > 0 && a < INT64_MIN + b)
+		return INT64_MIN;
+	return a - b;
+}
+
 int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock *now,
     int *future)
 {
@@ -189,9 +199,9 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 	 * clock is comparable.
 	 */
 	if (same_boot(a, now))
-		since = now->boot - a->start_boot;
+		since = sub_sat(now->boot, a->start_boot);
 	else
-		since = now->wall - a->start_wall;
+		since = sub_sat(now->wall, a->start_wall);
 	if (since < 0) {
 		*future = 1;
 		since = 0;
@@ -209,9 +219,9 @@ int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *n
 	*future = 0;
 	/* the boot clock while the start and the duration are of one run of this boot */
 	if (!(a->flags & LB_ATOM_RUNNING) && same_boot(a, now))
-		since = now->boot - a->start_boot - a->duration;
+		since = sub_sat(sub_sat(now->boot, a->start_boot), a->duration);
 	else
-		since = now->wall - a->end_wall;
+		since = sub_sat(now->wall, a->end_wall);
 	if (since < 0) {
 		*future = 1;
 		since = 0;
@@ -239,6 +249,8 @@ size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median)
 		return 0;
 	qsort(d, n, sizeof *d, cmp_i64);
 	*longest = d[n - 1];
-	*median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+	/* halves first: forged durations near INT64_MAX must not overflow the sum */
+	*median = n % 2 ? d[n / 2] :
+	    d[n / 2 - 1] / 2 + d[n / 2] / 2 + (d[n / 2 - 1] % 2 + d[n / 2] % 2) / 2;
 	return n;
 }
