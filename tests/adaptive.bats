@@ -118,6 +118,8 @@ events() {
 }
 
 @test "busy: 75 naming the running supervisor and its age; mutex list shows it" {
+	# a completed run first: IFELAPSED counts from a completion
+	run -0 ad -e 0 job true
 	start_run job
 	run -75 --separate-stderr ad -e 0 job touch "$T/ran"
 	assert_stderr_regex "^adaptive: job: already running \\(PID $RUN_PID, $AGE_RE\\)\$"
@@ -548,6 +550,27 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	run -75 --separate-stderr ad -e 0 -x 5s slow true
 	assert_stderr_regex '^adaptive: slow: already running '
 	kill -0 "$(cat "$marker")"
+}
+
+@test "the start that expires a hung run takes over: an expired run is not a completion" {
+	# IFELAPSED counts from the last run that ended by itself; the hung
+	# run did not, and none did before it
+	start_run hung '' -x 1h
+	run -0 --separate-stderr ad -e 1h -x 1ms -g 5s hung touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	run -0 grep -c ' hung expired pid=' "$LOG"
+	assert_output 1
+	run -0 "$LOCKBOX" adaptive status hung
+	assert_line --regexp '^  runs +2 \(1 expired\)'
+	# the take-over's own end is a completion
+	run -75 --separate-stderr ad -e 1h hung true
+	assert_stderr_regex '^adaptive: hung: too soon; next run allowed in (1h|59m[0-9]+s)$'
+	# a job only KILL ends: its supervisor dies with it, and the start
+	# that takes over records the expiry itself, not as a completion either
+	start_run hung2 'trap "" INT TERM; exec sleep 600'
+	run -0 --separate-stderr ad -e 1h -x 1ms -g 1s hung2 touch "$T/ran2"
+	assert [ -e "$T/ran2" ]
+	run -0 grep -c ' hung2 expired pid=[0-9]* after=KILL$' "$LOG"
 }
 
 @test "forged run state with extreme times: clamped, no overflow, it runs" {

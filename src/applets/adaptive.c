@@ -39,15 +39,15 @@
 
 #define HELP \
 	"\n" \
-	"Run COMMAND for the atom NAME unless its last run ended less than\n" \
-	"IFELAPSED ago (too soon: 75) or it is running (busy: 75). A run older\n" \
-	"than EXPIREAFTER is expired: its whole job gets CONT, INT, TERM, KILL,\n" \
-	"GRACE apart, and this run takes over. adaptive stays as a small\n" \
-	"supervisor, passes signals on and records how the run ended; 'status'\n" \
-	"shows the record.\n" \
+	"Run COMMAND for the atom NAME unless its last completed run (one that\n" \
+	"ended by itself, not expired) ended less than IFELAPSED ago (too soon:\n" \
+	"75) or it is running (busy: 75). A run older than EXPIREAFTER is\n" \
+	"expired: its whole job gets CONT, INT, TERM, KILL, GRACE apart, and\n" \
+	"this run takes over. adaptive stays as a small supervisor, passes\n" \
+	"signals on and records how the run ended; 'status' shows the record.\n" \
 	"\n" \
-	"  -e, --if-elapsed DUR   least time from a run's end to the next start\n" \
-	"                         (bare number: minutes; default 1m)\n" \
+	"  -e, --if-elapsed DUR   least time from the last completed run's end to\n" \
+	"                         the next start (bare number: minutes; default 1m)\n" \
 	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
 	"                         minutes; default 2h)\n" \
 	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
@@ -445,17 +445,19 @@ static int check_elapsed(struct run *r, struct lb_atom *a, const struct lb_atom_
 	r->last_now = *now;
 	if (future) {
 		/*
-		 * The clock went back past the last start or end: count it
-		 * as now and store that, so the atom waits one IFELAPSED at
-		 * most rather than until the clock catches up.
+		 * The clock went back past the last completion: count it as
+		 * now and store that, so the atom waits one IFELAPSED at most
+		 * rather than until the clock catches up. When that completion
+		 * is the last run, its start moves with it (a start after its
+		 * end would read as a negative duration).
 		 */
-		memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
-		a->start_wall = now->wall;
-		a->start_boot = now->boot;
-		if (a->end_wall != 0) {
-			a->end_wall = a->start_wall;
+		if (lb_atom_completed(a)) {
+			memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
+			a->start_wall = now->wall;
+			a->start_boot = now->boot;
 			a->duration = 0;
 		}
+		a->end_wall = now->wall;
 		changed = 1;
 	}
 	r->too_soon = since >= 0 && since < r->o->ifelapsed;
@@ -496,18 +498,21 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 		return write;
 	}
 	if (a->flags & LB_ATOM_RUNNING) {
-		/* the last run's end was never recorded: it was expired, or its supervisor vanished */
-		if (r->expired) {
+		/*
+		 * The last run's end was never recorded: it was expired (by
+		 * this start, or by another whose signals ended it first), or
+		 * its supervisor vanished. Neither is a completion: end_wall
+		 * keeps the last one, from which IFELAPSED counts.
+		 */
+		if (r->expired || (a->flags & LB_ATOM_EXPIRING)) {
 			int future;
 			int64_t d = lb_atom_since_start(a, now, &future);
 
 			a->status = LB_STATUS_EXPIRED;
-			a->end_wall = now->wall;
 			a->duration = d > 0 ? d : 0;
 			a->expiries++;
 		} else {
 			a->status = LB_STATUS_UNKNOWN;
-			a->end_wall = 0;
 			a->duration = -1;
 		}
 		lb_atom_push(a, a->start_wall, a->duration, a->status);
@@ -566,14 +571,19 @@ static int end_fn(unsigned char *area, size_t len, const struct lb_atom_clock *n
 	/* never overwrite a state that moved on (reset, or another run's) */
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
-	a.end_wall = now->wall;
 	/* ours: started at r->start_wall, so never -1 */
 	a.duration = lb_atom_since_start(&a, now, &future);
 	a.status = r->status;
-	/* killed by a later start: an expiry, whoever records it first */
+	/*
+	 * Killed by a later start: an expiry, whoever records it first, and
+	 * not a completion (end_wall keeps the last one). Otherwise the run
+	 * ended by itself, whatever its status: it is the last completion.
+	 */
 	if (a.flags & LB_ATOM_EXPIRING) {
 		a.status = LB_STATUS_EXPIRED;
 		a.expiries++;
+	} else {
+		a.end_wall = now->wall;
 	}
 	a.flags = 0;
 	lb_atom_push(&a, r->start_wall, a.duration, a.status);
@@ -1350,7 +1360,7 @@ static void print_text(const struct view *v, int first)
 			printf("  %-14s %s\n", "last status", "-");
 			printf("  %-14s %s\n", "last duration", "-");
 		} else {
-			printf("  %-14s %s\n", "last end", iso(a->end_wall, b1));
+			printf("  %-14s %s\n", "last end", iso(lb_atom_last_end(a), b1));
 			printf("  %-14s %s\n", "last status", status_word(a->status, b2));
 			printf("  %-14s %s\n", "last duration",
 			    a->duration >= 0 ? lb_format_duration(a->duration, b3) : "-");
@@ -1423,7 +1433,7 @@ static void print_json(const struct view *v, int first)
 	json_secs("age_seconds", v->running && v->who_known ? view_age(v) : 0,
 	    v->running && v->who_known);
 	json_time("last_start", v->known ? a->start_wall : 0);
-	json_time("last_end", ended ? a->end_wall : 0);
+	json_time("last_end", ended ? lb_atom_last_end(a) : 0);
 	if (ended)
 		json_status(a->status);
 	else

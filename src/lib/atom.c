@@ -209,16 +209,28 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 	return since;
 }
 
+int lb_atom_completed(const struct lb_atom *a)
+{
+	return !(a->flags & LB_ATOM_RUNNING) && a->status >= 0 && a->duration >= 0 &&
+	    a->end_wall != 0;
+}
+
 int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *now,
     int *future)
 {
 	int64_t since;
 
-	if (a->end_wall == 0 || a->duration < 0)
-		return lb_atom_since_start(a, now, future);
 	*future = 0;
-	/* the boot clock while the start and the duration are of one run of this boot */
-	if (!(a->flags & LB_ATOM_RUNNING) && same_boot(a, now))
+	/*
+	 * CFEngine writes lastcompleted only when a run ends by itself: an
+	 * expired run is not one, so the start that expires a hung run is
+	 * measured from the completion before it, not made "too soon" by
+	 * the expiry it just did.
+	 */
+	if (a->end_wall == 0)
+		return -1;
+	/* the boot clock while that completion is the last run, of this boot */
+	if (lb_atom_completed(a) && same_boot(a, now))
 		since = sub_sat(sub_sat(now->boot, a->start_boot), a->duration);
 	else
 		since = sub_sat(now->wall, a->end_wall);
@@ -227,6 +239,21 @@ int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *n
 		since = 0;
 	}
 	return since;
+}
+
+int64_t lb_atom_last_end(const struct lb_atom *a)
+{
+	int64_t end;
+
+	if ((a->flags & LB_ATOM_RUNNING) || a->status == LB_STATUS_UNKNOWN)
+		return 0;
+	if (a->status >= 0)
+		return a->end_wall;
+	/* an expired run's end is not a completion: it is its start and duration */
+	if (a->duration < 0)
+		return 0;
+	end = a->start_wall > INT64_MAX - a->duration ? INT64_MAX : a->start_wall + a->duration;
+	return end > 0 ? end : 0;
 }
 
 static int cmp_i64(const void *x, const void *y)
