@@ -61,6 +61,11 @@ gone() {
 	! kill -0 "$1" 2>/dev/null || [[ $(ps -o stat= -p "$1") == Z* ]]
 }
 
+# log_count PATTERN N: the log has N lines matching PATTERN.
+log_count() {
+	[[ $(grep -c -e "$1" "$LOG") == "$2" ]]
+}
+
 # The log's events for NAME, without stamps and PIDs.
 events() {
 	sed -E "s/^$STAMP_RE adaptive\\[[0-9]+\\] $1 //" "$LOG"
@@ -571,6 +576,33 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	run -0 --separate-stderr ad -e 1h -x 1ms -g 1s hung2 touch "$T/ran2"
 	assert [ -e "$T/ran2" ]
 	run -0 grep -c ' hung2 expired pid=[0-9]* after=KILL$' "$LOG"
+}
+
+@test "several starts expire one hung run together: the take-over logs the signal that ended it" {
+	local a b
+	# only KILL ends this job; its supervisor passes INT and TERM on
+	start_run stuck 'trap "" INT TERM; exec sleep 600'
+	# two starts that wait a long GRACE after CONT...
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 1h stuck true
+	a=$SPAWN_PID
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 1h stuck true
+	b=$SPAWN_PID
+	wait_for log_count ' stuck signal sig=CONT ' 2
+	# ...and one that goes through every signal at once: its KILL ends the
+	# run, mostly before it can look for the lock again (it then gives up)
+	run --separate-stderr ad -e 0 -x 1ms -g 0 stuck true
+	# each start either took over (and ran true) or found the lock taken
+	assert [ "$status" = 0 ] || assert [ "$status" = 75 ]
+	reap "$a"
+	assert [ "$REAP_STATUS" = 0 ] || assert [ "$REAP_STATUS" = 75 ]
+	reap "$b"
+	assert [ "$REAP_STATUS" = 0 ] || assert [ "$REAP_STATUS" = 75 ]
+	wait_for -t 10 held_is "$(state_file stuck)" 0
+	# one start took over, whichever: it says KILL, not the step it was at
+	run -0 grep -c ' stuck expired pid=' "$LOG"
+	assert_output 1
+	run -0 grep -c " stuck expired pid=$RUN_PID after=KILL\$" "$LOG"
+	run -1 grep -E ' stuck expired .*after=(CONT|INT|TERM)' "$LOG"
 }
 
 @test "forged run state with extreme times: clamped, no overflow, it runs" {

@@ -528,6 +528,7 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 	a->start_boot = now->boot;
 	a->cmd_pid = a->cmd_pgid = 0;
 	a->cmd_starttime = 0;
+	a->expiry_sig = 0;
 	a->runs++;
 	a->ifelapsed = r->o->ifelapsed;
 	a->expireafter = r->o->expireafter;
@@ -643,6 +644,67 @@ static void mark_expiring(struct run *r, const struct lb_ident *old, int on)
 		lb_warnx("%s: cannot mark the run as expiring", r->name);
 }
 
+/* The expiry's signals, weakest first. */
+static const int expiry_sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
+
+static size_t sig_rank(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof expiry_sigs / sizeof expiry_sigs[0]; i++)
+		if (expiry_sigs[i] == sig)
+			return i + 1;
+	return 0;
+}
+
+struct sent {
+	pid_t old;			/* the run's supervisor */
+	int sig;			/* in: the signal about to be sent; out: the strongest sent */
+	int gone;			/* out: the state has moved on to another run */
+};
+
+/*
+ * Several starts may expire one run together, each at its own step: the
+ * run's state keeps the strongest signal any of them sent, so that the
+ * one that takes over can log what ended the run, not its own step.
+ * The mark stays after the run's end is recorded (until the next start).
+ */
+static int sent_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
+{
+	struct sent *s = arg;
+	struct lb_atom a;
+	const char *why;
+
+	(void)now;
+	if (lb_atom_decode(area, len, &a, &why) != 1)
+		return 0;
+	if (a.super_pid != s->old) {
+		s->gone = 1;
+		return 0;
+	}
+	if (sig_rank(s->sig) <= sig_rank(a.expiry_sig)) {
+		s->sig = a.expiry_sig;
+		return 0;
+	}
+	a.expiry_sig = s->sig;
+	lb_atom_encode(area, len, &a);
+	return 1;
+}
+
+/*
+ * Record SIG (0: none) as sent to OLD's run; the strongest sent so far,
+ * or 0; -1 when another run has started since (OLD's is over).
+ */
+static int note_sent(struct run *r, pid_t old, int sig)
+{
+	struct sent s = { old, sig, 0 };
+
+	if (lb_pool_atom(r->pool, sent_fn, &s) < 0)
+		return sig;	/* reported */
+	return s.gone ? -1 : s.sig;
+}
+
 /* ---- skipping ---- */
 
 static int too_soon(struct run *r)
@@ -756,7 +818,7 @@ static int blind(struct run *r, const struct lb_job *job, int sig)
  */
 static int expire(struct run *r, struct lb_holder *h)
 {
-	static const int sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
+	const int *sigs = expiry_sigs;
 	struct lb_holders now = { NULL, 0 };
 	struct lb_ident old = h->who;
 	struct lb_lock_site site;
@@ -764,7 +826,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	char age[32], pids[512], refused[512], late[512];
 	unsigned slot;
 	size_t i, reached;
-	int got = -1, n, signalled = 0;
+	int got = -1, n, signalled = 0, sent = 0;
 
 	lb_format_duration(holder_age(&r->last, &r->last_now, &old), age);
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
@@ -777,7 +839,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	mark_expiring(r, &old, 1);
 	/* the records name old.pid, but only the kernel's locks say who holds it */
 	lb_job_init(&job, &site);
-	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+	for (i = 0; i < sizeof expiry_sigs / sizeof expiry_sigs[0]; i++) {
 		n = lb_job_scan(&job);
 		if (n < 0) {
 			/* a member missed must not pass for one that is gone */
@@ -814,6 +876,9 @@ static int expire(struct run *r, struct lb_holder *h)
 				break;
 			}
 			if (reached > 0) {
+				/* marked before it is sent: a start that takes over reads it after */
+				note_sent(r, old.pid, sigs[i]);
+				sent = sigs[i];
 				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
 				    sig_name(sigs[i]), pids);
 				if (r->o->verbose)
@@ -836,11 +901,33 @@ static int expire(struct run *r, struct lb_holder *h)
 		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
 		    &slot, &now);
 		if (got == 1) {
+			/*
+			 * What ended the run: the strongest signal sent to it,
+			 * by this start or by another expiring it at the same
+			 * time (this one may still be at an earlier step).
+			 */
+			int by = note_sent(r, old.pid, 0);
+
+			if (by < 0) {
+				/*
+				 * Another start expired the run and took over, and
+				 * its run has ended too: the lock is ours as at any
+				 * start, with no expiry of ours to log or record.
+				 */
+				if (r->o->verbose)
+					lb_warnx("%s: PID %d was expired by another start; lock free",
+					    r->name, (int)old.pid);
+				break;
+			}
+			if (sig_rank(by) < sig_rank(sent))
+				by = sent;
+			if (by == 0)	/* nothing reached: freed by itself meanwhile */
+				by = sigs[i];
 			lb_joblog(LOG_NOTICE, r->name, "expired pid=%d after=%s", (int)old.pid,
-			    sig_name(sigs[i]));
+			    sig_name(by));
 			if (r->o->verbose)
 				lb_warnx("%s: lock freed after SIG%s; taking over", r->name,
-				    sig_name(sigs[i]));
+				    sig_name(by));
 			r->expired = 1;
 			break;
 		}

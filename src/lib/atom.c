@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ enum {
 	A_DURATION = 64, A_STATUS = 72, A_CMD_PID = 76, A_CMD_START = 80,
 	A_CMD_PGID = 88, A_RUNS = 92, A_IFELAPSED = 96, A_EXPIREAFTER = 104,
 	A_EXPIRIES = 112, A_NAME_LEN = 116, A_NRING = 118, A_RING_NEXT = 120,
-	A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
+	A_EXPIRY_SIG = 122, A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
 };
 _Static_assert(A_RING + LB_ATOM_RING * A_ENTRY == LB_ATOM_USED, "atom layout");
 _Static_assert(LB_ATOM_USED <= LB_POOL_ATOM_SIZE, "atom area size");
@@ -94,6 +95,12 @@ int lb_atom_decode(const unsigned char *area, size_t len, struct lb_atom *a,
 	a->ifelapsed = (int64_t)lb_get64(area + A_IFELAPSED);
 	a->expireafter = (int64_t)lb_get64(area + A_EXPIREAFTER);
 	a->expiries = lb_get32(area + A_EXPIRIES);
+	/* only a signal an expiry sends; any other byte is no signal */
+	switch (area[A_EXPIRY_SIG]) {
+	case SIGCONT: case SIGINT: case SIGTERM: case SIGKILL:
+		a->expiry_sig = area[A_EXPIRY_SIG];
+		break;
+	}
 	a->name_len = get16(area + A_NAME_LEN);
 	memcpy(a->name, area + A_NAME, a->name_len);
 	a->name[a->name_len] = '\0';
@@ -132,6 +139,7 @@ void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a)
 	lb_put64(area + A_IFELAPSED, (uint64_t)a->ifelapsed);
 	lb_put64(area + A_EXPIREAFTER, (uint64_t)a->expireafter);
 	lb_put32(area + A_EXPIRIES, a->expiries);
+	area[A_EXPIRY_SIG] = (unsigned char)a->expiry_sig;
 	put16(area + A_NAME_LEN, (unsigned)name_len);
 	put16(area + A_NRING, a->nring);
 	put16(area + A_RING_NEXT, a->ring_next);

@@ -39,7 +39,8 @@
  *   116   2  length of NAME
  *   118   2  entries in the ring (0..64)
  *   120   2  ring slot the next entry goes to (0..63)
- *   122   6  zero
+ *   122   1  strongest signal an expiry has sent the last run (0: none)
+ *   123   5  zero
  *   128 256  NAME, exactly as given (not NUL-terminated when 256 bytes)
  *   384  24  x 64 ring of recent runs, oldest overwritten first, each:
  *            +0 start wall (8), +8 duration (8, -1 unknown),
@@ -81,6 +82,7 @@ struct lb_atom {
 	uint32_t runs;
 	int64_t ifelapsed, expireafter;
 	uint32_t expiries;
+	int expiry_sig;		/* 0, or SIGCONT, SIGINT, SIGTERM, SIGKILL */
 	char name[LB_ATOM_NAME_MAX + 1];	/* NUL-terminated here */
 	size_t name_len;
 	unsigned nring, ring_next;
