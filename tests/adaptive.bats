@@ -644,3 +644,50 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	assert_stderr ""
 	assert_line --regexp '^  next run +in [0-9]+d'
 }
+
+@test "status refuses what a run refuses: another user's state file in a sticky directory" {
+	need_root_and_nobody
+	local d f
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	# nobody plants a state file, under the name root's atom uses, that
+	# holds the atom back for years
+	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" -e 100000h x true
+	f=$(echo "$d"/x-*.lock)
+	as_nobody chmod 0666 "$f"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	# status says the same, with the same status, and shows nothing of it
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" --json status
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	assert_output "[]"
+	# the caller's own atom beside it is shown
+	run -0 "$LOCKBOX" adaptive -d "$d" y true
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x y
+	assert_line --index 0 y
+	# a directory a run refuses, status refuses too
+	chmod 0777 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status y
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it"
+	assert_output ""
+}
+
+@test "options go before status: an option after it is a usage error, -- ends them" {
+	run -125 --separate-stderr "$LOCKBOX" adaptive status --json
+	assert_stderr "adaptive: '--json' after status: options go before status
+Try 'lockbox adaptive --help'."
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" adaptive status -d "$T" x
+	assert_stderr_regex "^adaptive: '-d' after status: options go before status"
+	# a NAME that starts with a dash, after --, as for a run
+	run -0 ad -- -x true
+	run -0 --separate-stderr "$LOCKBOX" adaptive status -- -x
+	assert_equal "${lines[0]}" -x
+	assert_line --regexp '^  runs +1 '
+}

@@ -309,25 +309,39 @@ static int open_state_dir(const char *dir, int *shared)
 	return -1;
 }
 
-/* In a shared sticky directory: the file open is the one there, and ours or root's. */
-static int check_state_file(const struct run *r, int dirfd)
+/*
+ * In a shared sticky directory: the file POOL opened as PATH is the one
+ * there, and ours or root's. MISSING_OK (status, which opens nothing
+ * that is missing): no file there is no file to refuse. 0, or -1
+ * (refused, reported).
+ */
+static int check_state_file(struct lb_pool *pool, const char *path, int dirfd, int missing_ok)
 {
-	const char *base = strrchr(r->path, '/') + 1;
+	const char *base = strrchr(path, '/') + 1;
 	struct lb_lock_site site;
 	struct stat st;
 
-	if (lb_pool_lock_site(r->pool, SLOT, &site) != 0 ||
-	    fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		lb_warn("%s", r->path);
+	if (lb_pool_lock_site(pool, SLOT, &site) != 0) {
+		if (missing_ok && fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+		    errno == ENOENT)
+			return 0;
+		if (missing_ok)
+			lb_warnx("%s: replaced while it was opened; refusing it", path);
+		else
+			lb_warn("%s", path);
+		return -1;
+	}
+	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		lb_warn("%s", path);
 		return -1;
 	}
 	if (st.st_dev != site.dev || st.st_ino != site.ino) {
-		lb_warnx("%s: replaced while it was opened; refusing it", r->path);
+		lb_warnx("%s: replaced while it was opened; refusing it", path);
 		return -1;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
 		lb_warnx("%s: owned by uid %ld in a directory others can write to; refusing it",
-		    r->path, (long)st.st_uid);
+		    path, (long)st.st_uid);
 		return -1;
 	}
 	return 0;
@@ -1264,7 +1278,7 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	/* a server tells this supervisor (SIGIO, see supervise) when the run's session ends */
 	popts.on_loss = SIGIO;
 	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
-	if (r.pool == NULL || (shared && check_state_file(&r, dirfd) != 0)) {
+	if (r.pool == NULL || (shared && check_state_file(r.pool, r.path, dirfd, 0) != 0)) {
 		if (r.pool != NULL)
 			lb_pool_close(r.pool);
 		lb_joblog_close();
@@ -1331,8 +1345,12 @@ static const char *iso(int64_t wall_ns, char buf[32])
 	return buf;
 }
 
-/* Fill V from its file; 0, or -1 (reported). A missing file is an idle atom. */
-static int look(struct view *v, int want_atom)
+/*
+ * Fill V from its file; 0, or -1 (reported). A missing file is an idle
+ * atom. SHARED: the state directory DIRFD is a sticky one that others
+ * may write to, and the file is trusted as a run trusts it.
+ */
+static int look(struct view *v, int want_atom, int dirfd, int shared)
 {
 	unsigned char area[LB_POOL_ATOM_SIZE];
 	struct lb_holders h;
@@ -1342,6 +1360,11 @@ static int look(struct view *v, int want_atom)
 
 	if (pool == NULL)
 		return -1;
+	/* what a run would refuse is not shown as the atom's state either */
+	if (shared && check_state_file(pool, v->path, dirfd, 1) != 0) {
+		lb_pool_close(pool);
+		return -1;
+	}
 	v->shown = strdup(lb_pool_name(pool));
 	if (v->shown == NULL)
 		lb_die(LB_EXIT_FAIL, "out of memory");
@@ -1612,11 +1635,20 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 	struct view *v = NULL;
 	size_t n = 0, i, shown = 0;
 	char *dir = state_dir(o);
-	int rc = LB_EXIT_OK;
+	int rc = LB_EXIT_OK, dirfd = -1, shared = 0;
 
 	if (o->log != NULL || o->use_syslog)
 		lb_usage_error("--log and --syslog go with COMMAND");
 	if (lb_pool_is_pg(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
+		free(dir);
+		return LB_EXIT_FAIL;
+	}
+	/*
+	 * The directory is trusted as a run trusts it, so that status never
+	 * shows a state that a run refuses. A missing one holds no atom.
+	 */
+	if (!lb_pool_is_pg(dir) && (access(dir, F_OK) == 0 || errno != ENOENT) &&
+	    (dirfd = open_state_dir(dir, &shared)) < 0) {
 		free(dir);
 		return LB_EXIT_FAIL;
 	}
@@ -1662,7 +1694,7 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 	if (o->json)
 		printf("[");
 	for (i = 0; i < n; i++) {
-		int r = look(&v[i], argc == 0);
+		int r = look(&v[i], argc == 0, dirfd, shared);
 
 		if (r < 0)
 			rc = LB_EXIT_FAIL;
@@ -1683,6 +1715,8 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 	}
 	if (o->json)
 		printf("]\n");
+	if (dirfd >= 0)
+		close(dirfd);
 	free(v);
 	free(dir);
 	lb_close_stdout();
@@ -1703,8 +1737,15 @@ int adaptive_main(int argc, char **argv)
 
 	if (i >= argc)
 		lb_usage_error("missing NAME");
-	if (strcmp(argv[i], "status") == 0)
+	if (strcmp(argv[i], "status") == 0) {
+		/* as everywhere, options come first: "status --json" names no atom */
+		if (argv[i + 1] != NULL && strcmp(argv[i + 1], "--") == 0)
+			i++;
+		else if (argv[i + 1] != NULL && argv[i + 1][0] == '-')
+			lb_usage_error("'%s' after status: options go before status",
+			    argv[i + 1]);
 		return status_cmd(&o, argc - i - 1, argv + i + 1);
+	}
 	if (o.json)
 		lb_usage_error("--json goes with status");
 	check_name(argv[i]);
