@@ -61,6 +61,11 @@ gone() {
 	! kill -0 "$1" 2>/dev/null || [[ $(ps -o stat= -p "$1") == Z* ]]
 }
 
+# log_count PATTERN N: the log has N lines matching PATTERN.
+log_count() {
+	[[ $(grep -c -e "$1" "$LOG") == "$2" ]]
+}
+
 # The log's events for NAME, without stamps and PIDs.
 events() {
 	sed -E "s/^$STAMP_RE adaptive\\[[0-9]+\\] $1 //" "$LOG"
@@ -118,6 +123,8 @@ events() {
 }
 
 @test "busy: 75 naming the running supervisor and its age; mutex list shows it" {
+	# a completed run first: IFELAPSED counts from a completion
+	run -0 ad -e 0 job true
 	start_run job
 	run -75 --separate-stderr ad -e 0 job touch "$T/ran"
 	assert_stderr_regex "^adaptive: job: already running \\(PID $RUN_PID, $AGE_RE\\)\$"
@@ -548,4 +555,139 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	run -75 --separate-stderr ad -e 0 -x 5s slow true
 	assert_stderr_regex '^adaptive: slow: already running '
 	kill -0 "$(cat "$marker")"
+}
+
+@test "the start that expires a hung run takes over: an expired run is not a completion" {
+	# IFELAPSED counts from the last run that ended by itself; the hung
+	# run did not, and none did before it
+	start_run hung '' -x 1h
+	run -0 --separate-stderr ad -e 1h -x 1ms -g 5s hung touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	run -0 grep -c ' hung expired pid=' "$LOG"
+	assert_output 1
+	run -0 "$LOCKBOX" adaptive status hung
+	assert_line --regexp '^  runs +2 \(1 expired\)'
+	# the take-over's own end is a completion
+	run -75 --separate-stderr ad -e 1h hung true
+	assert_stderr_regex '^adaptive: hung: too soon; next run allowed in (1h|59m[0-9]+s)$'
+	# a job only KILL ends: its supervisor dies with it, and the start
+	# that takes over records the expiry itself, not as a completion either
+	start_run hung2 'trap "" INT TERM; exec sleep 600'
+	run -0 --separate-stderr ad -e 1h -x 1ms -g 1s hung2 touch "$T/ran2"
+	assert [ -e "$T/ran2" ]
+	run -0 grep -c ' hung2 expired pid=[0-9]* after=KILL$' "$LOG"
+}
+
+@test "several starts expire one hung run together: the take-over logs the signal that ended it" {
+	local a b
+	# only KILL ends this job; its supervisor passes INT and TERM on
+	start_run stuck 'trap "" INT TERM; exec sleep 600'
+	# two starts that wait a long GRACE after CONT...
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 1h stuck true
+	a=$SPAWN_PID
+	spawn "$LOCKBOX" adaptive --log "$LOG" -e 0 -x 1ms -g 1h stuck true
+	b=$SPAWN_PID
+	wait_for log_count ' stuck signal sig=CONT ' 2
+	# ...and one that goes through every signal at once: its KILL ends the
+	# run, mostly before it can look for the lock again (it then gives up)
+	run --separate-stderr ad -e 0 -x 1ms -g 0 stuck true
+	# each start either took over (and ran true) or found the lock taken
+	assert [ "$status" = 0 ] || assert [ "$status" = 75 ]
+	reap "$a"
+	assert [ "$REAP_STATUS" = 0 ] || assert [ "$REAP_STATUS" = 75 ]
+	reap "$b"
+	assert [ "$REAP_STATUS" = 0 ] || assert [ "$REAP_STATUS" = 75 ]
+	wait_for -t 10 held_is "$(state_file stuck)" 0
+	# one start took over, whichever: it says KILL, not the step it was at
+	run -0 grep -c ' stuck expired pid=' "$LOG"
+	assert_output 1
+	run -0 grep -c " stuck expired pid=$RUN_PID after=KILL\$" "$LOG"
+	run -1 grep -E ' stuck expired .*after=(CONT|INT|TERM)' "$LOG"
+}
+
+@test "forged run state with extreme times: clamped, no overflow, it runs" {
+	local f min=$((1 << 63)) max=$(((1 << 63) - 1))
+	run -0 ad -e 0 ext true
+	f=$(state_file ext)
+	# this boot's start, on the boot clock, at INT64_MIN; the completion at
+	# INT64_MIN on the wall clock: both long ago, never "in the future"
+	poke "$f" 112 "$(le 8 "$min")"
+	poke "$f" 120 "$(le 8 "$min")"
+	# two runs in the history lasting INT64_MAX each (their median)
+	poke "$f" 182 "$(le 2 2)"
+	poke "$f" 456 "$(le 8 "$max")"
+	poke "$f" 480 "$(le 8 "$max")"
+	reseal "$f"
+	run -0 --separate-stderr "$LOCKBOX" adaptive status ext
+	assert_stderr ""
+	assert_line '  next run       now'
+	run -0 --separate-stderr "$LOCKBOX" adaptive --json status ext
+	assert_stderr ""
+	run -0 --separate-stderr ad -e 1h ext touch "$T/ran"
+	assert_stderr ""
+	assert [ -e "$T/ran" ]
+	# the completion at INT64_MIN on the wall clock of another boot
+	run -0 ad -e 0 ext2 true
+	f=$(state_file ext2)
+	poke "$f" 88 "$(printf '\\x00%.0s' {1..16})"
+	poke "$f" 120 "$(le 8 "$min")"
+	reseal "$f"
+	run -0 --separate-stderr ad -e 1h ext2 touch "$T/ran2"
+	assert_stderr ""
+	assert [ -e "$T/ran2" ]
+	# an IFELAPSED of INT64_MAX: the wait is told, not rounded past it
+	run -0 ad -e 0 ext3 true
+	f=$(state_file ext3)
+	poke "$f" 160 "$(le 8 "$max")"
+	reseal "$f"
+	run -0 --separate-stderr "$LOCKBOX" adaptive status ext3
+	assert_stderr ""
+	assert_line --regexp '^  next run +in [0-9]+d'
+}
+
+@test "status refuses what a run refuses: another user's state file in a sticky directory" {
+	need_root_and_nobody
+	local d f
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	# nobody plants a state file, under the name root's atom uses, that
+	# holds the atom back for years
+	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" -e 100000h x true
+	f=$(echo "$d"/x-*.lock)
+	as_nobody chmod 0666 "$f"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	# status says the same, with the same status, and shows nothing of it
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" --json status
+	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
+	assert_output "[]"
+	# the caller's own atom beside it is shown
+	run -0 "$LOCKBOX" adaptive -d "$d" y true
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x y
+	assert_line --index 0 y
+	# a directory a run refuses, status refuses too
+	chmod 0777 "$d"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status y
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it"
+	assert_output ""
+}
+
+@test "options go before status: an option after it is a usage error, -- ends them" {
+	run -125 --separate-stderr "$LOCKBOX" adaptive status --json
+	assert_stderr "adaptive: '--json' after status: options go before status
+Try 'lockbox adaptive --help'."
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" adaptive status -d "$T" x
+	assert_stderr_regex "^adaptive: '-d' after status: options go before status"
+	# a NAME that starts with a dash, after --, as for a run
+	run -0 ad -- -x true
+	run -0 --separate-stderr "$LOCKBOX" adaptive status -- -x
+	assert_equal "${lines[0]}" -x
+	assert_line --regexp '^  runs +1 '
 }

@@ -39,15 +39,15 @@
 
 #define HELP \
 	"\n" \
-	"Run COMMAND for the atom NAME unless its last run ended less than\n" \
-	"IFELAPSED ago (too soon: 75) or it is running (busy: 75). A run older\n" \
-	"than EXPIREAFTER is expired: its whole job gets CONT, INT, TERM, KILL,\n" \
-	"GRACE apart, and this run takes over. adaptive stays as a small\n" \
-	"supervisor, passes signals on and records how the run ended; 'status'\n" \
-	"shows the record.\n" \
+	"Run COMMAND for the atom NAME unless its last completed run (one that\n" \
+	"ended by itself, not expired) ended less than IFELAPSED ago (too soon:\n" \
+	"75) or it is running (busy: 75). A run older than EXPIREAFTER is\n" \
+	"expired: its whole job gets CONT, INT, TERM, KILL, GRACE apart, and\n" \
+	"this run takes over. adaptive stays as a small supervisor, passes\n" \
+	"signals on and records how the run ended; 'status' shows the record.\n" \
 	"\n" \
-	"  -e, --if-elapsed DUR   least time from a run's end to the next start\n" \
-	"                         (bare number: minutes; default 1m)\n" \
+	"  -e, --if-elapsed DUR   least time from the last completed run's end to\n" \
+	"                         the next start (bare number: minutes; default 1m)\n" \
 	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
 	"                         minutes; default 2h)\n" \
 	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
@@ -309,25 +309,39 @@ static int open_state_dir(const char *dir, int *shared)
 	return -1;
 }
 
-/* In a shared sticky directory: the file open is the one there, and ours or root's. */
-static int check_state_file(const struct run *r, int dirfd)
+/*
+ * In a shared sticky directory: the file POOL opened as PATH is the one
+ * there, and ours or root's. MISSING_OK (status, which opens nothing
+ * that is missing): no file there is no file to refuse. 0, or -1
+ * (refused, reported).
+ */
+static int check_state_file(struct lb_pool *pool, const char *path, int dirfd, int missing_ok)
 {
-	const char *base = strrchr(r->path, '/') + 1;
+	const char *base = strrchr(path, '/') + 1;
 	struct lb_lock_site site;
 	struct stat st;
 
-	if (lb_pool_lock_site(r->pool, SLOT, &site) != 0 ||
-	    fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		lb_warn("%s", r->path);
+	if (lb_pool_lock_site(pool, SLOT, &site) != 0) {
+		if (missing_ok && fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+		    errno == ENOENT)
+			return 0;
+		if (missing_ok)
+			lb_warnx("%s: replaced while it was opened; refusing it", path);
+		else
+			lb_warn("%s", path);
+		return -1;
+	}
+	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		lb_warn("%s", path);
 		return -1;
 	}
 	if (st.st_dev != site.dev || st.st_ino != site.ino) {
-		lb_warnx("%s: replaced while it was opened; refusing it", r->path);
+		lb_warnx("%s: replaced while it was opened; refusing it", path);
 		return -1;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
 		lb_warnx("%s: owned by uid %ld in a directory others can write to; refusing it",
-		    r->path, (long)st.st_uid);
+		    path, (long)st.st_uid);
 		return -1;
 	}
 	return 0;
@@ -407,7 +421,8 @@ static void check_name(const char *name)
 /* A wait rounded up to the second, so "in 5m" right after a 5m run, not "4m59s". */
 static const char *fmt_wait(int64_t ns, char buf[32])
 {
-	if (ns >= LB_NS_PER_S)
+	/* a forged IFELAPSED may be near INT64_MAX: no rounding up past it */
+	if (ns >= LB_NS_PER_S && ns <= INT64_MAX - LB_NS_PER_S)
 		ns = (ns + LB_NS_PER_S - 1) / LB_NS_PER_S * LB_NS_PER_S;
 	return lb_format_duration(ns, buf);
 }
@@ -444,17 +459,19 @@ static int check_elapsed(struct run *r, struct lb_atom *a, const struct lb_atom_
 	r->last_now = *now;
 	if (future) {
 		/*
-		 * The clock went back past the last start or end: count it
-		 * as now and store that, so the atom waits one IFELAPSED at
-		 * most rather than until the clock catches up.
+		 * The clock went back past the last completion: count it as
+		 * now and store that, so the atom waits one IFELAPSED at most
+		 * rather than until the clock catches up. When that completion
+		 * is the last run, its start moves with it (a start after its
+		 * end would read as a negative duration).
 		 */
-		memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
-		a->start_wall = now->wall;
-		a->start_boot = now->boot;
-		if (a->end_wall != 0) {
-			a->end_wall = a->start_wall;
+		if (lb_atom_completed(a)) {
+			memcpy(a->boot_id, now->boot_id, sizeof a->boot_id);
+			a->start_wall = now->wall;
+			a->start_boot = now->boot;
 			a->duration = 0;
 		}
+		a->end_wall = now->wall;
 		changed = 1;
 	}
 	r->too_soon = since >= 0 && since < r->o->ifelapsed;
@@ -495,18 +512,21 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 		return write;
 	}
 	if (a->flags & LB_ATOM_RUNNING) {
-		/* the last run's end was never recorded: it was expired, or its supervisor vanished */
-		if (r->expired) {
+		/*
+		 * The last run's end was never recorded: it was expired (by
+		 * this start, or by another whose signals ended it first), or
+		 * its supervisor vanished. Neither is a completion: end_wall
+		 * keeps the last one, from which IFELAPSED counts.
+		 */
+		if (r->expired || (a->flags & LB_ATOM_EXPIRING)) {
 			int future;
 			int64_t d = lb_atom_since_start(a, now, &future);
 
 			a->status = LB_STATUS_EXPIRED;
-			a->end_wall = now->wall;
 			a->duration = d > 0 ? d : 0;
 			a->expiries++;
 		} else {
 			a->status = LB_STATUS_UNKNOWN;
-			a->end_wall = 0;
 			a->duration = -1;
 		}
 		lb_atom_push(a, a->start_wall, a->duration, a->status);
@@ -522,6 +542,7 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 	a->start_boot = now->boot;
 	a->cmd_pid = a->cmd_pgid = 0;
 	a->cmd_starttime = 0;
+	a->expiry_sig = 0;
 	a->runs++;
 	a->ifelapsed = r->o->ifelapsed;
 	a->expireafter = r->o->expireafter;
@@ -565,14 +586,19 @@ static int end_fn(unsigned char *area, size_t len, const struct lb_atom_clock *n
 	/* never overwrite a state that moved on (reset, or another run's) */
 	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
 		return 0;
-	a.end_wall = now->wall;
 	/* ours: started at r->start_wall, so never -1 */
 	a.duration = lb_atom_since_start(&a, now, &future);
 	a.status = r->status;
-	/* killed by a later start: an expiry, whoever records it first */
+	/*
+	 * Killed by a later start: an expiry, whoever records it first, and
+	 * not a completion (end_wall keeps the last one). Otherwise the run
+	 * ended by itself, whatever its status: it is the last completion.
+	 */
 	if (a.flags & LB_ATOM_EXPIRING) {
 		a.status = LB_STATUS_EXPIRED;
 		a.expiries++;
+	} else {
+		a.end_wall = now->wall;
 	}
 	a.flags = 0;
 	lb_atom_push(&a, r->start_wall, a.duration, a.status);
@@ -630,6 +656,67 @@ static void mark_expiring(struct run *r, const struct lb_ident *old, int on)
 
 	if (lb_pool_atom(r->pool, expiring_fn, &e) < 0 && on)
 		lb_warnx("%s: cannot mark the run as expiring", r->name);
+}
+
+/* The expiry's signals, weakest first. */
+static const int expiry_sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
+
+static size_t sig_rank(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof expiry_sigs / sizeof expiry_sigs[0]; i++)
+		if (expiry_sigs[i] == sig)
+			return i + 1;
+	return 0;
+}
+
+struct sent {
+	pid_t old;			/* the run's supervisor */
+	int sig;			/* in: the signal about to be sent; out: the strongest sent */
+	int gone;			/* out: the state has moved on to another run */
+};
+
+/*
+ * Several starts may expire one run together, each at its own step: the
+ * run's state keeps the strongest signal any of them sent, so that the
+ * one that takes over can log what ended the run, not its own step.
+ * The mark stays after the run's end is recorded (until the next start).
+ */
+static int sent_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
+{
+	struct sent *s = arg;
+	struct lb_atom a;
+	const char *why;
+
+	(void)now;
+	if (lb_atom_decode(area, len, &a, &why) != 1)
+		return 0;
+	if (a.super_pid != s->old) {
+		s->gone = 1;
+		return 0;
+	}
+	if (sig_rank(s->sig) <= sig_rank(a.expiry_sig)) {
+		s->sig = a.expiry_sig;
+		return 0;
+	}
+	a.expiry_sig = s->sig;
+	lb_atom_encode(area, len, &a);
+	return 1;
+}
+
+/*
+ * Record SIG (0: none) as sent to OLD's run; the strongest sent so far,
+ * or 0; -1 when another run has started since (OLD's is over).
+ */
+static int note_sent(struct run *r, pid_t old, int sig)
+{
+	struct sent s = { old, sig, 0 };
+
+	if (lb_pool_atom(r->pool, sent_fn, &s) < 0)
+		return sig;	/* reported */
+	return s.gone ? -1 : s.sig;
 }
 
 /* ---- skipping ---- */
@@ -745,7 +832,7 @@ static int blind(struct run *r, const struct lb_job *job, int sig)
  */
 static int expire(struct run *r, struct lb_holder *h)
 {
-	static const int sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
+	const int *sigs = expiry_sigs;
 	struct lb_holders now = { NULL, 0 };
 	struct lb_ident old = h->who;
 	struct lb_lock_site site;
@@ -753,7 +840,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	char age[32], pids[512], refused[512], late[512];
 	unsigned slot;
 	size_t i, reached;
-	int got = -1, n, signalled = 0;
+	int got = -1, n, signalled = 0, sent = 0;
 
 	lb_format_duration(holder_age(&r->last, &r->last_now, &old), age);
 	lb_joblog(LOG_NOTICE, r->name, "expire pid=%d age=%s", (int)old.pid, age);
@@ -766,7 +853,7 @@ static int expire(struct run *r, struct lb_holder *h)
 	mark_expiring(r, &old, 1);
 	/* the records name old.pid, but only the kernel's locks say who holds it */
 	lb_job_init(&job, &site);
-	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+	for (i = 0; i < sizeof expiry_sigs / sizeof expiry_sigs[0]; i++) {
 		n = lb_job_scan(&job);
 		if (n < 0) {
 			/* a member missed must not pass for one that is gone */
@@ -803,6 +890,9 @@ static int expire(struct run *r, struct lb_holder *h)
 				break;
 			}
 			if (reached > 0) {
+				/* marked before it is sent: a start that takes over reads it after */
+				note_sent(r, old.pid, sigs[i]);
+				sent = sigs[i];
 				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
 				    sig_name(sigs[i]), pids);
 				if (r->o->verbose)
@@ -825,11 +915,33 @@ static int expire(struct run *r, struct lb_holder *h)
 		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
 		    &slot, &now);
 		if (got == 1) {
+			/*
+			 * What ended the run: the strongest signal sent to it,
+			 * by this start or by another expiring it at the same
+			 * time (this one may still be at an earlier step).
+			 */
+			int by = note_sent(r, old.pid, 0);
+
+			if (by < 0) {
+				/*
+				 * Another start expired the run and took over, and
+				 * its run has ended too: the lock is ours as at any
+				 * start, with no expiry of ours to log or record.
+				 */
+				if (r->o->verbose)
+					lb_warnx("%s: PID %d was expired by another start; lock free",
+					    r->name, (int)old.pid);
+				break;
+			}
+			if (sig_rank(by) < sig_rank(sent))
+				by = sent;
+			if (by == 0)	/* nothing reached: freed by itself meanwhile */
+				by = sigs[i];
 			lb_joblog(LOG_NOTICE, r->name, "expired pid=%d after=%s", (int)old.pid,
-			    sig_name(sigs[i]));
+			    sig_name(by));
 			if (r->o->verbose)
 				lb_warnx("%s: lock freed after SIG%s; taking over", r->name,
-				    sig_name(sigs[i]));
+				    sig_name(by));
 			r->expired = 1;
 			break;
 		}
@@ -1166,7 +1278,7 @@ static int run_atom(struct opts *o, const char *name, char **command)
 	/* a server tells this supervisor (SIGIO, see supervise) when the run's session ends */
 	popts.on_loss = SIGIO;
 	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
-	if (r.pool == NULL || (shared && check_state_file(&r, dirfd) != 0)) {
+	if (r.pool == NULL || (shared && check_state_file(r.pool, r.path, dirfd, 0) != 0)) {
 		if (r.pool != NULL)
 			lb_pool_close(r.pool);
 		lb_joblog_close();
@@ -1233,8 +1345,12 @@ static const char *iso(int64_t wall_ns, char buf[32])
 	return buf;
 }
 
-/* Fill V from its file; 0, or -1 (reported). A missing file is an idle atom. */
-static int look(struct view *v, int want_atom)
+/*
+ * Fill V from its file; 0, or -1 (reported). A missing file is an idle
+ * atom. SHARED: the state directory DIRFD is a sticky one that others
+ * may write to, and the file is trusted as a run trusts it.
+ */
+static int look(struct view *v, int want_atom, int dirfd, int shared)
 {
 	unsigned char area[LB_POOL_ATOM_SIZE];
 	struct lb_holders h;
@@ -1244,6 +1360,11 @@ static int look(struct view *v, int want_atom)
 
 	if (pool == NULL)
 		return -1;
+	/* what a run would refuse is not shown as the atom's state either */
+	if (shared && check_state_file(pool, v->path, dirfd, 1) != 0) {
+		lb_pool_close(pool);
+		return -1;
+	}
 	v->shown = strdup(lb_pool_name(pool));
 	if (v->shown == NULL)
 		lb_die(LB_EXIT_FAIL, "out of memory");
@@ -1349,7 +1470,7 @@ static void print_text(const struct view *v, int first)
 			printf("  %-14s %s\n", "last status", "-");
 			printf("  %-14s %s\n", "last duration", "-");
 		} else {
-			printf("  %-14s %s\n", "last end", iso(a->end_wall, b1));
+			printf("  %-14s %s\n", "last end", iso(lb_atom_last_end(a), b1));
 			printf("  %-14s %s\n", "last status", status_word(a->status, b2));
 			printf("  %-14s %s\n", "last duration",
 			    a->duration >= 0 ? lb_format_duration(a->duration, b3) : "-");
@@ -1422,7 +1543,7 @@ static void print_json(const struct view *v, int first)
 	json_secs("age_seconds", v->running && v->who_known ? view_age(v) : 0,
 	    v->running && v->who_known);
 	json_time("last_start", v->known ? a->start_wall : 0);
-	json_time("last_end", ended ? a->end_wall : 0);
+	json_time("last_end", ended ? lb_atom_last_end(a) : 0);
 	if (ended)
 		json_status(a->status);
 	else
@@ -1514,11 +1635,20 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 	struct view *v = NULL;
 	size_t n = 0, i, shown = 0;
 	char *dir = state_dir(o);
-	int rc = LB_EXIT_OK;
+	int rc = LB_EXIT_OK, dirfd = -1, shared = 0;
 
 	if (o->log != NULL || o->use_syslog)
 		lb_usage_error("--log and --syslog go with COMMAND");
 	if (lb_pool_is_pg(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
+		free(dir);
+		return LB_EXIT_FAIL;
+	}
+	/*
+	 * The directory is trusted as a run trusts it, so that status never
+	 * shows a state that a run refuses. A missing one holds no atom.
+	 */
+	if (!lb_pool_is_pg(dir) && (access(dir, F_OK) == 0 || errno != ENOENT) &&
+	    (dirfd = open_state_dir(dir, &shared)) < 0) {
 		free(dir);
 		return LB_EXIT_FAIL;
 	}
@@ -1564,7 +1694,7 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 	if (o->json)
 		printf("[");
 	for (i = 0; i < n; i++) {
-		int r = look(&v[i], argc == 0);
+		int r = look(&v[i], argc == 0, dirfd, shared);
 
 		if (r < 0)
 			rc = LB_EXIT_FAIL;
@@ -1585,6 +1715,8 @@ static int status_cmd(const struct opts *o, int argc, char **argv)
 	}
 	if (o->json)
 		printf("]\n");
+	if (dirfd >= 0)
+		close(dirfd);
 	free(v);
 	free(dir);
 	lb_close_stdout();
@@ -1605,8 +1737,15 @@ int adaptive_main(int argc, char **argv)
 
 	if (i >= argc)
 		lb_usage_error("missing NAME");
-	if (strcmp(argv[i], "status") == 0)
+	if (strcmp(argv[i], "status") == 0) {
+		/* as everywhere, options come first: "status --json" names no atom */
+		if (argv[i + 1] != NULL && strcmp(argv[i + 1], "--") == 0)
+			i++;
+		else if (argv[i + 1] != NULL && argv[i + 1][0] == '-')
+			lb_usage_error("'%s' after status: options go before status",
+			    argv[i + 1]);
 		return status_cmd(&o, argc - i - 1, argv + i + 1);
+	}
 	if (o.json)
 		lb_usage_error("--json goes with status");
 	check_name(argv[i]);

@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ enum {
 	A_DURATION = 64, A_STATUS = 72, A_CMD_PID = 76, A_CMD_START = 80,
 	A_CMD_PGID = 88, A_RUNS = 92, A_IFELAPSED = 96, A_EXPIREAFTER = 104,
 	A_EXPIRIES = 112, A_NAME_LEN = 116, A_NRING = 118, A_RING_NEXT = 120,
-	A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
+	A_EXPIRY_SIG = 122, A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
 };
 _Static_assert(A_RING + LB_ATOM_RING * A_ENTRY == LB_ATOM_USED, "atom layout");
 _Static_assert(LB_ATOM_USED <= LB_POOL_ATOM_SIZE, "atom area size");
@@ -94,6 +95,12 @@ int lb_atom_decode(const unsigned char *area, size_t len, struct lb_atom *a,
 	a->ifelapsed = (int64_t)lb_get64(area + A_IFELAPSED);
 	a->expireafter = (int64_t)lb_get64(area + A_EXPIREAFTER);
 	a->expiries = lb_get32(area + A_EXPIRIES);
+	/* only a signal an expiry sends; any other byte is no signal */
+	switch (area[A_EXPIRY_SIG]) {
+	case SIGCONT: case SIGINT: case SIGTERM: case SIGKILL:
+		a->expiry_sig = area[A_EXPIRY_SIG];
+		break;
+	}
 	a->name_len = get16(area + A_NAME_LEN);
 	memcpy(a->name, area + A_NAME, a->name_len);
 	a->name[a->name_len] = '\0';
@@ -132,6 +139,7 @@ void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a)
 	lb_put64(area + A_IFELAPSED, (uint64_t)a->ifelapsed);
 	lb_put64(area + A_EXPIREAFTER, (uint64_t)a->expireafter);
 	lb_put32(area + A_EXPIRIES, a->expiries);
+	area[A_EXPIRY_SIG] = (unsigned char)a->expiry_sig;
 	put16(area + A_NAME_LEN, (unsigned)name_len);
 	put16(area + A_NRING, a->nring);
 	put16(area + A_RING_NEXT, a->ring_next);
@@ -175,6 +183,16 @@ static int same_boot(const struct lb_atom *a, const struct lb_atom_clock *now)
 	return memcmp(now->boot_id, none, 16) != 0 && memcmp(now->boot_id, a->boot_id, 16) == 0;
 }
 
+/* A - B, saturated: times read from a state anyone may have forged never overflow. */
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+	if (b < 0 && a > INT64_MAX + b)
+		return INT64_MAX;
+	if (b > 0 && a < INT64_MIN + b)
+		return INT64_MIN;
+	return a - b;
+}
+
 int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock *now,
     int *future)
 {
@@ -189,9 +207,9 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 	 * clock is comparable.
 	 */
 	if (same_boot(a, now))
-		since = now->boot - a->start_boot;
+		since = sub_sat(now->boot, a->start_boot);
 	else
-		since = now->wall - a->start_wall;
+		since = sub_sat(now->wall, a->start_wall);
 	if (since < 0) {
 		*future = 1;
 		since = 0;
@@ -199,24 +217,51 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 	return since;
 }
 
+int lb_atom_completed(const struct lb_atom *a)
+{
+	return !(a->flags & LB_ATOM_RUNNING) && a->status >= 0 && a->duration >= 0 &&
+	    a->end_wall != 0;
+}
+
 int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *now,
     int *future)
 {
 	int64_t since;
 
-	if (a->end_wall == 0 || a->duration < 0)
-		return lb_atom_since_start(a, now, future);
 	*future = 0;
-	/* the boot clock while the start and the duration are of one run of this boot */
-	if (!(a->flags & LB_ATOM_RUNNING) && same_boot(a, now))
-		since = now->boot - a->start_boot - a->duration;
+	/*
+	 * CFEngine writes lastcompleted only when a run ends by itself: an
+	 * expired run is not one, so the start that expires a hung run is
+	 * measured from the completion before it, not made "too soon" by
+	 * the expiry it just did.
+	 */
+	if (a->end_wall == 0)
+		return -1;
+	/* the boot clock while that completion is the last run, of this boot */
+	if (lb_atom_completed(a) && same_boot(a, now))
+		since = sub_sat(sub_sat(now->boot, a->start_boot), a->duration);
 	else
-		since = now->wall - a->end_wall;
+		since = sub_sat(now->wall, a->end_wall);
 	if (since < 0) {
 		*future = 1;
 		since = 0;
 	}
 	return since;
+}
+
+int64_t lb_atom_last_end(const struct lb_atom *a)
+{
+	int64_t end;
+
+	if ((a->flags & LB_ATOM_RUNNING) || a->status == LB_STATUS_UNKNOWN)
+		return 0;
+	if (a->status >= 0)
+		return a->end_wall;
+	/* an expired run's end is not a completion: it is its start and duration */
+	if (a->duration < 0)
+		return 0;
+	end = a->start_wall > INT64_MAX - a->duration ? INT64_MAX : a->start_wall + a->duration;
+	return end > 0 ? end : 0;
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -239,6 +284,8 @@ size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median)
 		return 0;
 	qsort(d, n, sizeof *d, cmp_i64);
 	*longest = d[n - 1];
-	*median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+	/* halves first: forged durations near INT64_MAX must not overflow the sum */
+	*median = n % 2 ? d[n / 2] :
+	    d[n / 2 - 1] / 2 + d[n / 2] / 2 + (d[n / 2 - 1] % 2 + d[n / 2] % 2) / 2;
 	return n;
 }

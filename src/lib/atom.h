@@ -24,7 +24,8 @@
  *    24  16  boot id at the last start
  *    40   8  last start, wall
  *    48   8  last start, boot
- *    56   8  last end, wall (0: none recorded)
+ *    56   8  last completion, wall: the end of the last run that ended
+ *            by itself, not expired (0: none)
  *    64   8  last duration (-1: unknown)
  *    72   4  last status, signed: 0..255 exit status (128+n: signal n),
  *            -1 unknown (the supervisor vanished), -2 expired (taken over)
@@ -38,7 +39,8 @@
  *   116   2  length of NAME
  *   118   2  entries in the ring (0..64)
  *   120   2  ring slot the next entry goes to (0..63)
- *   122   6  zero
+ *   122   1  strongest signal an expiry has sent the last run (0: none)
+ *   123   5  zero
  *   128 256  NAME, exactly as given (not NUL-terminated when 256 bytes)
  *   384  24  x 64 ring of recent runs, oldest overwritten first, each:
  *            +0 start wall (8), +8 duration (8, -1 unknown),
@@ -80,6 +82,7 @@ struct lb_atom {
 	uint32_t runs;
 	int64_t ifelapsed, expireafter;
 	uint32_t expiries;
+	int expiry_sig;		/* 0, or SIGCONT, SIGINT, SIGTERM, SIGKILL */
 	char name[LB_ATOM_NAME_MAX + 1];	/* NUL-terminated here */
 	size_t name_len;
 	unsigned nring, ring_next;
@@ -116,10 +119,17 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 
 /*
  * The same from the last completion (CFEngine's lastcompleted): the end of
- * the last run when one is recorded, else its start; -1 when never run.
+ * the last run that ended by itself. A run that was expired, whose end was
+ * never recorded, or that goes on is not one. -1 when none ever completed.
  */
 int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *now,
     int *future);
+
+/* Whether the last run is the last completion (it ended by itself). */
+int lb_atom_completed(const struct lb_atom *a);
+
+/* When the last run ended, wall; 0 when it goes on or its end is unknown. */
+int64_t lb_atom_last_end(const struct lb_atom *a);
 
 /* Longest and median of the known durations in the ring: count of them. */
 size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median);
