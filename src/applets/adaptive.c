@@ -19,10 +19,8 @@
 
 #include "applets.h"
 #include "atom.h"
-#include "child.h"
 #include "clock.h"
 #include "err.h"
-#include "exec.h"
 #include "exitcodes.h"
 #include "job.h"
 #include "joblog.h"
@@ -30,6 +28,7 @@
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
+#include "supervise.h"
 #include "text.h"
 
 #define USAGE \
@@ -973,26 +972,7 @@ static int expire(struct run *r, struct lb_holder *h)
 
 /* ---- supervision ---- */
 
-/* Whether the exec reported through FD failed, and with which errno. */
-static int exec_failed(int fd, int *err)
-{
-	ssize_t n;
-
-	do
-		n = read(fd, err, sizeof *err);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	return n == (ssize_t)sizeof *err;
-}
-
 static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
-
-/* To the command's whole group; to it alone if it left the group. */
-static void signal_job(pid_t pid, int sig)
-{
-	if (kill(-pid, sig) != 0)
-		kill(pid, sig);
-}
 
 /*
  * The run's session on the server ended (an expiry elsewhere, an
@@ -1000,139 +980,74 @@ static void signal_job(pid_t pid, int sig)
  * run, so this one must stop. CONT and the --on-loss signal to the job;
  * the deadline for KILL, or 0 when there is none.
  */
-static int64_t lock_lost(struct run *r, pid_t pid)
+static int64_t lock_lost(struct run *r, const struct lb_super *job)
 {
 	r->lost = 1;
 	lb_warnx("%s: the run's session on the server ended; its lock is free%s%s", r->name,
 	    r->o->on_loss ? ": sending SIG" : "", r->o->on_loss ? sig_name(r->o->on_loss) : "");
-	lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=%s", (int)pid,
+	lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=%s", (int)job->pid,
 	    r->o->on_loss ? sig_name(r->o->on_loss) : "none");
 	if (r->o->on_loss == 0)
 		return 0;
-	signal_job(pid, SIGCONT);
-	signal_job(pid, r->o->on_loss);
+	lb_super_signal(job, SIGCONT);
+	lb_super_signal(job, r->o->on_loss);
 	return r->o->on_loss == SIGKILL ? 0 : lb_deadline_after(r->o->grace);
-}
-
-/* sigwaitinfo, or sigtimedwait until DEADLINE when there is one (EAGAIN then). */
-static int wait_signal(const sigset_t *set, siginfo_t *si, int64_t deadline)
-{
-	int64_t left;
-	struct timespec ts;
-
-	if (deadline == 0)
-		return sigwaitinfo(set, si);
-	left = lb_remaining(deadline);
-	ts.tv_sec = (time_t)(left / LB_NS_PER_S);
-	ts.tv_nsec = (long)(left % LB_NS_PER_S);
-	return sigtimedwait(set, si, &ts);
 }
 
 static int supervise(struct run *r, char **command)
 {
-	struct sigaction dfl, chld_old;
-	sigset_t set, old;
-	siginfo_t si;
+	/* a server's lock: the pool has the kernel send SIGIO when its session ends */
+	static const int own[] = { SIGIO };
+	struct lb_super job;
 	char cmd[LB_COMMAND_MAX * 4], buf[32];
 	int64_t d, kill_at = 0;
-	size_t i;
-	int ws = 0, err, report[2];
+	int ws = 0, ev;
 	pid_t pid;
 
-	/*
-	 * The signals to pass on stay blocked and are taken with sigwaitinfo:
-	 * no handler, no race between a signal and the wait. One that was
-	 * ignored on entry stays ignored (the command inherits that too).
-	 * SIGCHLD must not be ignored, or the kernel reaps the command for us.
-	 */
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	/* a server's lock: the pool has the kernel send SIGIO when its session ends */
-	if (r->remote)
-		sigaddset(&set, SIGIO);
-	for (i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
-		struct sigaction cur;
-
-		if (sigaction(forwarded[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
-			sigaddset(&set, forwarded[i]);
+	/* the command leads a group of its own, which gets what we are sent */
+	if (lb_super_init(&job, forwarded, sizeof forwarded / sizeof forwarded[0], own,
+	    r->remote ? 1 : 0, LB_SUPER_GROUP) != 0) {
+		lb_warn("cannot set up signals");
+		return LB_EXIT_FAIL;
 	}
-	memset(&dfl, 0, sizeof dfl);
-	dfl.sa_handler = SIG_DFL;
-	sigemptyset(&dfl.sa_mask);
-	sigaction(SIGCHLD, &dfl, &chld_old);
-	sigprocmask(SIG_BLOCK, &set, &old);
 	/* the command inherits the lock's descriptor, so the lock outlives us */
 	if (lb_pool_keep_on_exec(r->pool) != 0)
 		return LB_EXIT_FAIL;
-	/* closed by a successful exec; an errno on it if the exec failed */
-	if (pipe2(report, O_CLOEXEC) != 0) {
-		lb_warn("pipe");
-		return LB_EXIT_FAIL;
-	}
-	pid = fork();
-	if (pid < 0) {
-		lb_warn("fork");
-		close(report[0]);
-		close(report[1]);
-		return LB_EXIT_FAIL;
-	}
-	if (pid == 0) {
-		close(report[0]);
-		/* its own process group, as timeout(1) does: the job can be signalled whole */
-		setpgid(0, 0);
-		sigaction(SIGCHLD, &chld_old, NULL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		lb_exec_report(command, report[1]);
-	}
-	close(report[1]);
-	/* both sides set the group, so it is in place whoever runs first */
-	setpgid(pid, pid);
-	r->child = pid;
-	if (exec_failed(report[0], &err)) {
+	if (lb_super_start(&job, command) != 0) {
+		if (job.exec_errno == 0) {
+			lb_warn("fork");
+			return LB_EXIT_FAIL;
+		}
+		lb_warn("cannot run '%s'", command[0]);
 		/* not a run: it neither counts for IFELAPSED nor shows in the history */
-		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-			;
 		if (lb_pool_atom(r->pool, unstart_fn, r) < 0)
 			lb_warnx("%s: cannot undo the start", r->name);
-		r->status = lb_child_exec_status(err);
+		r->status = lb_child_exec_status(job.exec_errno);
 		lb_joblog(LOG_ERR, r->name, "not-started status=%d error=%s", r->status,
-		    strerror(err));
+		    strerror(job.exec_errno));
 		return r->status;
 	}
+	pid = r->child = job.pid;
 	if (lb_pool_atom(r->pool, started_fn, r) < 0)
 		lb_warnx("%s: cannot record the command's PID", r->name);
 	lb_joblog_escape(r->who.command, 1, cmd, sizeof cmd);
 	lb_joblog(LOG_INFO, r->name, "ran pid=%d command=%s", (int)pid, cmd);
 	if (r->o->verbose)
 		lb_warnx("%s: running %s (PID %d)", r->name, r->who.command, (int)pid);
-	for (;;) {
-		int sig = wait_signal(&set, &si, kill_at);
-		pid_t w;
-
-		if (sig < 0 && errno == EAGAIN) {
+	while ((ev = lb_super_wait(&job, kill_at, &ws)) != 0) {
+		if (ev < 0 && errno == EAGAIN) {
 			/* the job outlived GRACE after the loss: it must not run on unlocked */
 			lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=KILL", (int)pid);
-			signal_job(pid, SIGKILL);
+			lb_super_signal(&job, SIGKILL);
 			kill_at = 0;
-		}
-		if (sig < 0)
-			continue;	/* EINTR: a stop and continue */
-		if (sig == SIGIO) {
-			if (!r->lost)
-				kill_at = lock_lost(r, pid);
-			continue;
-		}
-		if (sig != SIGCHLD) {
-			r->signalled = sig;
-			signal_job(pid, sig);
-			continue;
-		}
-		do
-			w = waitpid(pid, &ws, WNOHANG);
-		while (w < 0 && errno == EINTR);
-		if (w == pid || (w < 0 && errno == ECHILD))
+		} else if (ev < 0) {
+			lb_warn("waiting for '%s'", command[0]);
 			break;
+		} else if (ev == SIGIO && !r->lost) {
+			kill_at = lock_lost(r, &job);
+		}
 	}
+	r->signalled = job.caught;
 	r->killed = WIFSIGNALED(ws);
 	r->status = r->killed ? LB_EXIT_SIGNAL + WTERMSIG(ws) : WEXITSTATUS(ws);
 	if (lb_pool_atom(r->pool, end_fn, r) < 0)

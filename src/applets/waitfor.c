@@ -11,12 +11,12 @@
 #include <sys/wait.h>
 
 #include "applets.h"
-#include "child.h"
 #include "clock.h"
 #include "err.h"
 #include "exitcodes.h"
 #include "opts.h"
 #include "parse.h"
+#include "supervise.h"
 
 #define USAGE \
 	"usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
@@ -172,22 +172,23 @@ static int attempts(const struct opts *o, char **command)
 {
 	static const int forwarded[] = { SIGINT, SIGTERM };
 	int64_t deadline = lb_deadline_after(o->timeout), now, wake;
-	struct lb_child child;
+	struct lb_super child;
 	char what[64], when[32];
 	unsigned n;
 	int wstatus, status, sig;
 
-	if (lb_child_catch(forwarded, 2) != 0)
+	/* the attempt shares our process group: a terminal's ^C reaches it directly */
+	if (lb_super_init(&child, forwarded, 2, NULL, 0, LB_SUPER_NOT_KERNEL) != 0)
 		lb_die(LB_EXIT_FAIL, "cannot set up signals");
 	for (n = 1;; n++) {
-		if (lb_child_start(&child, command) != 0) {
+		if (lb_super_start(&child, command) != 0) {
 			if (child.exec_errno != 0) {
 				lb_warn("cannot run '%s'", command[0]);
 				return lb_child_exec_status(child.exec_errno);
 			}
 			lb_die(LB_EXIT_FAIL, "cannot start '%s'", command[0]);
 		}
-		if (lb_child_wait(&child, &wstatus) != 0)
+		if (lb_super_wait(&child, 0, &wstatus) != 0)
 			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
 		status = lb_child_status(wstatus);
 		if (status == 0) {
@@ -196,7 +197,7 @@ static int attempts(const struct opts *o, char **command)
 			return LB_EXIT_OK;
 		}
 		outcome(wstatus, what);
-		sig = lb_child_caught();
+		sig = child.caught;
 		if (sig != 0) {
 			/* INT or TERM went to the attempt: the caller wants it over */
 			if (o->verbose)
@@ -221,7 +222,7 @@ static int attempts(const struct opts *o, char **command)
 		if (o->verbose)
 			lb_warnx("attempt %u %s; next in %s", n, what,
 			    lb_format_duration(wake - now, when));
-		sig = lb_child_sleep_until(wake);
+		sig = lb_super_sleep_until(&child, wake);
 		if (sig != 0) {
 			if (o->verbose)
 				lb_warnx("signal %d while waiting; stopping", sig);
