@@ -1,0 +1,406 @@
+/* adaptive status: what the atoms' states say, as text or JSON. */
+/* SPDX-License-Identifier: ISC */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adaptive.h"
+#include "atom.h"
+#include "err.h"
+#include "exitcodes.h"
+#include "json.h"
+#include "parse.h"
+#include "pool.h"
+#include "runstate.h"
+#include "statedir.h"
+#include "text.h"
+
+struct view {
+	char *name;
+	char *path;
+	char *shown;			/* PATH, any password hidden */
+	struct lb_atom a;
+	struct lb_atom_clock now;	/* when it was read, on the state's clocks */
+	int known;			/* the file holds an atom's state */
+	int running;
+	struct lb_ident who;		/* the holder, when running and known */
+	int who_known;
+};
+
+/* What to call PATH when it is shown: "file" or "server". */
+static const char *where(const struct view *v)
+{
+	return lb_pool_is_pg(v->path) ? "server" : "file";
+}
+
+static const char *iso(int64_t wall_ns, char buf[32])
+{
+	time_t t = (time_t)(wall_ns / LB_NS_PER_S);
+	struct tm tm;
+
+	if (wall_ns <= 0 || gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, 32, "-");
+	return buf;
+}
+
+/*
+ * Fill V from its file; 0, or -1 (reported). A missing file is an idle
+ * atom. SHARED: the state directory DIRFD is a sticky one that others
+ * may write to, and the file is trusted as a run trusts it.
+ */
+static int look(struct view *v, int want_atom, int dirfd, int shared)
+{
+	unsigned char area[LB_POOL_ATOM_SIZE];
+	struct lb_holders h;
+	struct lb_pool *pool = lb_pool_open(v->path, LB_POOL_READ, NULL);
+	const char *why;
+	int r, d;
+
+	if (pool == NULL)
+		return -1;
+	/* what a run would refuse is not shown as the atom's state either */
+	if (shared && lb_state_file_check(pool, v->path, dirfd, 1) != 0) {
+		lb_pool_close(pool);
+		return -1;
+	}
+	v->shown = strdup(lb_pool_name(pool));
+	if (v->shown == NULL)
+		lb_die(LB_EXIT_FAIL, "out of memory");
+	r = lb_pool_atom_read(pool, area, sizeof area, &v->now);
+	if (r < 0) {
+		lb_pool_close(pool);
+		return -1;
+	}
+	d = lb_atom_decode(area, sizeof area, &v->a, &why);
+	if (d < 0) {
+		lb_warnx("%s: run state unreadable (%s)", v->shown, why);
+	} else if (d == 1) {
+		v->known = 1;
+		if (v->name == NULL)
+			v->name = strdup(v->a.name);
+	}
+	if (want_atom && !v->known) {
+		lb_pool_close(pool);
+		return 1;	/* not an atom's file: skipped in listings */
+	}
+	if (lb_pool_holders(pool, &h) == 0) {
+		size_t i;
+
+		for (i = 0; i < h.n; i++)
+			if (h.v[i].slot == LB_ATOM_SLOT) {
+				v->running = 1;
+				v->who_known = h.v[i].known;
+				v->who = h.v[i].who;
+			}
+		lb_holders_free(&h);
+	}
+	lb_pool_close(pool);
+	return 0;
+}
+
+/* The holder's age, as a run of the atom would count it. */
+static int64_t view_age(const struct view *v)
+{
+	return lb_holder_age(v->known ? &v->a : NULL, &v->now, &v->who);
+}
+
+static const char *state_of(const struct view *v)
+{
+	if (!v->running)
+		return "idle";
+	if (v->who_known && v->a.expireafter > 0 && view_age(v) >= v->a.expireafter)
+		return "overdue";
+	return "running";
+}
+
+/* When the next run may start: after IFELAPSED, and after expiry if one runs. */
+static int64_t next_run(const struct view *v)
+{
+	int future;
+	int64_t since = v->known ? lb_atom_since_end(&v->a, &v->now, &future) : -1;
+	int64_t left = 0;
+
+	if (since >= 0 && since < v->a.ifelapsed)
+		left = v->a.ifelapsed - since;
+	if (v->running && v->who_known && v->a.expireafter > 0) {
+		int64_t x = v->a.expireafter - view_age(v);
+
+		if (x > left)
+			left = x;
+	}
+	return left;
+}
+
+static const char *status_word(int32_t s, char buf[32])
+{
+	if (s == LB_STATUS_EXPIRED)
+		return "expired";
+	if (s < 0)
+		return "unknown";
+	snprintf(buf, 32, "%d", (int)s);
+	return buf;
+}
+
+static void print_text(const struct view *v, int first)
+{
+	const struct lb_atom *a = &v->a;
+	char b1[32], b2[32], b3[32];
+	int64_t longest, median, left;
+	size_t n;
+
+	if (!first)
+		printf("\n");
+	printf("%s\n", v->name);
+	printf("  %-14s %s\n", "state", state_of(v));
+	if (v->running && v->who_known) {
+		printf("  %-14s %d\n", "pid", (int)v->who.pid);
+		printf("  %-14s %s\n", "age", lb_format_duration(view_age(v), b1));
+	} else {
+		printf("  %-14s %s\n", "pid", v->running ? "?" : "-");
+		printf("  %-14s %s\n", "age", "-");
+	}
+	if (!v->known) {
+		printf("  %-14s %s\n", "last start", "never");
+	} else {
+		printf("  %-14s %s\n", "last start", iso(a->start_wall, b1));
+		if (a->flags & LB_ATOM_RUNNING) {
+			printf("  %-14s %s\n", "last end", "-");
+			printf("  %-14s %s\n", "last status", "-");
+			printf("  %-14s %s\n", "last duration", "-");
+		} else {
+			printf("  %-14s %s\n", "last end", iso(lb_atom_last_end(a), b1));
+			printf("  %-14s %s\n", "last status", status_word(a->status, b2));
+			printf("  %-14s %s\n", "last duration",
+			    a->duration >= 0 ? lb_format_duration(a->duration, b3) : "-");
+		}
+	}
+	left = next_run(v);
+	if (left > 0)
+		printf("  %-14s in %s\n", "next run", lb_fmt_wait(left, b1));
+	else
+		printf("  %-14s %s\n", "next run", "now");
+	if (v->known) {
+		printf("  %-14s %s\n", "if elapsed", lb_format_duration(a->ifelapsed, b1));
+		printf("  %-14s %s\n", "expire after", lb_format_duration(a->expireafter, b1));
+		n = lb_atom_stats(a, &longest, &median);
+		if (n > 0)
+			printf("  %-14s %u (%u expired); last %zu: median %s, longest %s\n",
+			    "runs", (unsigned)a->runs, (unsigned)a->expiries, n,
+			    lb_format_duration(median, b1), lb_format_duration(longest, b2));
+		else
+			printf("  %-14s %u\n", "runs", (unsigned)a->runs);
+	}
+	printf("  %-14s %s\n", where(v), v->shown);
+}
+
+static void json_secs(const char *key, int64_t ns, int valid)
+{
+	if (valid)
+		printf(",\"%s\":%.3f", key, (double)ns / LB_NS_PER_S);
+	else
+		printf(",\"%s\":null", key);
+}
+
+static void json_time(const char *key, int64_t wall_ns)
+{
+	char b[32];
+
+	if (wall_ns > 0)
+		printf(",\"%s\":\"%s\"", key, iso(wall_ns, b));
+	else
+		printf(",\"%s\":null", key);
+}
+
+static void json_status(int32_t s)
+{
+	if (s >= 0)
+		printf(",\"last_status\":%d,\"last_outcome\":\"%s\"", (int)s,
+		    s > LB_EXIT_SIGNAL && s < LB_EXIT_SIGNAL + 65 ? "signal" : "exited");
+	else
+		printf(",\"last_status\":null,\"last_outcome\":\"%s\"",
+		    s == LB_STATUS_EXPIRED ? "expired" : "unknown");
+}
+
+static void print_json(const struct view *v, int first)
+{
+	const struct lb_atom *a = &v->a;
+	int64_t longest, median;
+	unsigned i, k;
+	size_t n;
+	int ended = v->known && !(a->flags & LB_ATOM_RUNNING);
+
+	printf("%s{\"name\":", first ? "" : ",");
+	lb_json_string(stdout, v->name);
+	printf(",\"%s\":", where(v));
+	lb_json_string(stdout, v->shown);
+	printf(",\"state\":\"%s\"", state_of(v));
+	if (v->running && v->who_known)
+		printf(",\"pid\":%d", (int)v->who.pid);
+	else
+		printf(",\"pid\":null");
+	json_secs("age_seconds", v->running && v->who_known ? view_age(v) : 0,
+	    v->running && v->who_known);
+	json_time("last_start", v->known ? a->start_wall : 0);
+	json_time("last_end", ended ? lb_atom_last_end(a) : 0);
+	if (ended)
+		json_status(a->status);
+	else
+		printf(",\"last_status\":null,\"last_outcome\":null");
+	json_secs("last_duration_seconds", a->duration, ended && a->duration >= 0);
+	json_secs("next_run_seconds", next_run(v), 1);
+	json_secs("if_elapsed_seconds", a->ifelapsed, v->known);
+	json_secs("expire_after_seconds", a->expireafter, v->known);
+	printf(",\"runs\":%u,\"expiries\":%u", (unsigned)a->runs, (unsigned)a->expiries);
+	n = lb_atom_stats(a, &longest, &median);
+	json_secs("median_duration_seconds", median, n > 0);
+	json_secs("longest_duration_seconds", longest, n > 0);
+	printf(",\"history\":[");
+	/* oldest first */
+	for (i = 0; i < a->nring; i++) {
+		const struct lb_run *x;
+		char b[32];
+
+		k = a->nring < LB_ATOM_RING ? i : (a->ring_next + i) % LB_ATOM_RING;
+		x = &a->ring[k];
+		printf("%s{\"start\":\"%s\"", i ? "," : "", iso(x->start_wall, b));
+		json_secs("duration_seconds", x->duration, x->duration >= 0);
+		if (x->status >= 0)
+			printf(",\"status\":%d}", (int)x->status);
+		else
+			printf(",\"status\":\"%s\"}",
+			    x->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
+	}
+	printf("]}");
+}
+
+static int by_path(const void *x, const void *y)
+{
+	return strcmp(((const struct view *)x)->path, ((const struct view *)y)->path);
+}
+
+/*
+ * The atoms a server keeps state for, into *V (when ALL). The server is
+ * asked first, before any output: a lockbox without libpq runs its helper
+ * from here, on the same command line. 0, or -1 (reported).
+ */
+static int list_server(const char *url, int all, struct view **v, size_t *n)
+{
+	struct lb_pool *pool = lb_pool_open(url, LB_POOL_LIST, NULL);
+	char **names;
+	size_t k, i;
+	int rc = 0;
+
+	if (pool == NULL)
+		return -1;
+	if (all && (rc = lb_pool_atom_names(pool, &names, &k)) == 0) {
+		*v = calloc(k ? k : 1, sizeof **v);
+		if (*v == NULL)
+			lb_die(LB_EXIT_FAIL, "out of memory");
+		for (i = 0; i < k; i++) {
+			(*v)[i].name = names[i];
+			(*v)[i].path = lb_atom_path(url, names[i]);
+		}
+		free(names);
+		*n = k;
+	}
+	lb_pool_close(pool);
+	return rc;
+}
+
+int adaptive_status(char *dir, int json, int argc, char **argv)
+{
+	struct view *v = NULL;
+	size_t n = 0, i, shown = 0;
+	int rc = LB_EXIT_OK, dirfd = -1, shared = 0;
+
+	if (lb_pool_is_pg(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
+		free(dir);
+		return LB_EXIT_FAIL;
+	}
+	/*
+	 * The directory is trusted as a run trusts it, so that status never
+	 * shows a state that a run refuses. A missing one holds no atom.
+	 */
+	if (!lb_pool_is_pg(dir) && (access(dir, F_OK) == 0 || errno != ENOENT) &&
+	    (dirfd = lb_state_dir_open(dir, &shared)) < 0) {
+		free(dir);
+		return LB_EXIT_FAIL;
+	}
+	if (argc > 0) {
+		v = calloc((size_t)argc, sizeof *v);
+		if (v == NULL)
+			lb_die(LB_EXIT_FAIL, "out of memory");
+		for (i = 0; i < (size_t)argc; i++) {
+			lb_atom_check_name(argv[i]);
+			v[n].name = strdup(argv[i]);
+			v[n++].path = lb_atom_path(dir, argv[i]);
+		}
+	} else if (!lb_pool_is_pg(dir)) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		size_t cap = 0;
+
+		if (d == NULL && errno != ENOENT) {
+			lb_warn("%s", dir);
+			free(dir);
+			return LB_EXIT_FAIL;
+		}
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			if (!lb_atom_file_name(e->d_name))
+				continue;
+			if (n == cap) {
+				struct view *g;
+
+				cap = cap ? 2 * cap : 16;
+				g = realloc(v, cap * sizeof *v);
+				if (g == NULL)
+					lb_die(LB_EXIT_FAIL, "out of memory");
+				v = g;
+			}
+			memset(&v[n], 0, sizeof v[n]);
+			v[n++].path = lb_path_join(dir, e->d_name);
+		}
+		if (d != NULL)
+			closedir(d);
+		if (n > 0)
+			qsort(v, n, sizeof *v, by_path);
+	}
+	if (json)
+		printf("[");
+	for (i = 0; i < n; i++) {
+		int r = look(&v[i], argc == 0, dirfd, shared);
+
+		if (r < 0)
+			rc = LB_EXIT_FAIL;
+		if (r == 0 && v[i].name != NULL) {
+			if (json) {
+				print_json(&v[i], shown == 0);
+			} else {
+				/* names from a state file anyone may have written: printable only */
+				lb_text_clean(v[i].name);
+				lb_text_clean(v[i].shown);
+				print_text(&v[i], shown == 0);
+			}
+			shown++;
+		}
+		free(v[i].name);
+		free(v[i].path);
+		free(v[i].shown);
+	}
+	if (json)
+		printf("]\n");
+	if (dirfd >= 0)
+		close(dirfd);
+	free(v);
+	free(dir);
+	lb_close_stdout();
+	return rc;
+}
+
