@@ -158,13 +158,6 @@ static int too_soon(struct lb_runctx *r)
 	return r->o->busy_status;
 }
 
-static int is_local(const struct lb_ident *who)
-{
-	uint8_t ours[16];
-
-	return lb_boot_id(ours) == 0 && memcmp(ours, who->boot_id, 16) == 0;
-}
-
 static int busy(struct lb_runctx *r, const struct lb_holder *h)
 {
 	char age[32], host[LB_HOST_MAX + 8] = "";
@@ -308,7 +301,7 @@ static int take(struct lb_runctx *r, int *status)
 			*status = too_soon(r);
 		else if (h.n == 0 || !h.v[0].known)
 			*status = busy(r, h.n ? &h.v[0] : NULL);
-		else if (holder = h.v[0], (!r->remote && !is_local(&holder.who)) ||
+		else if (holder = h.v[0], (!r->remote && !lb_ident_local(&holder.who)) ||
 		    lb_holder_age(&r->last, &r->last_now, &holder.who) < r->o->expireafter)
 			*status = busy(r, &holder);
 		else if ((x = r->remote ? lb_expire_session(r, &holder) : lb_expire(r, &holder)) == 1)

@@ -32,17 +32,6 @@ struct table {
  * reusing the PID never matches, so the process checked is the process
  * signalled. Called through syscall(2): older C libraries lack wrappers.
  */
-static int pidfd_open_(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
 static int pidfd_signal(int pidfd, int sig)
 {
 #ifdef SYS_pidfd_send_signal
@@ -210,7 +199,7 @@ static int pin(struct lb_job *job, const struct proc *p)
 {
 	struct lb_job_member *m;
 	struct lb_proc_stat now;
-	int fd = pidfd_open_(p->pid), r;
+	int fd = lb_pidfd_open(p->pid), r;
 
 	if (fd < 0 && errno == ESRCH)
 		return 0;	/* gone already */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -229,27 +230,45 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args
 	lb_text_clean(who->command);
 }
 
-static int same_boot(const struct lb_ident *who)
+int lb_same_boot(const uint8_t a[16], const uint8_t b[16])
+{
+	static const uint8_t none[16];
+
+	return memcmp(a, none, 16) != 0 && memcmp(a, b, 16) == 0;
+}
+
+int lb_ident_local(const struct lb_ident *who)
 {
 	uint8_t ours[16];
 
-	return lb_boot_id(ours) == 0 && memcmp(ours, who->boot_id, 16) == 0;
+	return lb_boot_id(ours) == 0 && lb_same_boot(ours, who->boot_id);
+}
+
+int lb_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
 }
 
 int lb_ident_gone(const struct lb_ident *who)
 {
-	if (who->pid <= 0 || !same_boot(who))
+	if (who->pid <= 0 || !lb_ident_local(who))
 		return 0;	/* another host or boot: only its lock can tell */
 	return kill(who->pid, 0) != 0 && errno == ESRCH;
 }
 
 int64_t lb_ident_age(const struct lb_ident *who)
 {
-	int64_t start = same_boot(who) ? who->boot_ns : who->wall_ns;
+	int64_t start = lb_ident_local(who) ? who->boot_ns : who->wall_ns;
 	int64_t age;
 
 	/* the start comes from a file anyone may have written: no overflow */
-	if (__builtin_sub_overflow(lb_now(same_boot(who) ? CLOCK_BOOTTIME : CLOCK_REALTIME),
+	if (__builtin_sub_overflow(lb_now(lb_ident_local(who) ? CLOCK_BOOTTIME : CLOCK_REALTIME),
 	    start, &age))
 		return start < 0 ? INT64_MAX : 0;
 	return age > 0 ? age : 0;	/* a start "in the future" counts as now */

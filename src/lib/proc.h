@@ -23,6 +23,19 @@ struct lb_ident {
 /* The running kernel's boot id; 0, or -1 when it cannot be read. */
 int lb_boot_id(uint8_t id[16]);
 
+/* Whether boot ids A and B are both known (not all zero) and the same boot. */
+int lb_same_boot(const uint8_t a[16], const uint8_t b[16]);
+
+/* Whether WHO runs (or ran) on this boot of this host: its PID and clocks are ours. */
+int lb_ident_local(const struct lb_ident *who);
+
+/*
+ * pidfd_open(2) (Linux 5.3), through syscall(2): older C libraries lack
+ * the wrapper. A descriptor for process PID, or -1 with errno (ENOSYS
+ * where the kernel or the headers have no pidfds).
+ */
+int lb_pidfd_open(pid_t pid);
+
 /* Start time of a live process, 0 when it is gone or unreadable. */
 uint64_t lb_proc_starttime(pid_t pid);
 

@@ -13,6 +13,7 @@
 #include "atom.h"
 #include "err.h"
 #include "exitcodes.h"
+#include "hash.h"
 #include "pool.h"
 #include "statedir.h"
 
@@ -218,18 +219,14 @@ static char *atom_url(const char *url, const char *name)
 char *lb_atom_path(const char *dir, const char *name)
 {
 	char file[128 + 32];
-	uint64_t h = UINT64_C(14695981039346656037);
+	uint64_t h = lb_fnv1a64(name, strlen(name));
 	const unsigned char *p;
 	size_t n = 0;
 
 	if (lb_pool_is_pg(dir))
 		return atom_url(dir, name);
-	for (p = (const unsigned char *)name; *p != '\0'; p++) {
-		h ^= *p;
-		h *= UINT64_C(1099511628211);
-		if (n < 128)
-			file[n++] = ascii_alnum(*p) ? (char)*p : '_';
-	}
+	for (p = (const unsigned char *)name; *p != '\0' && n < 128; p++)
+		file[n++] = ascii_alnum(*p) ? (char)*p : '_';
 	snprintf(file + n, sizeof file - n, "-%08lx.lock",
 	    (unsigned long)((h ^ h >> 32) & 0xffffffffu));
 	return lb_path_join(dir, file);
