@@ -8,6 +8,7 @@
 
 #include "atom.h"
 #include "clock.h"
+#include "hash.h"
 #include "le.h"
 #include "pool.h"
 #include "proc.h"
@@ -22,17 +23,6 @@ enum {
 };
 _Static_assert(A_RING + LB_ATOM_RING * A_ENTRY == LB_ATOM_USED, "atom layout");
 _Static_assert(LB_ATOM_USED <= LB_POOL_ATOM_SIZE, "atom area size");
-
-static uint32_t checksum(const unsigned char *p, size_t n)
-{
-	uint32_t h = UINT32_C(2166136261);
-
-	while (n-- > 0) {
-		h ^= *p++;
-		h *= UINT32_C(16777619);
-	}
-	return h;
-}
 
 static uint16_t get16(const unsigned char *p)
 {
@@ -72,7 +62,7 @@ int lb_atom_decode(const unsigned char *area, size_t len, struct lb_atom *a,
 		*why = "bad magic";
 	else if (lb_get32(area + A_VERSION) != LB_ATOM_VERSION)
 		*why = "unknown layout version";
-	else if (lb_get32(area + A_SUM) != checksum(area + A_FLAGS, LB_ATOM_USED - A_FLAGS))
+	else if (lb_get32(area + A_SUM) != lb_fnv1a32(area + A_FLAGS, LB_ATOM_USED - A_FLAGS))
 		*why = "checksum mismatch";
 	else if (get16(area + A_NAME_LEN) > LB_ATOM_NAME_MAX ||
 	    get16(area + A_NRING) > LB_ATOM_RING ||
@@ -151,7 +141,7 @@ void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a)
 		lb_put64(e + 8, (uint64_t)a->ring[i].duration);
 		lb_put32(e + 16, (uint32_t)a->ring[i].status);
 	}
-	lb_put32(area + A_SUM, checksum(area + A_FLAGS, LB_ATOM_USED - A_FLAGS));
+	lb_put32(area + A_SUM, lb_fnv1a32(area + A_FLAGS, LB_ATOM_USED - A_FLAGS));
 }
 
 void lb_atom_push(struct lb_atom *a, int64_t start_wall, int64_t duration,
@@ -175,14 +165,6 @@ void lb_atom_local_clock(struct lb_atom_clock *now)
 		memset(now->boot_id, 0, sizeof now->boot_id);
 }
 
-/* Whether the last start is of NOW's boot (its boot clock can be used). */
-static int same_boot(const struct lb_atom *a, const struct lb_atom_clock *now)
-{
-	static const uint8_t none[16];
-
-	return memcmp(now->boot_id, none, 16) != 0 && memcmp(now->boot_id, a->boot_id, 16) == 0;
-}
-
 /* A - B, saturated: times read from a state anyone may have forged never overflow. */
 static int64_t sub_sat(int64_t a, int64_t b)
 {
@@ -191,6 +173,13 @@ static int64_t sub_sat(int64_t a, int64_t b)
 	if (b > 0 && a < INT64_MIN + b)
 		return INT64_MIN;
 	return a - b;
+}
+
+/* A time since a moment "in the future" (the clock went back) counts as now. */
+static int64_t not_future(int64_t since, int *future)
+{
+	*future = since < 0;
+	return since < 0 ? 0 : since;
 }
 
 int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock *now,
@@ -206,15 +195,11 @@ int64_t lb_atom_since_start(const struct lb_atom *a, const struct lb_atom_clock 
 	 * one boot it is the honest measure; across a reboot only the wall
 	 * clock is comparable.
 	 */
-	if (same_boot(a, now))
+	if (lb_same_boot(now->boot_id, a->boot_id))
 		since = sub_sat(now->boot, a->start_boot);
 	else
 		since = sub_sat(now->wall, a->start_wall);
-	if (since < 0) {
-		*future = 1;
-		since = 0;
-	}
-	return since;
+	return not_future(since, future);
 }
 
 int lb_atom_completed(const struct lb_atom *a)
@@ -238,15 +223,11 @@ int64_t lb_atom_since_end(const struct lb_atom *a, const struct lb_atom_clock *n
 	if (a->end_wall == 0)
 		return -1;
 	/* the boot clock while that completion is the last run, of this boot */
-	if (lb_atom_completed(a) && same_boot(a, now))
+	if (lb_atom_completed(a) && lb_same_boot(now->boot_id, a->boot_id))
 		since = sub_sat(sub_sat(now->boot, a->start_boot), a->duration);
 	else
 		since = sub_sat(now->wall, a->end_wall);
-	if (since < 0) {
-		*future = 1;
-		since = 0;
-	}
-	return since;
+	return not_future(since, future);
 }
 
 int64_t lb_atom_last_end(const struct lb_atom *a)

@@ -98,16 +98,10 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 {
 	struct lb_runctx *r = arg;
 	struct lb_atom *a = &r->last;
-	int write = load_state(r, area, len, a);
+	int write = peek_fn(area, len, now, arg);
 
-	if (r->foreign)
-		return 0;
-	write |= check_elapsed(r, a, now);
-	if (r->too_soon) {
-		if (write)
-			lb_atom_encode(area, len, a);
+	if (r->foreign || r->too_soon)
 		return write;
-	}
 	if (a->flags & LB_ATOM_RUNNING) {
 		/*
 		 * The last run's end was never recorded: it was expired (by
