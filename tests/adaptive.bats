@@ -161,6 +161,18 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	assert_line --regexp '^  runs +2 \(1 expired\); last 2: median .*, longest .*$'
 }
 
+@test "expiry: after KILL the wait for the lock does not depend on GRACE (-g 0)" {
+	# shellcheck disable=SC2016
+	start_run hung 'trap "" INT TERM; while :; do sleep 1; done' -x 1s
+	wait_for overdue hung
+	# no wait after CONT, INT, TERM; KILL cannot be ignored, so its wait is not GRACE's
+	run -0 --separate-stderr ad -e 0 -x 1s -g 0 hung touch "$T/took"
+	assert [ -e "$T/took" ]
+	wait_for gone "$CMD_PID"
+	run -0 events hung
+	assert_line "expired pid=$RUN_PID after=KILL"
+}
+
 @test "expiry: a SIGSTOPped holder gets CONT first, and is gone" {
 	start_run stopped '' -x 1s
 	kill -STOP "$CMD_PID" "$RUN_PID"

@@ -21,6 +21,9 @@
 #include "runstate.h"
 #include "statedir.h"
 
+/* The least wait for the lock after SIGKILL, whatever GRACE. */
+#define KILL_WAIT	(5 * LB_NS_PER_S)
+
 const char *lb_sig_name(int sig)
 {
 	static char num[16];
@@ -57,8 +60,8 @@ static int blind(struct lb_runctx *r, const struct lb_job *job, int sig)
 /*
  * The paper's garbage collection, made safe: CONT (a stopped job can act
  * on what follows), INT, TERM, KILL, each to every verified process of the
- * holder's job, each followed by up to GRACE of event-driven waiting for
- * the lock. 1: the lock is ours; 0: someone else took it (*h describes
+ * holder's job, each followed by up to GRACE (after KILL, KILL_WAIT at
+ * least) of event-driven waiting for the lock. 1: the lock is ours; 0: someone else took it (*h describes
  * them); otherwise an exit status.
  */
 int lb_expire(struct lb_runctx *r, struct lb_holder *h)
@@ -69,6 +72,7 @@ int lb_expire(struct lb_runctx *r, struct lb_holder *h)
 	struct lb_lock_site site;
 	struct lb_job job;
 	char age[32], pids[512], refused[512], late[512];
+	int64_t bound;
 	unsigned slot;
 	size_t i, reached;
 	int got = -1, n, signalled = 0, sent = 0;
@@ -142,9 +146,18 @@ int lb_expire(struct lb_runctx *r, struct lb_holder *h)
 				break;
 			}
 		}
+		/*
+		 * KILL cannot be ignored: what is left is the kernel ending the
+		 * job and freeing the lock, which on a loaded machine may take
+		 * longer than a short GRACE. Giving up then would leave the
+		 * atom busy for a job already dead; so that wait has a bound of
+		 * its own.
+		 */
+		bound = r->o->grace;
+		if (sigs[i] == SIGKILL && bound < KILL_WAIT)
+			bound = KILL_WAIT;
 		lb_holders_free(&now);
-		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(r->o->grace), &r->who,
-		    &slot, &now);
+		got = lb_pool_acquire(r->pool, 1, lb_deadline_after(bound), &r->who, &slot, &now);
 		if (got == 1) {
 			/*
 			 * What ended the run: the strongest signal sent to it,
