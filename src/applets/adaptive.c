@@ -1,4 +1,4 @@
-/* adaptive: run COMMAND at most once per IFELAPSED, expiring a run older than EXPIREAFTER. */
+/* adaptive: run COMMAND at most once per IFELAPSED, expiring a run older than EXPIREAFTER; options, usage, the decision flow. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 

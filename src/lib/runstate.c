@@ -143,10 +143,14 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 	return 1;
 }
 
-static int ours(const struct lb_runctx *r, const struct lb_atom *a)
+/* Whether the area decodes to this run's own state, into A. */
+static int ours(const struct lb_runctx *r, const unsigned char *area, size_t len,
+    struct lb_atom *a)
 {
-	return (a->flags & LB_ATOM_RUNNING) && a->super_pid == getpid() &&
-	    a->start_wall == r->start_wall;
+	const char *why;
+
+	return lb_atom_decode(area, len, a, &why) == 1 && (a->flags & LB_ATOM_RUNNING) &&
+	    a->super_pid == getpid() && a->start_wall == r->start_wall;
 }
 
 static int started_fn(unsigned char *area, size_t len, const struct lb_atom_clock *now,
@@ -154,10 +158,9 @@ static int started_fn(unsigned char *area, size_t len, const struct lb_atom_cloc
 {
 	struct lb_runctx *r = arg;
 	struct lb_atom a;
-	const char *why;
 
 	(void)now;
-	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
+	if (!ours(r, area, len, &a))
 		return 0;
 	a.cmd_pid = r->child;
 	a.cmd_pgid = r->child;
@@ -171,11 +174,10 @@ static int end_fn(unsigned char *area, size_t len, const struct lb_atom_clock *n
 {
 	struct lb_runctx *r = arg;
 	struct lb_atom a;
-	const char *why;
 	int future;
 
 	/* never overwrite a state that moved on (reset, or another run's) */
-	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
+	if (!ours(r, area, len, &a))
 		return 0;
 	/* ours: started at r->start_wall, so never -1 */
 	a.duration = lb_atom_since_start(&a, now, &future);
@@ -203,10 +205,9 @@ static int unstart_fn(unsigned char *area, size_t len, const struct lb_atom_cloc
 {
 	struct lb_runctx *r = arg;
 	struct lb_atom a;
-	const char *why;
 
 	(void)now;
-	if (lb_atom_decode(area, len, &a, &why) != 1 || !ours(r, &a))
+	if (!ours(r, area, len, &a))
 		return 0;
 	lb_atom_encode(area, len, &r->before);
 	return 1;
