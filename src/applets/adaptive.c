@@ -213,7 +213,8 @@ static int64_t lock_lost(struct lb_runctx *r, const struct lb_super *job)
 	return r->o->on_loss == SIGKILL ? 0 : lb_deadline_after(r->o->grace);
 }
 
-static int supervise(struct lb_runctx *r, char **command)
+/* Run COMMAND through the one child runner, and record how it ended. */
+static int run_command(struct lb_runctx *r, char **command)
 {
 	/* a server's lock: the pool has the kernel send SIGIO when its session ends */
 	static const int own[] = { SIGIO };
@@ -260,8 +261,7 @@ static int supervise(struct lb_runctx *r, char **command)
 			lb_super_signal(&job, SIGKILL);
 			kill_at = 0;
 		} else if (ev < 0) {
-			lb_warn("waiting for '%s'", command[0]);
-			break;
+			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
 		} else if (ev == SIGIO && !r->lost) {
 			kill_at = lock_lost(r, &job);
 		}
@@ -343,7 +343,7 @@ static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}
-	/* a server tells this supervisor (SIGIO, see supervise) when the run's session ends */
+	/* a server tells this supervisor (SIGIO, see run_command) when the run's session ends */
 	popts.on_loss = SIGIO;
 	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
 	if (r.pool == NULL || (shared && lb_state_file_check(r.pool, r.path, dirfd, 0) != 0)) {
@@ -370,7 +370,7 @@ static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 			lb_pool_release(r.pool, getpid());
 			status = r.foreign ? foreign(&r) : too_soon(&r);
 		} else {
-			status = supervise(&r, command);
+			status = run_command(&r, command);
 		}
 	}
 	lb_pool_close(r.pool);
