@@ -379,3 +379,26 @@ makefile_applets() {
 		! -path '*/.deps/*' ! -path 'bench/results/*' ! -name '.dirstamp' -print | sed "s|^|$LOCKBOX_SRCDIR/|")
 	assert_equal "${missing[*]}" ""
 }
+
+# to_full COMMAND...: COMMAND with its stdout on a full disk.
+to_full() {
+	"$@" >/dev/full
+}
+
+@test "stdout on a full disk: every applet's printing path that returns fails 125 with one message" {
+	local out
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	run -0 "$LOCKBOX" adaptive -d "$T" job true
+	for out in "--help" "--version" "--list" "slots --help" "mutex -h" \
+	    "waitfor --help" "adaptive --help" "slots $F check" "slots --json $F check" \
+	    "mutex $F list" "slots --json $F list" "adaptive -d $T status" \
+	    "adaptive -d $T --json status job"; do
+		# shellcheck disable=SC2086 # the words of $out are the arguments
+		run -125 --separate-stderr to_full "$LOCKBOX" $out
+		assert_output ""
+		assert_stderr_regex "^(lockbox|slots|mutex|waitfor|adaptive): write error: No space left on device$"
+	done
+	# a command's own output is the command's: its status passes through
+	run -1 --separate-stderr to_full "$LOCKBOX" slots "$F" 2 echo hi
+	assert_stderr_regex "^echo: write error"
+}

@@ -100,12 +100,47 @@ void lb_usage_error(const char *fmt, ...)
 	exit(LB_EXIT_FAIL);
 }
 
+/*
+ * Whether stdout took what it was given: once it failed, it stays failed
+ * with the first errno, so every later look says so too.
+ */
+static int stdout_closed;
+static int stdout_errno;
+
+int lb_flush_stdout(void)
+{
+	if (stdout_errno == 0 && !stdout_closed) {
+		errno = 0;
+		if (fflush(stdout) != 0 || ferror(stdout))
+			stdout_errno = errno != 0 ? errno : EIO;
+	}
+	if (stdout_errno != 0) {
+		errno = stdout_errno;
+		return -1;
+	}
+	return 0;
+}
+
 /* A full disk or closed pipe on stdout must not pass as success. */
+int lb_stdout_status(int status)
+{
+	if (!stdout_closed) {
+		if (lb_flush_stdout() == 0 && fclose(stdout) != 0)
+			stdout_errno = errno;
+		stdout_closed = 1;
+	}
+	if (stdout_errno == 0)
+		return status;
+	/* a reader that went away needs no message */
+	if (stdout_errno != EPIPE) {
+		errno = stdout_errno;
+		lb_warn("write error");
+	}
+	return LB_EXIT_FAIL;
+}
+
 void lb_close_stdout(void)
 {
-	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-		if (errno != EPIPE)
-			lb_die(LB_EXIT_FAIL, "write error");
+	if (lb_stdout_status(LB_EXIT_OK) != LB_EXIT_OK)
 		exit(LB_EXIT_FAIL);
-	}
 }
