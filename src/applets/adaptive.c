@@ -207,8 +207,11 @@ static char *dir_or_url(const char *dir)
 	if (!lb_pool_is_pg(dir))
 		return join(dir, "");
 	/* NAME is the lock: the URL names only the database */
-	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL)
-		lb_usage_error("invalid state database '%s': lock= comes from NAME", dir);
+	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL) {
+		s = lb_url_mask(dir);
+		lb_usage_error("invalid state database '%s': lock= comes from NAME",
+		    s != NULL ? s : "postgresql://");
+	}
 	s = strdup(dir);
 	if (s == NULL)
 		lb_die(LB_EXIT_FAIL, "out of memory");

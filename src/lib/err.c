@@ -11,16 +11,19 @@
 
 #include "err.h"
 #include "exitcodes.h"
+#include "text.h"
 
 const char *lb_prog = "lockbox";
 
 /*
  * Holders of one lock often share a stderr (a cron log), so a message is
- * assembled first and written with a single write(2): lines never interleave.
+ * assembled first and written with a single write(2): lines never
+ * interleave. It is one line, whatever it quotes: control characters in
+ * an argument or a file name are escaped (\n, \x1b), never written raw.
  */
 static void emit(int with_errno, int saved, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char buf[1024], line[1024];
 	size_t n;
 	int r;
 
@@ -34,10 +37,12 @@ static void emit(int with_errno, int saved, const char *fmt, va_list ap)
 		r = snprintf(buf + n, sizeof buf - n, ": %s", strerror(saved));
 		n += r < 0 ? 0 : (size_t)r;
 	}
-	if (n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	while (write(STDERR_FILENO, buf, n) < 0 && errno == EINTR)
+	if (n > sizeof buf - 1)
+		n = sizeof buf - 1;
+	buf[n] = '\0';
+	n = lb_text_escape(line, sizeof line - 1, buf, n);
+	line[n++] = '\n';
+	while (write(STDERR_FILENO, line, n) < 0 && errno == EINTR)
 		;
 }
 
