@@ -1091,3 +1091,43 @@ C
 	assert_stderr "mutex: $F: cannot write header: No space left on device"
 	assert_equal "$(stat -c %s "$F")" 0
 }
+
+@test "a setgid lockbox ignores LOCKBOX_PG_HELPER, LOCKBOX_DIR, XDG_STATE_HOME and HOME from its caller" {
+	need_root_and_nobody
+	getent group daemon >/dev/null || skip "needs a group daemon"
+	local d bin ran st
+	d=$(world_readable_dir)
+	bin=$d/lockbox
+	cp "$LOCKBOX" "$bin"
+	chgrp daemon "$bin"
+	chmod 2755 "$bin"
+	mkdir -m 0755 "$d/state" "$d/home"
+	chown 65534:65534 "$d/state" "$d/home"
+	mkdir -m 0777 "$d/out"
+	ran=$d/out/ran
+	run -125 --separate-stderr as_nobody env -u XDG_STATE_HOME LOCKBOX_DIR="$d/state" HOME="$d/home" \
+		"$bin" adaptive x touch "$ran"
+	assert_stderr "adaptive: no state directory: set LOCKBOX_DIR or HOME, or use -d"
+	run -125 --separate-stderr as_nobody env -u LOCKBOX_DIR XDG_STATE_HOME="$d/state" HOME="$d/home" \
+		"$bin" adaptive x touch "$ran"
+	assert_stderr "adaptive: no state directory: set LOCKBOX_DIR or HOME, or use -d"
+	assert [ ! -e "$ran" ]
+	run -0 find "$d/state" "$d/home" -mindepth 1
+	assert_output ""
+	# without setgid the caller's LOCKBOX_DIR is where state goes, as documented
+	run -0 as_nobody env LOCKBOX_DIR="$d/state" "$LOCKBOX" adaptive x true
+	run -0 find "$d/state" -name 'x-*.lock'
+	refute_output ""
+	# the helper: run as named without setgid, never with it
+	printf '#!/bin/sh\ntouch %s\n' "$ran" >"$d/evil"
+	chmod 0755 "$d/evil"
+	as_nobody env LOCKBOX_PG_HELPER="$d/evil" "$LOCKBOX" mutex "postgresql://127.0.0.1:1/db?lock=x" true 2>/dev/null || true
+	[[ -e $ran ]] || skip "this build runs no PostgreSQL helper"
+	rm "$ran"
+	st=0
+	as_nobody env LOCKBOX_PG_HELPER="$d/evil" "$bin" mutex "postgresql://127.0.0.1:1/db?lock=x" true 2>"$d/out/err" || st=$?
+	assert_equal "$st" 125
+	assert [ ! -e "$ran" ]
+	run -0 cat "$d/out/err"
+	refute_output --partial "$d/evil"
+}

@@ -465,7 +465,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	p->on_loss = opts->on_loss;
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
-	    (int)getpid(), getenv("LOCKBOX_HOST") != NULL ? getenv("LOCKBOX_HOST") : host);
+	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
 	if (split_url(p, url, access) != 0 || (p->conn = holder_conn(p, access)) == NULL) {
 		lb_pool_close(&p->base);
 		return NULL;
@@ -476,7 +476,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 /* "lockbox pid=P uid=U host=H cmd=C", cut to what pg_stat_activity keeps */
 static void describe_self(struct pgpool *p, const struct lb_ident *who)
 {
-	const char *host = getenv("LOCKBOX_HOST");
+	const char *host = secure_getenv("LOCKBOX_HOST");
 	char full[256];
 	size_t i;
 

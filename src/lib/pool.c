@@ -37,12 +37,14 @@ static struct lb_pool *pg_open(const char *target, int access,
  * lockbox is static and has no libpq; lockbox-pg is the same program with
  * it. Nothing has been locked or opened yet when a target is opened, so
  * running the helper on the very same argv is the same run, only with
- * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's.
+ * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's;
+ * secure_getenv, so that a setuid, setgid or capability-raised lockbox
+ * runs only the installed helper, never a program its caller names.
  */
 static struct lb_pool *pg_open(const char *target, int access,
     const struct lb_pool_opts *opts)
 {
-	const char *helper = getenv("LOCKBOX_PG_HELPER");
+	const char *helper = secure_getenv("LOCKBOX_PG_HELPER");
 	char *shown;
 	int e;
 
