@@ -1131,3 +1131,26 @@ C
 	run -0 cat "$d/out/err"
 	refute_output --partial "$d/evil"
 }
+
+@test "--record-args: a job's arguments stay readable after it ended, until its slot is taken again (as documented)" {
+	need_root_and_nobody
+	local d f
+	d=$(world_readable_dir)
+	f=$d/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$f" create
+	start_holder_with slots "$f" 3
+	run -0 "$LOCKBOX" slots --record-args "$f" 3 true hunter2
+	# ended: nobody holds slot 2, list says so, yet the file still has it
+	run -0 --separate-stderr "$LOCKBOX" slots "$f" list
+	assert_equal "${#lines[@]}" 2
+	refute_output --partial hunter2
+	run -0 as_nobody grep -c hunter2 "$f"
+	# check and list write nothing: still there
+	run -0 as_nobody "$LOCKBOX" slots "$f" list
+	run -0 grep -c hunter2 "$f"
+	# the slot taken again: the record is the new holder's
+	run -0 "$LOCKBOX" slots "$f" 3 sh -c "$SHOW_SLOT"
+	assert_output 2
+	run -1 grep -c hunter2 "$f"
+	stop_pid "$HOLDER_PID"
+}
