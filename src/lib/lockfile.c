@@ -281,8 +281,12 @@ static int write_header(int fd)
  * name: of two creators racing, one links its file and the other gets
  * EEXIST, drops its own and opens the winner's, so both use one file,
  * and no one ever sees the name on a file with half a header or none (a
- * full disk, a quota, ulimit -f). A file system without hard links gets
- * the plain O_EXCL create (*fallback), whose header comes later.
+ * full disk, a quota, ulimit -f). Only a process killed between the
+ * create and the unlink leaves its temporary file behind, never under a
+ * lock file's name. A file system without hard links gets the plain
+ * O_EXCL create (*fallback), whose header comes later, under the header
+ * lock: there a failed header write still leaves an empty file, which
+ * cannot be removed safely once others may have opened it.
  * Returns the fd, or -1 with errno; a failed header write is reported
  * here (*reported).
  */
