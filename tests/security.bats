@@ -1067,7 +1067,8 @@ __attribute__((constructor)) static void seen(void)
 }
 C
 	cc -shared -fPIC -o "$SHORT_SO" "$T/short.c" -ldl 2>/dev/null || skip "cannot build a preload library"
-	SHORT_SEEN=$T/seen LD_PRELOAD=$SHORT_SO "$LOCKBOX" --version >/dev/null
+	SHORT_SEEN=$T/seen LD_PRELOAD=$SHORT_SO "$LOCKBOX" --version >/dev/null 2>&1 ||
+		skip "$LOCKBOX does not run with a preload library (a sanitizer build?)"
 	[[ -e $T/seen ]] || skip "LD_PRELOAD does not reach $LOCKBOX (a static binary?)"
 }
 
@@ -1101,6 +1102,8 @@ C
 	cp "$LOCKBOX" "$bin"
 	chgrp daemon "$bin"
 	chmod 2755 "$bin"
+	as_nobody "$bin" --version >/dev/null 2>&1 ||
+		skip "a set-group-ID copy of $LOCKBOX cannot run here (a sanitizer build?)"
 	mkdir -m 0755 "$d/state" "$d/home"
 	chown 65534:65534 "$d/state" "$d/home"
 	mkdir -m 0777 "$d/out"
