@@ -207,18 +207,26 @@ static char *dir_or_url(const char *dir)
 	if (!lb_pool_is_pg(dir))
 		return join(dir, "");
 	/* NAME is the lock: the URL names only the database */
-	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL)
-		lb_usage_error("invalid state database '%s': lock= comes from NAME", dir);
+	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL) {
+		s = lb_url_mask(dir);
+		lb_usage_error("invalid state database '%s': lock= comes from NAME",
+		    s != NULL ? s : "postgresql://");
+	}
 	s = strdup(dir);
 	if (s == NULL)
 		lb_die(LB_EXIT_FAIL, "out of memory");
 	return s;
 }
 
-/* $LOCKBOX_DIR, else /var/lib/lockbox for root, else the XDG state home's. */
+/*
+ * $LOCKBOX_DIR, else /var/lib/lockbox for root, else the XDG state home's.
+ * secure_getenv: a setuid, setgid or capability-raised lockbox neither
+ * writes where its caller's environment says nor runs the PostgreSQL
+ * helper for a postgresql:// LOCKBOX_DIR.
+ */
 static char *state_dir(const struct opts *o)
 {
-	const char *env = getenv("LOCKBOX_DIR"), *home;
+	const char *env = secure_getenv("LOCKBOX_DIR"), *home;
 	char *base, *dir;
 
 	if (o->dir != NULL)
@@ -227,11 +235,11 @@ static char *state_dir(const struct opts *o)
 		return dir_or_url(env);
 	if (geteuid() == 0)
 		return join("/var/lib/lockbox", "");
-	env = getenv("XDG_STATE_HOME");
+	env = secure_getenv("XDG_STATE_HOME");
 	if (env != NULL && env[0] == '/')	/* relative values are to be ignored */
 		return join(env, "lockbox");
 	/* cron sets HOME; the password database is not asked (static builds) */
-	home = getenv("HOME");
+	home = secure_getenv("HOME");
 	if (home == NULL || *home == '\0')
 		lb_diex(LB_EXIT_FAIL, "no state directory: set LOCKBOX_DIR or HOME, or use -d");
 	base = join(home, ".local/state");

@@ -335,7 +335,17 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 			printf("%u\n", slot);
 			status = LB_EXIT_OK;
 		} else if (take(cmd, o, pool, name, max, &who, &slot, &status)) {
+			/*
+			 * The caller learns its slot only from stdout: a slot
+			 * whose number did not get there is given back, not
+			 * left held by a caller that cannot know it (main's
+			 * exit funnel reports the write error, 125).
+			 */
 			printf("%u\n", slot);
+			if (lb_flush_stdout() != 0) {
+				lb_pool_release(pool, getppid());
+				status = LB_EXIT_FAIL;
+			}
 		}
 	}
 	lb_pool_close(pool);
