@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# The bash completion (completion/lockbox.bash), driven as bash drives it:
+# COMP_WORDS and COMP_CWORD set, the function called, COMPREPLY read.
+# With the bash-completion framework when it is installed, and without.
+
+load test_helper
+
+setup() {
+	lockbox_setup
+	COMPLETION=${LOCKBOX_SRCDIR:-$BATS_TEST_DIRNAME/..}/completion/lockbox.bash
+	# the binary under test answers for lockbox and its applet names
+	mkdir -p "$T/bin"
+	ln -s "$LOCKBOX" "$T/bin/lockbox"
+	local a
+	for a in slots mutex waitfor adaptive; do
+		ln -s lockbox "$T/bin/$a"
+	done
+}
+
+# complete WORD... : the completions of the last word, one a line, sorted
+# (in a fresh bash, with or without the framework: LB_FRAMEWORK=1)
+complete_words() {
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	PATH=$T/bin:$PATH HOME=$T bash -c '
+		if [[ ${LB_FRAMEWORK:-} == 1 ]]; then
+			. /usr/share/bash-completion/bash_completion || exit 1
+		fi
+		. "$1" || exit 1
+		shift
+		COMP_WORDS=("$@")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_LINE="$*"
+		COMP_POINT=${#COMP_LINE}
+		COMPREPLY=()
+		_lockbox || exit 1
+		printf "%s\n" "${COMPREPLY[@]}" | sort
+	' complete "$COMPLETION" "$@"
+}
+
+framework() {
+	[[ -f /usr/share/bash-completion/bash_completion ]] ||
+		skip "bash-completion is not installed"
+	export LB_FRAMEWORK=1
+}
+
+@test "completion: shellcheck clean" {
+	command -v shellcheck >/dev/null || skip "no shellcheck"
+	run shellcheck "$COMPLETION"
+	assert_success
+}
+
+@test "completion: applets and lockbox's own options" {
+	run complete_words lockbox ''
+	assert_success
+	assert_output "$(printf '%s\n' --help --list --shell-lib --version adaptive mutex slots waitfor)"
+	run complete_words lockbox sl
+	assert_output slots
+}
+
+@test "completion: each applet's options come from its --help" {
+	run complete_words slots --w
+	assert_output --wait
+	run complete_words lockbox mutex --conf
+	assert_output --conflict-exit-code
+	run complete_words waitfor --re
+	assert_output --retry-on
+	run complete_words adaptive -
+	assert_line --if-elapsed
+	assert_line --expire-after
+	assert_line -d
+	assert_line --syslog
+	run complete_words adaptive --on-loss ''
+	assert_line TERM
+	assert_line none
+}
+
+@test "completion: subcommands, lock files and the command" {
+	cd "$T"
+	: >job.lock
+	run complete_words slots ''
+	assert_line acquire
+	assert_line release
+	assert_line job.lock
+	# an option's argument is skipped over
+	run complete_words slots -w 5 job
+	assert_output job.lock
+	run complete_words slots job.lock ''
+	assert_output "$(printf '%s\n' check create list)"
+	run complete_words mutex job.lock ''
+	assert_line check
+	assert_line list
+	assert_line create
+	assert_line bash
+	run complete_words slots job.lock 4 basenam
+	assert_output basename
+	run complete_words waitfor 3 5 basenam
+	assert_output basename
+	# nothing after check
+	run complete_words slots job.lock check ''
+	assert_output ''
+	run complete_words slots acquire --f
+	assert_output --fd
+}
+
+@test "completion: the command's own words go to its completion" {
+	framework
+	cd "$T"
+	run complete_words mutex job.lock ls --al
+	assert_line --all
+}
+
+@test "completion: adaptive status completes the atoms of the state directory" {
+	mkdir "$T/state"
+	"$LOCKBOX" adaptive -q -d "$T/state" nightly-sync true
+	"$LOCKBOX" adaptive -q -d "$T/state" 'edit:/etc/motd' true
+	run complete_words adaptive -d "$T/state" status ''
+	assert_output "$(printf '%s\n' 'edit:/etc/motd' nightly-sync)"
+	run complete_words adaptive -d "$T/state" status nig
+	assert_output nightly-sync
+	run complete_words adaptive -d "$T/state" ''
+	assert_line nightly-sync
+	assert_line status
+	# $LOCKBOX_DIR is the default state directory
+	LOCKBOX_DIR=$T/state run complete_words lockbox adaptive status nig
+	assert_output nightly-sync
+}
+
+@test "completion: with the bash-completion framework too" {
+	framework
+	cd "$T"
+	: >job.lock
+	run complete_words slots -w 5 job
+	assert_output job.lock
+	run complete_words adaptive --dir ''
+	refute_output --partial job.lock
+	run complete_words slots job.lock 4 basenam
+	assert_output basename
+}
