@@ -9,7 +9,8 @@ load test_helper
 setup() {
 	lockbox_setup
 	SRC=${LOCKBOX_SRCDIR:-$BATS_TEST_DIRNAME/..}
-	EX=$SRC/examples
+	# tools/deb-check: the installed copies
+	EX=${LOCKBOX_EXAMPLES:-$SRC/examples}
 }
 
 # the text of a man page's literal blocks, unescaped
