@@ -85,24 +85,66 @@ _lockbox_atoms() {	# _lockbox_atoms BIN CUR [DIR]
 	done <<<"$names"
 }
 
+# The words as typed: bash splits "edit:/etc/motd" or "postgresql://h/db"
+# at the characters of COMP_WORDBREAKS; words[] joins what no blank
+# separates on the line, cword is the cursor's, wstart[k] the index in
+# COMP_WORDS where word k begins.
 _lockbox() {
 	COMPREPLY=()
-	local cur=${COMP_WORDS[COMP_CWORD]} bin=${COMP_WORDS[0]} applet i=1
+	local -a words=() wstart=()
+	local cword=0 line=${COMP_LINE:-} at=0 k=-1 i gap frag
+	for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+		frag=${COMP_WORDS[i]}
+		gap=0
+		while [[ ${line:at:1} == [[:blank:]] ]]; do
+			at=$((at + 1))
+			gap=1
+		done
+		if [[ ${line:at:${#frag}} != "$frag" ]]; then
+			# the line does not match the words: take them as bash split them
+			words=("${COMP_WORDS[@]}")
+			wstart=("${!COMP_WORDS[@]}")
+			cword=$COMP_CWORD
+			break
+		fi
+		at=$((at + ${#frag}))
+		if ((k < 0 || gap)); then
+			k=$((k + 1))
+			words[k]=$frag
+			wstart[k]=$i
+		else
+			words[k]+=$frag
+		fi
+		((i == COMP_CWORD)) && cword=$k
+	done
+	_lockbox_main
+	# the completions replace the cursor's piece of the word only
+	local pre=${words[cword]%"${COMP_WORDS[COMP_CWORD]}"}
+	if [[ -n $pre ]]; then
+		for i in "${!COMPREPLY[@]}"; do
+			COMPREPLY[i]=${COMPREPLY[i]#"$pre"}
+		done
+	fi
+	return 0
+}
+
+_lockbox_main() {
+	local cur=${words[cword]} bin=${words[0]} applet i=1
 	# a leading ~ in the command word
 	[[ $bin == '~'/* ]] && bin=$HOME/${bin#'~'/}
 	if [[ ${bin##*/} == lockbox ]]; then
-		if ((COMP_CWORD == 1)); then
+		if ((cword == 1)); then
 			_lockbox_add "$cur" "$(printf '%s\n' adaptive mutex slots waitfor \
 				--help --version --list --shell-lib)"
 			return 0
 		fi
-		applet=${COMP_WORDS[1]}
+		applet=${words[1]}
 		i=2
 	else
 		applet=${bin##*/}
 		# the applet's name is a link to lockbox: find the binary it names
 		bin=lockbox
-		type -P "${COMP_WORDS[0]}" >/dev/null 2>&1 && bin=$(type -P "${COMP_WORDS[0]}")
+		type -P "${words[0]}" >/dev/null 2>&1 && bin=$(type -P "${words[0]}")
 		[[ -x ${bin%/*}/lockbox ]] && bin=${bin%/*}/lockbox
 	fi
 	case $applet in
@@ -116,16 +158,20 @@ _lockbox() {
 	opts=$(_lockbox_opts "$bin" "$applet")
 	# walk the words before the cursor: options (and their arguments), then
 	# positionals; a COMMAND's own words are its completion's business
-	while ((i < COMP_CWORD)); do
-		word=${COMP_WORDS[i]}
+	while ((i < cword)); do
+		word=${words[i]}
 		if [[ $word == -- ]] && _lockbox_optok; then
 			_lockbox_command "$((i + 1))"
 			return 0
 		elif [[ $word == -* ]] && _lockbox_optok; then
 			arg=$(_lockbox_optarg "$word")
-			if [[ -n $arg && $word != *=* ]]; then
+			case $word in
+			--dir=*) dir=${word#*=} ;;
+			-d?*) dir=${word#-d} ;;
+			esac
+			if [[ -n $arg && $word != *=* && $word != -[a-zA-Z]?* ]]; then
 				((i++))
-				[[ $word == -d || $word == --dir ]] && dir=${COMP_WORDS[i]:-}
+				[[ $word == -d || $word == --dir ]] && dir=${words[i]:-}
 			fi
 		else
 			pos+=("$word")
@@ -144,9 +190,9 @@ _lockbox() {
 		((i++))
 	done
 
-	prev=${COMP_WORDS[COMP_CWORD - 1]}
+	prev=${words[cword - 1]}
 	# the argument of an option
-	if ((COMP_CWORD > 1)) && [[ $prev == -* ]] && _lockbox_optok; then
+	if ((cword > 1)) && [[ $prev == -* ]] && _lockbox_optok; then
 		arg=$(_lockbox_optarg "$prev")
 		if [[ -n $arg ]]; then
 			case $arg in
@@ -180,7 +226,7 @@ _lockbox() {
 	return 0
 }
 
-# The helpers below read _lockbox's locals (applet, opts, pos, sub).
+# The helpers below read the locals of _lockbox and _lockbox_main.
 # Options come before the positionals, or after acquire, release or status.
 _lockbox_optok() {
 	((${#pos[@]} == 0)) || [[ -n $sub ]]
@@ -207,11 +253,11 @@ _lockbox_at_command() {
 # Complete COMMAND [ARG...] starting at word $1 (mutex: or check, list, create).
 _lockbox_command() {
 	local start=$1 c
-	if ((start < COMP_CWORD)); then
+	if ((start < cword)); then
 		if declare -F _command_offset >/dev/null; then
-			_command_offset "$start"
+			_command_offset "${wstart[start]}"
 		else
-			_lockbox_files "${COMP_WORDS[COMP_CWORD]}"
+			_lockbox_files "$cur"
 		fi
 		return 0
 	fi

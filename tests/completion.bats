@@ -19,7 +19,9 @@ setup() {
 }
 
 # complete WORD... : the completions of the last word, one a line, sorted
-# (in a fresh bash, with or without the framework: LB_FRAMEWORK=1)
+# (in a fresh bash, with or without the framework: LB_FRAMEWORK=1). The
+# words are split as bash splits them, at ':' and '=' too; a completion is
+# printed whole (with the part of its word before the last split).
 complete_words() {
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	PATH=$T/bin:$PATH HOME=$T bash -c '
@@ -28,13 +30,24 @@ complete_words() {
 		fi
 		. "$1" || exit 1
 		shift
-		COMP_WORDS=("$@")
+		COMP_WORDS=()
+		for w in "$@"; do
+			[[ -n $w ]] || COMP_WORDS+=("")
+			while [[ $w =~ ^([:=]+)(.*)$ || $w =~ ^([^:=]+)(.*)$ ]]; do
+				COMP_WORDS+=("${BASH_REMATCH[1]}")
+				w=${BASH_REMATCH[2]}
+			done
+		done
 		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 		COMP_LINE="$*"
 		COMP_POINT=${#COMP_LINE}
 		COMPREPLY=()
 		_lockbox || exit 1
-		printf "%s\n" "${COMPREPLY[@]}" | sort
+		last=${!#}
+		pre=${last%"${COMP_WORDS[COMP_CWORD]}"}
+		for r in "${COMPREPLY[@]}"; do
+			printf "%s\n" "$pre$r"
+		done | sort
 	' complete "$COMPLETION" "$@"
 }
 
@@ -101,6 +114,11 @@ framework() {
 	assert_output ''
 	run complete_words slots acquire --f
 	assert_output --fd
+	# a postgresql:// target is one word, though bash splits it at : and =
+	run complete_words slots 'postgresql://db/ops?lock=x' ''
+	assert_output "$(printf '%s\n' check create list)"
+	run complete_words slots --wait=5 'postgresql://db/ops?lock=x' 4 basenam
+	assert_output basename
 }
 
 @test "completion: the command's own words go to its completion" {
@@ -118,6 +136,13 @@ framework() {
 	assert_output "$(printf '%s\n' 'edit:/etc/motd' nightly-sync)"
 	run complete_words adaptive -d "$T/state" status nig
 	assert_output nightly-sync
+	# bash splits a word at ':', the completion takes it whole
+	run complete_words adaptive -d "$T/state" status edit:/e
+	assert_output 'edit:/etc/motd'
+	run complete_words adaptive -d "$T/state" status edit:
+	assert_output 'edit:/etc/motd'
+	run complete_words adaptive --dir="$T/state" status edit
+	assert_output 'edit:/etc/motd'
 	run complete_words adaptive -d "$T/state" ''
 	assert_line nightly-sync
 	assert_line status
