@@ -8,7 +8,8 @@ load test_helper
 
 setup() {
 	lockbox_setup
-	COMPLETION=${LOCKBOX_SRCDIR:-$BATS_TEST_DIRNAME/..}/completion/lockbox.bash
+	# the tree's, or (tools/deb-check) the installed one
+	COMPLETION=${LOCKBOX_COMPLETION:-${LOCKBOX_SRCDIR:-$BATS_TEST_DIRNAME/..}/completion/lockbox.bash}
 	# the binary under test answers for lockbox and its applet names
 	mkdir -p "$T/bin"
 	ln -s "$LOCKBOX" "$T/bin/lockbox"
@@ -161,4 +162,23 @@ framework() {
 	refute_output --partial job.lock
 	run complete_words slots job.lock 4 basenam
 	assert_output basename
+}
+
+@test "completion: bash-completion loads it on demand for lockbox and each applet" {
+	framework
+	local d=$T/.local/share/bash-completion/completions a
+	# the installed layout: the file named lockbox, links for the applets
+	mkdir -p "$d"
+	cp "$COMPLETION" "$d/lockbox"
+	for a in slots mutex waitfor adaptive; do
+		ln -s lockbox "$d/$a"
+	done
+	for a in lockbox slots mutex waitfor adaptive; do
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		run env HOME="$T" XDG_DATA_HOME= BASH_COMPLETION_USER_DIR= XDG_DATA_DIRS=/nonexistent bash -c '
+			. /usr/share/bash-completion/bash_completion || exit 1
+			__load_completion "$1" && complete -p "$1"' load "$a"
+		assert_success
+		assert_output "complete -F _lockbox $a"
+	done
 }
