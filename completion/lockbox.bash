@@ -227,9 +227,9 @@ _lockbox_main() {
 }
 
 # The helpers below read the locals of _lockbox and _lockbox_main.
-# Options come before the positionals, or after acquire, release or status.
+# Options come before the positionals, or after acquire or release.
 _lockbox_optok() {
-	((${#pos[@]} == 0)) || [[ -n $sub ]]
+	((${#pos[@]} == 0)) || [[ $sub == acquire || $sub == release ]]
 }
 
 # The argument an option takes (DUR, FILE, ...), or nothing.

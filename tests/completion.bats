@@ -147,6 +147,9 @@ framework() {
 	run complete_words adaptive -d "$T/state" ''
 	assert_line nightly-sync
 	assert_line status
+	# options go before status
+	run complete_words adaptive -d "$T/state" status --
+	assert_output ''
 	# $LOCKBOX_DIR is the default state directory
 	LOCKBOX_DIR=$T/state run complete_words lockbox adaptive status nig
 	assert_output nightly-sync
