@@ -242,7 +242,7 @@ blocked_in_queue() {
 		false
 	}
 	stop_pid "${pids[2]}"
-	wait_for eval "(( \$(lock_waiters \"\$F\") == 3 ))"
+	wait_for eval "(( \$(queue_tickets \"\$F\") == 3 ))"
 	assert [ ! -e "$T/order" ]
 	stop_pid "$HOLD_PID"
 	for i in 0 3 4; do
@@ -255,6 +255,16 @@ blocked_in_queue() {
 	reap "${pids[1]}"
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(paste -sd' ' "$T/order")" "A D E B"
+}
+
+# queue_tickets LOCKFILE: how many tickets are held in its queue (locked
+# bytes at offset 2^32 or above); a head's lock requests on slots are not
+# counted, unlike in lock_waiters.
+queue_tickets() {
+	local ino
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+		END { print n + 0 }' /proc/locks
 }
 
 # blocked_on_slot LOCKFILE: a lock request waits in the kernel for slot 1
@@ -285,4 +295,43 @@ blocked_on_slot() {
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
 	assert [ -e "$T/ran" ]
+}
+
+# The sem pattern with a mutex: the shell that took the lock leaves it to
+# a job (which inherited the fd) and closes its own copy after a waiter
+# has set its watches; the shell, still the recorded holder, lives on. The
+# waiter must take the lock as the job ends, not when the shell does.
+@test "-w: a lock left to a job by the shell that took it is taken as the job ends" {
+	need_ofd	# --fd needs open file description locks
+	mkfifo "$T/close"
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		exec 7<>"$F"
+		"$LOCKBOX" mutex acquire --fd 7 || exit 1
+		sleep 600 &
+		echo $! >"$T/job"
+		read -r _ <"$T/close"
+		exec 7>&-
+		: >"$T/closed"
+		exec sleep 600' sh "$F" "$T"
+	local start took
+	wait_for test -s "$T/job"
+	track_pid "$(cat "$T/job")"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 20 "$F" sh -c 'date +%s%N >"$1.tmp" && mv "$1.tmp" "$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	echo >"$T/close"
+	wait_for test -e "$T/closed"
+	run -0 held "$F"
+	assert_output 1
+	assert [ ! -e "$T/ran" ]
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job")"
+	wait_for -t 5 test -e "$T/ran"
+	took=$((($(cat "$T/ran") - start) / 1000000))
+	((took < 1000)) || fail "the waiter took the lock ${took}ms after the job ended"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
 }
