@@ -903,7 +903,10 @@ static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
  * and the requests left over go to pinned slots too, so that a small pool
  * (a mutex, sem -j2) is watched exactly even when a pinned holder hands
  * its lock on after this look. Returns 1 when everything is watched, 0
- * when something is not (the head then looks again every RECHECK_MS).
+ * when something is not: the head then looks again every RECHECK_MS, and
+ * at every last close of an open file of the lock file on this host
+ * (inotify), which is how a slot left to a job (the sem pattern, in a pool
+ * too big for a lock request each) or to a holder's children comes free.
  */
 static int watch(struct filepool *p, struct lb_wait *w, int *word)
 {
@@ -937,6 +940,9 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 
 		lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
 	}
+	/* a hint (a close is told just before its locks go): the look every RECHECK_MS stays */
+	if (!all)
+		lb_wait_close(w, p->cfd, 0);
 	return all;
 }
 

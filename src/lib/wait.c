@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -37,7 +38,7 @@
 _Static_assert(LB_WAIT_HELPERS <= 4, "a helper's place fits in two bits of its bell byte");
 
 /* epoll data: the kind of source, and a value (a pid, or nothing) */
-enum { SRC_BELL = 1, SRC_PIN, SRC_SIG };
+enum { SRC_BELL = 1, SRC_PIN, SRC_SIG, SRC_CLOSE };
 #define SRC(kind, value)	((uint64_t)(kind) << 32 | (uint32_t)(value))
 
 /*
@@ -244,7 +245,7 @@ int lb_wait_init(struct lb_wait *w)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_BELL, 0) };
 
 	memset(w, 0, sizeof *w);
-	w->sig = -1;
+	w->sig = w->closes = -1;
 	w->bell[0] = w->bell[1] = -1;
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (w->ep < 0)
@@ -562,6 +563,31 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 	return 1;
 }
 
+int lb_wait_close(struct lb_wait *w, int fd, int tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_CLOSE, 0) };
+	char path[64];
+	int e;
+
+	w->close_tag = tag;
+	if (w->closes >= 0)
+		return 0;
+	w->closes = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->closes < 0)
+		return -1;
+	/* the file itself, wherever it is (or was) linked: the fd's magic link */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	if (inotify_add_watch(w->closes, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->closes, &ev) != 0) {
+		e = errno;
+		close(w->closes);
+		w->closes = -1;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 int lb_wait_stop(struct lb_wait *w)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_SIG, 0) };
@@ -665,6 +691,13 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 			;
 		ev.kind = LB_EV_STOP;
 		return push(w, &ev);
+	case SRC_CLOSE:
+		/* whose close does not matter: one event for all that are queued */
+		while (read(w->closes, buf, sizeof buf) > 0)
+			;
+		ev.kind = LB_EV_CLOSE;
+		ev.tag = w->close_tag;
+		return push(w, &ev);
 	}
 	return 0;
 }
@@ -733,6 +766,11 @@ void lb_wait_clear(struct lb_wait *w)
 	}
 	while (w->npins > 0)
 		pin_drop(w, w->npins - 1);
+	if (w->closes >= 0) {
+		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->closes, NULL);
+		close(w->closes);
+		w->closes = -1;
+	}
 	if (w->sig >= 0) {
 		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->sig, NULL);
 		close(w->sig);
