@@ -242,7 +242,7 @@ blocked_in_queue() {
 		false
 	}
 	stop_pid "${pids[2]}"
-	wait_for eval "(( \$(lock_waiters \"\$F\") == 3 ))"
+	wait_for eval "(( \$(queue_tickets \"\$F\") == 3 ))"
 	assert [ ! -e "$T/order" ]
 	stop_pid "$HOLD_PID"
 	for i in 0 3 4; do
@@ -255,6 +255,16 @@ blocked_in_queue() {
 	reap "${pids[1]}"
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(paste -sd' ' "$T/order")" "A D E B"
+}
+
+# queue_tickets LOCKFILE: how many tickets are held in its queue (locked
+# bytes at offset 2^32 or above); a head's lock requests on slots are not
+# counted, unlike in lock_waiters.
+queue_tickets() {
+	local ino
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+		END { print n + 0 }' /proc/locks
 }
 
 # blocked_on_slot LOCKFILE: a lock request waits in the kernel for slot 1
@@ -285,4 +295,99 @@ blocked_on_slot() {
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
 	assert [ -e "$T/ran" ]
+}
+
+# The sem pattern with a mutex: the shell that took the lock leaves it to
+# a job (which inherited the fd) and closes its own copy after a waiter
+# has set its watches; the shell, still the recorded holder, lives on. The
+# waiter must take the lock as the job ends, not when the shell does.
+@test "-w: a lock left to a job by the shell that took it is taken as the job ends" {
+	need_ofd	# --fd needs open file description locks
+	mkfifo "$T/close"
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		exec 7<>"$F"
+		"$LOCKBOX" mutex acquire --fd 7 || exit 1
+		sleep 600 &
+		echo $! >"$T/job"
+		read -r _ <"$T/close"
+		exec 7>&-
+		: >"$T/closed"
+		exec sleep 600' sh "$F" "$T"
+	local start took
+	wait_for test -s "$T/job"
+	track_pid "$(cat "$T/job")"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 20 "$F" sh -c 'date +%s%N >"$1.tmp" && mv "$1.tmp" "$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	echo >"$T/close"
+	wait_for test -e "$T/closed"
+	run -0 held "$F"
+	assert_output 1
+	assert [ ! -e "$T/ran" ]
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job")"
+	wait_for -t 5 test -e "$T/ran"
+	took=$((($(cat "$T/ran") - start) / 1000000))
+	((took < 1000)) || fail "the waiter took the lock ${took}ms after the job ended"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
+# header_gen LOCKFILE: the header's progress count (u64 at offset 40),
+# moved on by every write-locked visit of the header.
+header_gen() {
+	od -An -tu8 -j40 -N8 "$1" | tr -d ' '
+}
+
+# A waiter's futex thread that has decided to ring its bell must never
+# ring a later wait's: ^Z cancels it and closes the wait, and the next
+# wait (for the header, held here by another process) gets the same fd
+# numbers and the same first bell byte. LOCKBOX_TEST_RING_DELAY makes the
+# thread wait 2 s between its decision and its write (see wait.c).
+@test "-w: a futex thread cancelled as it rings never grants a later wait its lock" {
+	need_ofd	# the count the thread waits on moves at release --fd
+	need_lockhold
+	hold_sleep mutex "$F"
+	# shellcheck disable=SC2016 # perl's variables
+	spawn env LOCKBOX_TEST_RING_DELAY="$T/ringing" perl -e 'setpgrp(0, 0);
+		$SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"' \
+		"$LOCKBOX" mutex -w 60 "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID fd gen
+	# the head's watches are set: the futex thread first, then a lock request
+	wait_for blocked_on_slot "$F"
+	# a release moves the count the thread waits on: it decides to ring
+	exec {fd}<>"$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex release --fd "$fd"
+	exec {fd}>&-
+	wait_for test -d "$T/ringing"
+	kill -TSTP "$waiter"
+	wait_for stopped "$waiter"
+	# the header held by another process: continued, the waiter must wait for it
+	lockhold "$F" 0 4096
+	gen=$(header_gen "$F")
+	kill -CONT "$waiter"
+	# the thread has rung, and 0.5 s has passed since
+	wait_for test ! -d "$T/ringing"
+	wait_for header_waited_for "$F" "$gen"
+	assert [ ! -e "$T/ran" ]
+	# once the header and the lock are free, it takes the lock
+	stop_pid "$LOCKHOLD_PID"
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+}
+
+# header_waited_for LOCKFILE GEN: a lock request waits in the kernel for
+# the header (a "->" line at offset 0), whose count is still GEN; 2 (give
+# up) once the count has moved: someone went through the header.
+header_waited_for() {
+	local ino
+	[[ $(header_gen "$1") == "$2" ]] || return 2
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 0 { n++ }
+		END { exit n ? 0 : 1 }' /proc/locks
 }

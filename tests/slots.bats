@@ -666,3 +666,94 @@ EOF2
 	assert_regex "${lines[1]}" "^2 +\\? +\\? +\\?\$"
 	assert_regex "${lines[200]}" "^201 +\\? +\\? +\\?\$"
 }
+
+# The sem pattern (GNU parallel's sem -j2): a shell takes a slot on an fd
+# it opened, starts a job that inherits the fd, closes its own copy and
+# goes on. The shell stays the recorded holder and lives on; the slot
+# frees when the job ends, and a -w waiter must see that as any release.
+@test "-w: a slot left to a job by the shell that took it (sem pattern) is taken as the job ends" {
+	need_ofd	# --fd needs open file description locks
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		for i in 1 2; do
+			exec 7<>"$F"
+			"$LOCKBOX" slots acquire --fd 7 2 >/dev/null || exit 1
+			sleep 600 &
+			echo $! >"$T/job.$i"
+			exec 7>&-
+		done
+		exec 7<>"$F"
+		"$LOCKBOX" slots acquire -w 20 --fd 7 2 >"$T/got.tmp" || exit
+		date +%s%N >>"$T/got.tmp"
+		mv "$T/got.tmp" "$T/got"
+		exec sleep 600' sh "$F" "$T"
+	local shell=$SPAWN_PID start took
+	wait_for test -s "$T/job.2"
+	track_pid "$(cat "$T/job.1")"
+	track_pid "$(cat "$T/job.2")"
+	wait_for waiting_on "$F" 1
+	run -0 held "$F"
+	assert_output 2
+	assert [ ! -e "$T/got" ]
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job.1")"
+	wait_for -t 5 test -e "$T/got"
+	run -0 cat "$T/got"
+	assert_equal "${lines[0]}" 1
+	took=$(((lines[1] - start) / 1000000))
+	((took < 1000)) || fail "the waiter took the slot ${took}ms after the job ended"
+	# the shell holds it now, through its new fd
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^1 +$shell "
+}
+
+# The same in a pool too big for a lock request on every slot: the head
+# looks again once a second, and also as soon as an open file of the lock
+# file is closed for the last time (the job's end). Ended right after one
+# of those looks (the header's count moves at each), the job must not
+# wait for the next.
+@test "-w: a slot of a big pool left to a job (sem pattern) is taken as the job ends, not at the next look" {
+	need_ofd	# --fd needs open file description locks
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		for i in 1 2 3 4; do
+			exec 7<>"$F"
+			"$LOCKBOX" slots acquire --fd 7 4 >/dev/null || exit 1
+			sleep 600 &
+			echo $! >"$T/job.$i"
+			exec 7>&-
+		done
+		exec 7<>"$F"
+		"$LOCKBOX" slots acquire -w 20 --fd 7 4 >"$T/got.tmp" || exit
+		date +%s%N >>"$T/got.tmp"
+		mv "$T/got.tmp" "$T/got"
+		exec sleep 600' sh "$F" "$T"
+	local i gen start took
+	wait_for test -s "$T/job.4"
+	for i in 1 2 3 4; do
+		track_pid "$(cat "$T/job.$i")"
+	done
+	wait_for waiting_on "$F" 1
+	gen=$(slots_header_gen "$F")
+	wait_for header_moved "$F" "$gen"
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job.4")"
+	wait_for -t 5 test -e "$T/got"
+	run -0 cat "$T/got"
+	assert_equal "${lines[0]}" 4
+	took=$(((lines[1] - start) / 1000000))
+	((took < 500)) || fail "the waiter took the slot ${took}ms after the job ended"
+}
+
+# slots_header_gen LOCKFILE: the header's progress count (u64 at offset
+# 40), moved on at every write-locked visit of the header.
+slots_header_gen() {
+	od -An -tu8 -j40 -N8 "$1" | tr -d ' '
+}
+
+# header_moved LOCKFILE GEN: the count is no longer GEN.
+header_moved() {
+	[[ $(slots_header_gen "$1") != "$2" ]]
+}

@@ -855,27 +855,66 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 /* ---- the head of the queue ---- */
 
 /*
+ * Pin the recorded holder of slot S when its end is the end of the slot's
+ * lock: a process of this host that holds the lock itself. One that took
+ * the slot on an fd and left it to others (the sem pattern: `slots acquire
+ * --fd` in a shell, a job in the background that inherited the fd, the
+ * shell closing its own copy and living on) does not: its end says nothing,
+ * and the slot frees when the last of the others lets go. Whether it holds
+ * is asked of the kernel (its fdinfo) once, when it is first pinned; a
+ * holder whose descriptors we may not read is trusted as before. BOOT is
+ * this host's boot id, NULL when unknown; ST the lock file's, NULL when
+ * unknown. 1 pinned, 0 not (the caller asks for the lock instead).
+ */
+static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
+    const uint8_t *boot, const struct stat *st)
+{
+	struct lb_ident who;
+
+	if (state(p, s) != LB_REC_HELD)
+		return 0;
+	lb_record_decode(record(p, s), &who);
+	if (boot == NULL || memcmp(who.boot_id, boot, 16) != 0)
+		return 0;
+	if (!lb_wait_has_pid(w, who.pid) && st != NULL &&
+	    lb_proc_holds(who.pid, st->st_dev, st->st_ino, lb_slot_offset(s)) == 0)
+		return 0;
+	/* 0: the recorded process is gone (a zombie too), its children hold on */
+	return lb_wait_pid(w, who.pid, who.starttime, (int)s) == 1;
+}
+
+/*
  * After a scan found every slot busy: set up the kernel events that tell
  * when one may be free. It is done with the header unlocked, so that the
  * others are not kept from it while a big pool's holders are looked up,
  * and nothing is missed for that: a holder that ended since the scan is
  * found gone, a slot freed since is granted to its lock request at once,
- * and a release since has moved the count on. A holder that is a process
- * of this host is watched through a pidfd (it ends: its locks are gone
- * before the pidfd says so); an explicit release (the shell library's)
- * changes the header's release count and wakes whoever waits on that word
- * (*WORD, cleared once that watch has failed); a slot whose holder cannot
- * be watched that way (another host on a shared file system, a process
- * that left the slot to its children, a lock without a record) gets one of
- * the few lock requests a waiter may have. Returns 1 when everything is
- * watched, 0 when something is not (the head then looks again every
- * RECHECK_MS).
+ * and a release since has moved the count on. An explicit release (the
+ * shell library's) changes the header's release count and wakes whoever
+ * waits on that word (*WORD, cleared once that watch has failed). A lock
+ * request on a slot learns of every way it frees (an unlock, the last
+ * close of the open file that holds it, its holders' ends), but a waiter
+ * has only a few (LB_WAIT_HELPERS, the word's included); a pidfd scales to
+ * any pool but tells only of one process's end. So: a slot whose recorded
+ * holder is a process of this host that holds the lock itself is pinned
+ * (see pin_holder; it ends: its locks are gone before the pidfd says so);
+ * every other slot (another host on a shared file system, a process that
+ * left the slot to others, a lock without a record) gets a lock request;
+ * and the requests left over go to pinned slots too, so that a small pool
+ * (a mutex, sem -j2) is watched exactly even when a pinned holder hands
+ * its lock on after this look. Returns 1 when everything is watched, 0
+ * when something is not: the head then looks again every RECHECK_MS, and
+ * at every last close of an open file of the lock file on this host
+ * (inotify), which is how a slot left to a job (the sem pattern, in a pool
+ * too big for a lock request each) or to a holder's children comes free.
  */
 static int watch(struct filepool *p, struct lb_wait *w, int *word)
 {
 	uint8_t boot[16];
 	int all = 1, have_boot = lb_boot_id(boot) == 0;
-	size_t i;
+	size_t i, npinned = 0, pinned[LB_WAIT_HELPERS];
+	struct stat st;
+	int have_st = fstat(p->cfd, &st) == 0;
 
 	lb_wait_clear_locks(w);
 	/* the count as the scan's header lock saw it: a release since has changed it */
@@ -885,21 +924,25 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 		all = 0;
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
-		struct lb_ident who;
-		int r = -1;
 
-		if (state(p, s) == LB_REC_HELD) {
-			lb_record_decode(record(p, s), &who);
-			if (have_boot && memcmp(who.boot_id, boot, 16) == 0)
-				r = lb_wait_pid(w, who.pid, who.starttime, (int)s);
-		}
-		/* not pinned (0: the recorded process is gone, its children hold on) */
-		if (r == 1)
+		if (pin_holder(p, w, s, have_boot ? boot : NULL, have_st ? &st : NULL)) {
+			if (npinned < LB_WAIT_HELPERS)
+				pinned[npinned++] = i;
 			continue;
+		}
 		if (lb_wait_locks_free(w) == 0 ||
 		    lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
 			all = 0;
 	}
+	/* a failure here loses nothing: the pin stays */
+	for (i = 0; i < npinned && lb_wait_locks_free(w) > 0; i++) {
+		unsigned s = p->held.v[pinned[i]];
+
+		lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
+	}
+	/* a hint (a close is told just before its locks go): the look every RECHECK_MS stays */
+	if (!all)
+		lb_wait_close(w, p->cfd, 0);
 	return all;
 }
 
