@@ -20,6 +20,13 @@
  * lets the header go, without a second look at the slots, and sets its
  * watches after. Attempts that do not wait never queue: they take a free
  * slot or give up.
+ *
+ * The queue's bytes are locked by lockbox only with write locks (a ticket,
+ * the join byte): anyone who can read the file can put a read lock on
+ * them, and such a lock, or any other that is not a waiter's, stops an
+ * attempt at once (as a busy pool does), naming the process from the
+ * kernel's lock table. No loop over lock bytes is unbounded, and each ends
+ * at the caller's deadline.
  */
 #include "config.h"
 
@@ -58,6 +65,10 @@
 #define GONE_MAX	64
 /* how often the head looks again when some holders cannot be watched */
 #define RECHECK_MS	1000
+/* a ticket count past this is not a real queue's: it starts again at 0 */
+#define QUEUE_TICKETS	((uint64_t)1 << 48)
+/* ticket bytes still held past the count that a joiner passes, at most */
+#define QUEUE_SKIP	1024
 
 struct filepool {
 	struct lb_pool base;
@@ -72,6 +83,9 @@ struct filepool {
 	size_t cap;		/* bytes allocated for buf */
 	unsigned nrec;		/* whole records in buf */
 	struct lb_slotset held;	/* last full scan: locked slots */
+	/* why the last acquisition gave up, when not the holders (lb_holders) */
+	char why[256];
+	int at_once;
 };
 
 /*
@@ -266,15 +280,58 @@ static uint64_t read_count(struct filepool *p, off_t off)
 }
 
 /*
+ * A lock that lockbox did not take, of TYPE, on byte AT of the queue's
+ * bytes (the join byte, a ticket's): the attempt ends at once, as when
+ * a slot is held, and the message names the process that holds it, from
+ * the kernel's lock table (HINT: the PID the kernel gave for it, if any).
+ */
+static void queue_foreign(struct filepool *p, off_t at, short type, pid_t hint)
+{
+	pid_t pid = lb_scan_locker(p->cfd, at, type);
+	struct lb_ident who;
+
+	if (pid <= 0)
+		pid = hint;
+	if (pid > 0) {
+		lb_ident_fill(&who, pid, NULL, 0);
+		snprintf(p->why, sizeof p->why,
+		    "the wait queue is blocked by a %s lock lockbox did not take (PID %d, %s)",
+		    type == F_RDLCK ? "read" : "write", (int)pid, who.command);
+	} else {
+		snprintf(p->why, sizeof p->why,
+		    "the wait queue is blocked by a %s lock lockbox did not take (PID ?)",
+		    type == F_RDLCK ? "read" : "write");
+	}
+	p->at_once = 1;
+}
+
+/*
+ * Whether [START, START+LEN), bytes lockbox only ever write-locks, is
+ * read-locked: anyone who can read the file can do that, and nobody ever
+ * lets it go for us (reported, see queue_foreign).
+ */
+static int foreign_reader(struct filepool *p, off_t start, off_t len)
+{
+	struct flock c;
+
+	if (lb_lock_test(p->cfd, F_WRLCK, start, len, &c) != 0 || c.l_type != F_RDLCK)
+		return 0;
+	queue_foreign(p, c.l_start > start ? c.l_start : start, F_RDLCK, c.l_pid);
+	return 1;
+}
+
+/*
  * Write-lock [START, START+LEN) for a short change, such as the header or
  * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first,
  * -1 error (reported). Many processes may queue for it; what tells a busy
  * lock from one held by a stopped process is progress: every holder moves
  * the header count at PROGRESS on, so a waiter gives up only when it
  * stood still for HEADER_STUCK. WHAT names the lock in messages.
+ * READERS_FOREIGN: lockbox never read-locks these bytes, so a read lock
+ * on them is someone else's, and ends the attempt at once (0).
  */
 static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
-    off_t progress, int64_t deadline, const char *what)
+    off_t progress, int64_t deadline, const char *what, int readers_foreign)
 {
 	uint64_t gen, now;
 	int r = lb_lock_try(p->cfd, type, start, len);
@@ -285,6 +342,8 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 			lb_warn("%s: cannot lock %s", p->name, what);
 		return r;
 	}
+	if (readers_foreign && foreign_reader(p, start, len))
+		return 0;
 	gen = read_count(p, progress);
 	for (;;) {
 		int64_t bound = lb_deadline_after(HEADER_STUCK);
@@ -299,6 +358,8 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		}
 		if (until == deadline)
 			return 0;
+		if (readers_foreign && foreign_reader(p, start, len))
+			return 0;
 		now = read_count(p, progress);
 		if (now == gen)
 			break;
@@ -312,7 +373,7 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 /* Lock the header (every change to the file but a ticket is made under it). */
 static int header_lock(struct filepool *p, short type, int64_t deadline)
 {
-	return progress_lock(p, type, 0, LB_HDR_SIZE, LB_HDR_OFF_GEN, deadline, "header");
+	return progress_lock(p, type, 0, LB_HDR_SIZE, LB_HDR_OFF_GEN, deadline, "header", 0);
 }
 
 static void header_unlock(struct filepool *p)
@@ -716,24 +777,65 @@ static int queue_busy(struct filepool *p)
  * byte's lock rather than the header's: a crowd of waiters arriving at
  * once then never keeps the header, which the head needs to take a slot,
  * from the head (a process holding a lock can be descheduled for as long
- * as hundreds of others run). 1 joined, 0 DEADLINE passed, -1 error
- * (reported).
+ * as hundreds of others run). The count is a hint, as every header value
+ * is: a count of QUEUE_TICKETS or more (written by someone else: a real
+ * queue never gets near it) starts the queue again at 0, and a ticket byte that
+ * another waiter still holds (a count that went back) is passed, at most
+ * QUEUE_SKIP of them. A ticket byte locked otherwise than by a waiter (a
+ * read lock, a range) is a lock lockbox did not take, reported at once.
+ * 1 joined, 0 DEADLINE passed or a foreign lock (p->why says which), -1
+ * error (reported).
  */
 static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
 	uint64_t t;
-	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue");
+	unsigned skips = 0;
+	struct flock c;
+	off_t at = 0;
+	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue", 1);
 
-	if (r != 1)
+	if (r != 1) {
+		if (r == 0 && p->why[0] == '\0')
+			snprintf(p->why, sizeof p->why,
+			    "the wait queue's join lock stayed locked (a stopped process?)");
 		return r;
+	}
 	t = read_count(p, LB_HDR_OFF_TICKET);
-	/* a ticket byte still locked (a counter that went back) is skipped */
-	while ((r = lb_lock_try(p->cfd, F_WRLCK, LB_QUEUE_OFF + (off_t)t, 1)) == 0)
-		t++;
+	if (t >= QUEUE_TICKETS)
+		t = 0;
+	for (;;) {
+		at = LB_QUEUE_OFF + (off_t)t;
+		r = lb_lock_try(p->cfd, F_WRLCK, at, 1);
+		if (r != 0)
+			break;
+		r = lb_lock_test(p->cfd, F_WRLCK, at, 1, &c);
+		if (r < 0)
+			break;
+		/*
+		 * A waiter write-locks its ticket's byte alone; the kernel
+		 * shows it merged with its join byte when it holds ticket 0.
+		 */
+		if (r == 0 && (c.l_type != F_WRLCK || c.l_len <= 0 || c.l_start + c.l_len <= at ||
+		    (c.l_len != 1 && !(c.l_start == LB_JOIN_OFF && c.l_len == 2)))) {
+			queue_foreign(p, at, c.l_type, c.l_pid);
+			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+			return 0;
+		}
+		if (r == 0)
+			t = (uint64_t)(c.l_start + c.l_len - LB_QUEUE_OFF);
+		if (++skips == QUEUE_SKIP || lb_remaining(deadline) == 0) {
+			r = skips == QUEUE_SKIP ? -1 : 0;
+			if (r < 0)
+				lb_warnx("%s: cannot join the queue: %u tickets past its count are taken",
+				    p->name, QUEUE_SKIP);
+			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+			return r;
+		}
+	}
 	if (r < 0 || set_header_word(p, LB_HDR_OFF_TICKET, t + 1) != 0) {
 		lb_warn("%s: cannot join the queue", p->name);
 		if (r == 1)
-			lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF + (off_t)t, 1);
+			lb_lock_try(p->cfd, F_UNLCK, at, 1);
 		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 		return -1;
 	}
@@ -1023,6 +1125,8 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	off_t size;
 	int r;
 
+	p->why[0] = '\0';
+	p->at_once = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
 		r = arrive(p, max, deadline, who, slot, &ticket);
@@ -1045,8 +1149,12 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
 		lb_wait_suspend();
 	}
-	if (r == 0 && busy != NULL)
-		return describe(p, busy) != 0 ? -1 : 0;
+	if (r == 0 && busy != NULL) {
+		if (describe(p, busy) != 0)
+			return -1;
+		memcpy(busy->why, p->why, sizeof busy->why);
+		busy->at_once = p->at_once;
+	}
 	return r;
 }
 

@@ -35,6 +35,11 @@ struct lb_holder {
 struct lb_holders {
 	struct lb_holder *v;
 	size_t n;
+	/* when not empty, what kept the slot instead of the holders (a waiter
+	 * ahead in the queue, a lock that is not lockbox's); AT_ONCE: it was
+	 * found at once, not waited on until the deadline */
+	char why[256];
+	int at_once;
 };
 
 /* How a pool is opened; NULL means every default. */

@@ -131,6 +131,10 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (o->wait > 0)
 		snprintf(waited, sizeof waited, "timed out after %s; ",
 		    lb_format_duration_ms(o->wait, age));
+	if (h->why[0] != '\0') {	/* not the holders: the backend says what */
+		lb_warnx("%s: %s%s", name, h->at_once ? "" : waited, h->why);
+		return;
+	}
 	if (h->n == 0) {	/* the header itself stayed locked */
 		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
 		    name, waited);
@@ -174,7 +178,7 @@ static int take(const struct lb_poolcmd *cmd, const struct opts *o,
     struct lb_pool *pool, const char *name, unsigned max,
     const struct lb_ident *who, unsigned *slot, int *status)
 {
-	struct lb_holders busy = { NULL, 0 };
+	struct lb_holders busy = { NULL, 0, "", 0 };
 	int r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
 
 	if (r < 0) {
