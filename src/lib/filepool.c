@@ -21,6 +21,18 @@
  * watches after. Attempts that do not wait never queue: they take a free
  * slot or give up.
  *
+ * A waiter that is stopped (SIGSTOP, a background job's SIGTTIN or
+ * SIGTTOU, a debugger; ^Z is caught, and gives the place up first) still
+ * holds its ticket, and would stall everyone behind it.
+ * The rule: running waiters are served in arrival order; a stopped one
+ * is passed over for as long as it is stopped. A waiter waits for the
+ * nearest one ahead of it that is not stopped, and goes to the head when
+ * all of those ahead are (see queue_turn). Why not give a stopped waiter
+ * its place back: it has no deadline of its own while stopped, and whoever
+ * waits behind it has one. A stopped waiter that is continued keeps its
+ * ticket, and is ahead again of those that had not passed it yet; one
+ * that had passed it, at the head, competes with it for the next slot.
+ *
  * The queue's bytes are locked by lockbox only with write locks (a ticket,
  * the join byte): anyone who can read the file can put a read lock on
  * them, and such a lock, or any other that is not a waiter's, stops an
@@ -69,6 +81,10 @@
 #define QUEUE_TICKETS	((uint64_t)1 << 48)
 /* ticket bytes still held past the count that a joiner passes, at most */
 #define QUEUE_SKIP	1024
+/* how often a waiter looks whether the one it waits for is stopped */
+#define QUEUE_RECHECK_MS	1000
+/* stopped waiters a waiter passes at one look, at most */
+#define QUEUE_PASS	64
 
 struct filepool {
 	struct lb_pool base;
@@ -86,6 +102,9 @@ struct filepool {
 	/* why the last acquisition gave up, when not the holders (lb_holders) */
 	char why[256];
 	int at_once;
+	int behind;		/* it timed out in the queue, behind another waiter */
+	pid_t ahead;		/* that waiter (0: not found) */
+	int ahead_stopped;
 };
 
 /*
@@ -897,23 +916,96 @@ static int queue_ahead(struct filepool *p, uint64_t ticket, uint64_t *ahead)
 }
 
 /*
- * Wait for our turn: every earlier ticket gone. A waiter waits for the
- * one ahead of it only, with a lock request on that ticket's byte, which
- * is granted as that waiter goes. (One request on all the bytes before
- * ours would do it in one wait, but the kernel keeps overlapping requests
- * in a chain, and a request that has to wait again first wakes every one
- * chained behind it: each departure would wake the whole queue, one after
- * the other.) 1 our turn, 0 deadline, 2 stopped by ^Z (the ticket is
- * given back first), -1 error (reported).
+ * The waiters ahead that a waiter has looked up: which process holds
+ * which ticket (found once: a look through /proc costs), and its start
+ * time, so that a PID used again is not taken for it.
+ */
+struct queue_seen {
+	uint64_t ticket[QUEUE_PASS];
+	pid_t pid[QUEUE_PASS];	/* 0: not found (gone, or hidden from us) */
+	uint64_t start[QUEUE_PASS];
+	size_t n;
+};
+
+/*
+ * Whether the waiter holding TICKET is stopped (state T or t: SIGSTOP,
+ * a background job's SIGTTIN or SIGTTOU, a debugger). A frozen cgroup's
+ * tasks do not show as stopped: they count as running. One not seen
+ * before is looked up only with LOOKUP; else it counts as running.
+ */
+static int queue_stopped(struct filepool *p, struct queue_seen *seen, uint64_t ticket,
+    int lookup, pid_t *pid)
+{
+	struct lb_proc_stat st;
+	size_t i;
+
+	for (i = 0; i < seen->n && seen->ticket[i] != ticket; i++)
+		;
+	if (i == seen->n) {
+		*pid = 0;
+		if (!lookup)
+			return 0;
+		if (i == QUEUE_PASS)
+			i = seen->n = 0;	/* forget the oldest looks: a rare queue */
+		seen->ticket[i] = ticket;
+		seen->pid[i] = lb_scan_locker(p->cfd, LB_QUEUE_OFF + (off_t)ticket, F_WRLCK);
+		seen->start[i] = seen->pid[i] > 0 ? lb_proc_starttime(seen->pid[i]) : 0;
+		seen->n++;
+	}
+	*pid = seen->pid[i];
+	if (*pid <= 0 || lb_proc_stat(*pid, &st) != 0 || st.starttime != seen->start[i])
+		return 0;
+	return st.state == 'T' || st.state == 't';
+}
+
+/*
+ * The waiter to wait for: the nearest one ahead of TICKET that is not
+ * stopped (see the top of the file), passing at most QUEUE_PASS stopped
+ * ones; one not seen before is looked up only with LOOKUP. 1 with
+ * *AHEAD (and its PID, 0 if not looked up), 0 none (our turn), -1 error
+ * (reported).
+ */
+static int queue_next(struct filepool *p, uint64_t ticket, struct queue_seen *seen,
+    int lookup, uint64_t *ahead, pid_t *pid)
+{
+	uint64_t below = ticket;
+	int r = 0, passes;
+
+	for (passes = 0; passes < QUEUE_PASS; passes++) {
+		r = queue_ahead(p, below, ahead);
+		if (r <= 0 || !queue_stopped(p, seen, *ahead, lookup, pid))
+			return r;
+		below = *ahead;
+	}
+	return r;
+}
+
+/*
+ * Wait for our turn: every earlier ticket gone, or held by a waiter that
+ * is stopped. A waiter waits for the one ahead of it only, with a lock
+ * request on that ticket's byte, which is granted as that waiter goes.
+ * (One request on all the bytes before ours would do it in one wait, but
+ * the kernel keeps overlapping requests in a chain, and a request that
+ * has to wait again first wakes every one chained behind it: each
+ * departure would wake the whole queue, one after the other.) A stopped
+ * process sends no event, so a waiter looks whether the one it waits
+ * for is stopped every QUEUE_RECHECK_MS, and at once when the one it
+ * waited for went and left an earlier one ahead (which that one passed,
+ * or would have been behind): a newcomer behind the last of a moving
+ * queue never looks through /proc. 1 our turn, 0 deadline (p->ahead:
+ * for whom), 2 stopped by ^Z (the ticket is given back first), -1 error
+ * (reported).
  */
 static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
+	struct queue_seen seen = { { 0 }, { 0 }, { 0 }, 0 };
 	struct lb_wait w;
 	struct lb_wait_event ev;
-	uint64_t ahead;
-	int r;
+	uint64_t ahead, waiting = 0;
+	int r, asked = 0;
+	pid_t pid;
 
-	r = queue_ahead(p, ticket, &ahead);
+	r = queue_next(p, ticket, &seen, 0, &ahead, &pid);
 	if (r <= 0)
 		return r == 0 ? 1 : -1;
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
@@ -922,17 +1014,23 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		return -1;
 	}
 	for (;;) {
-		if (lb_wait_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
+		if (asked && ahead != waiting) {
+			lb_wait_clear_locks(&w);
+			asked = 0;
+		}
+		if (!asked && lb_wait_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
 			lb_warn("%s: cannot wait", p->name);
 			r = -1;
 			break;
 		}
-		r = lb_wait_run(&w, deadline, 0, &ev);
+		asked = 1;
+		waiting = ahead;
+		r = lb_wait_run(&w, deadline, QUEUE_RECHECK_MS, &ev);
 		if (r == 1 && ev.kind == LB_EV_STOP) {
 			r = 2;
 			break;
 		}
-		if (r == 1 && ev.err != 0) {
+		if (r == 1 && ev.kind == LB_EV_LOCK && ev.err != 0) {
 			errno = ev.err;
 			lb_warn("%s: cannot wait in the queue", p->name);
 			r = -1;
@@ -941,10 +1039,17 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		if (r != 1) {
 			if (r < 0)
 				lb_warn("%s: cannot wait", p->name);
+			else {
+				p->behind = 1;
+				p->ahead_stopped = queue_stopped(p, &seen, ahead, 1, &p->ahead);
+			}
 			break;
 		}
-		lb_wait_clear_locks(&w);
-		r = queue_ahead(p, ticket, &ahead);
+		if (ev.kind == LB_EV_LOCK) {
+			lb_wait_clear_locks(&w);	/* granted and dropped: that one went */
+			asked = 0;
+		}
+		r = queue_next(p, ticket, &seen, 1, &ahead, &pid);
 		if (r <= 0) {
 			r = r == 0 ? 1 : -1;
 			break;
@@ -1117,6 +1222,28 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	return r == 1 ? 3 : r;
 }
 
+static int look(struct filepool *p);
+
+/*
+ * A wait that ran out in the queue: what kept it is the holders when MAX
+ * of them hold (the waiters ahead wait for them too), else the waiter
+ * ahead (p->ahead).
+ */
+static void blame_ahead(struct filepool *p, unsigned max)
+{
+	struct lb_ident who;
+
+	if (look(p) != 0 || p->held.n >= max)
+		return;
+	if (p->ahead > 0) {
+		lb_ident_fill(&who, p->ahead, NULL, 0);
+		snprintf(p->why, sizeof p->why, "waiting behind PID %d (%s%s) in the queue",
+		    (int)p->ahead, who.command, p->ahead_stopped ? ", stopped" : "");
+	} else {
+		snprintf(p->why, sizeof p->why, "waiting behind another waiter in the queue");
+	}
+}
+
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
@@ -1126,7 +1253,7 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	int r;
 
 	p->why[0] = '\0';
-	p->at_once = 0;
+	p->at_once = p->behind = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
 		r = arrive(p, max, deadline, who, slot, &ticket);
@@ -1150,6 +1277,8 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		lb_wait_suspend();
 	}
 	if (r == 0 && busy != NULL) {
+		if (p->behind)
+			blame_ahead(p, max);
 		if (describe(p, busy) != 0)
 			return -1;
 		memcpy(busy->why, p->why, sizeof busy->why);
