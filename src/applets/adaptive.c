@@ -746,7 +746,7 @@ static int blind(struct run *r, const struct lb_job *job, int sig)
 static int expire(struct run *r, struct lb_holder *h)
 {
 	static const int sigs[] = { SIGCONT, SIGINT, SIGTERM, SIGKILL };
-	struct lb_holders now = { NULL, 0, "", 0 };
+	struct lb_holders now = { NULL, 0 };
 	struct lb_ident old = h->who;
 	struct lb_lock_site site;
 	struct lb_job job;
@@ -1046,7 +1046,7 @@ static int supervise(struct run *r, char **command)
  */
 static int expire_session(struct run *r, struct lb_holder *h)
 {
-	struct lb_holders now = { NULL, 0, "", 0 };
+	struct lb_holders now = { NULL, 0 };
 	struct lb_ident old = h->who;
 	char age[32];
 	unsigned slot;
@@ -1103,7 +1103,7 @@ static int expire_session(struct run *r, struct lb_holder *h)
 /* Take the atom's lock: 1 when it is ours, else 0 and *status says why not. */
 static int take(struct run *r, int *status)
 {
-	struct lb_holders h = { NULL, 0, "", 0 };
+	struct lb_holders h = { NULL, 0 };
 	struct lb_holder holder;
 	unsigned slot;
 	int got = lb_pool_acquire(r->pool, 1, 0, &r->who, &slot, &h), x;

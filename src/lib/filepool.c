@@ -99,9 +99,6 @@ struct filepool {
 	size_t cap;		/* bytes allocated for buf */
 	unsigned nrec;		/* whole records in buf */
 	struct lb_slotset held;	/* last full scan: locked slots */
-	/* why the last acquisition gave up, when not the holders (lb_holders) */
-	char why[256];
-	int at_once;
 	int behind;		/* it timed out in the queue, behind another waiter */
 	pid_t ahead;		/* that waiter (0: not found) */
 	int ahead_stopped;
@@ -313,15 +310,15 @@ static void queue_foreign(struct filepool *p, off_t at, short type, pid_t hint)
 		pid = hint;
 	if (pid > 0) {
 		lb_ident_fill(&who, pid, NULL, 0);
-		snprintf(p->why, sizeof p->why,
+		snprintf(p->base.why, sizeof p->base.why,
 		    "the wait queue is blocked by a %s lock lockbox did not take (PID %d, %s)",
 		    type == F_RDLCK ? "read" : "write", (int)pid, who.command);
 	} else {
-		snprintf(p->why, sizeof p->why,
+		snprintf(p->base.why, sizeof p->base.why,
 		    "the wait queue is blocked by a %s lock lockbox did not take (PID ?)",
 		    type == F_RDLCK ? "read" : "write");
 	}
-	p->at_once = 1;
+	p->base.why_at_once = 1;
 }
 
 /*
@@ -797,13 +794,13 @@ static int queue_busy(struct filepool *p)
  * once then never keeps the header, which the head needs to take a slot,
  * from the head (a process holding a lock can be descheduled for as long
  * as hundreds of others run). The count is a hint, as every header value
- * is: a count of QUEUE_TICKETS or more (written by someone else: a real
- * queue never gets near it) starts the queue again at 0, and a ticket byte that
- * another waiter still holds (a count that went back) is passed, at most
- * QUEUE_SKIP of them. A ticket byte locked otherwise than by a waiter (a
- * read lock, a range) is a lock lockbox did not take, reported at once.
- * 1 joined, 0 DEADLINE passed or a foreign lock (p->why says which), -1
- * error (reported).
+ * is: a count of QUEUE_TICKETS or more (written by someone else: a
+ * real queue never gets near it) starts the queue again at 0, and a
+ * ticket byte that another waiter still holds (a count that went back)
+ * is passed, at most QUEUE_SKIP of them. A ticket byte locked otherwise
+ * than by a waiter (a read lock, a range) is a lock lockbox did not
+ * take, reported at once. 1 joined, 0 DEADLINE passed or a foreign lock
+ * (p->base.why says which), -1 error (reported).
  */
 static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
@@ -814,8 +811,8 @@ static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue", 1);
 
 	if (r != 1) {
-		if (r == 0 && p->why[0] == '\0')
-			snprintf(p->why, sizeof p->why,
+		if (r == 0 && p->base.why[0] == '\0')
+			snprintf(p->base.why, sizeof p->base.why,
 			    "the wait queue's join lock stayed locked (a stopped process?)");
 		return r;
 	}
@@ -1237,10 +1234,10 @@ static void blame_ahead(struct filepool *p, unsigned max)
 		return;
 	if (p->ahead > 0) {
 		lb_ident_fill(&who, p->ahead, NULL, 0);
-		snprintf(p->why, sizeof p->why, "waiting behind PID %d (%s%s) in the queue",
+		snprintf(p->base.why, sizeof p->base.why, "waiting behind PID %d (%s%s) in the queue",
 		    (int)p->ahead, who.command, p->ahead_stopped ? ", stopped" : "");
 	} else {
-		snprintf(p->why, sizeof p->why, "waiting behind another waiter in the queue");
+		snprintf(p->base.why, sizeof p->base.why, "waiting behind another waiter in the queue");
 	}
 }
 
@@ -1252,8 +1249,7 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	off_t size;
 	int r;
 
-	p->why[0] = '\0';
-	p->at_once = p->behind = 0;
+	p->behind = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
 		r = arrive(p, max, deadline, who, slot, &ticket);
@@ -1279,10 +1275,7 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	if (r == 0 && busy != NULL) {
 		if (p->behind)
 			blame_ahead(p, max);
-		if (describe(p, busy) != 0)
-			return -1;
-		memcpy(busy->why, p->why, sizeof busy->why);
-		busy->at_once = p->at_once;
+		return describe(p, busy) != 0 ? -1 : 0;
 	}
 	return r;
 }
