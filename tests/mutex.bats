@@ -390,4 +390,51 @@ header_waited_for() {
 	ino=$(stat -c %i "$1") || return 1
 	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 0 { n++ }
 		END { exit n ? 0 : 1 }' /proc/locks
+
+@test "-w behind a waiter that is stopped (SIGSTOP): passed once the lock is free, the stopped one served when continued" {
+	hold_sleep mutex "$F"
+	local a b t0
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo A >>"$1"' sh "$T/order"
+	a=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	kill -STOP "$a"
+	wait_for stopped "$a"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 20 "$F" sh -c 'echo B >>"$1"' sh "$T/order"
+	b=$SPAWN_PID
+	wait_for blocked_in_queue "$F" 1
+	t0=$SECONDS
+	stop_pid "$HOLD_PID"
+	reap "$b"
+	assert_equal "$REAP_STATUS" 0
+	# within about a second of the lock coming free, not at B's deadline
+	assert [ $((SECONDS - t0)) -le 6 ]
+	assert_equal "$(paste -sd' ' "$T/order")" "B"
+	kill -CONT "$a"
+	reap "$a"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(paste -sd' ' "$T/order")" "B A"
+}
+
+@test "-w behind running waiters keeps their order; a timeout there names the holder, not the header" {
+	hold_sleep mutex "$F"
+	local a
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo A >>"$1"' sh "$T/order"
+	a=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# behind A, which waits for the holder: the holder kept it
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 1500ms "$F" true
+	assert_stderr_regex "$(busy_re "$HOLD_PID" sleep | sed 's/held by/timed out after 1\\.5s; held by/')"
+	# behind A stopped, with the lock free, timing out before it is passed
+	kill -STOP "$a"
+	wait_for stopped "$a"
+	stop_pid "$HOLD_PID"
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 300ms "$F" true
+	assert_stderr "mutex: $F: timed out after 300ms; waiting behind PID $a (lockbox, stopped) in the queue"
+	kill -CONT "$a"
+	reap "$a"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/order")" A
 }

@@ -283,6 +283,109 @@ stuck_header() {
 	assert_stderr "slots: $F: timed out after 2s; the lock file's header stayed locked (a stopped process?)"
 }
 
+# --- the wait queue: foreign locks on its bytes, forged ticket counts ------
+
+# shared_pool: $F becomes a lock file others may read (--mode 0644, in a
+# directory they can enter), held by HOLDER_PID.
+shared_pool() {
+	need_root_and_nobody
+	need_lockhold
+	F=$(world_readable_dir)/lock
+	run -0 "$LOCKBOX" mutex --mode 0644 "$F" true
+	start_holder_with mutex "$F"
+}
+
+@test "a read lock on the queue's tickets by a user who may only read: -w gives 75 at once, naming it" {
+	shared_pool
+	lockhold_ro "$F" 4294967296 0
+	local t0=$SECONDS msg
+	msg="the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: $msg"
+	assert_output ""
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" slots -w 10 "$F" 1 echo GOT
+	assert_stderr "slots: $F: $msg"
+	# -q silences it, -E picks the status
+	run -3 --separate-stderr timeout 20 "$LOCKBOX" mutex -q -E 3 -w 10 "$F" echo GOT
+	assert_stderr ""
+	# the library's -w too (it needs open file description locks)
+	if ofd_build; then
+		# shellcheck disable=SC2016 # expanded by the child shell
+		run -75 --separate-stderr timeout 20 bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex -w 10 "$1"' sh "$F"
+		assert_stderr_regex "blocked by a read lock lockbox did not take \\(PID $LOCKHOLD_PID, lockhold\\)"
+	fi
+	# no spinning waiter kept the header: others are answered at once
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex "$F" true
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $HOLDER_PID "
+	assert [ $((SECONDS - t0)) -le 8 ]
+	# a free lock is taken with -w too: nobody has to queue
+	stop_pid "$HOLDER_PID"
+	run -0 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_output GOT
+}
+
+@test "a read lock on the tickets after the head's: the second waiter gives 75 at once; the head is served" {
+	shared_pool
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 30 "$F" sh -c 'echo HEAD >"$1"' sh "$T/head"
+	local head=$SPAWN_PID t0
+	wait_for waiting_on "$F" 1
+	lockhold_ro "$F" 4294967297 0
+	t0=$SECONDS
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert [ $((SECONDS - t0)) -le 5 ]
+	stop_pid "$HOLDER_PID"
+	reap "$head"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/head")" HEAD
+}
+
+@test "a read lock on the queue's join byte by a user who may only read: -w gives 75 at once, naming it" {
+	shared_pool
+	lockhold_ro "$F" 4294967295 1
+	local t0=$SECONDS
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	# behind a head that queued before the lock came
+	stop_pid "$LOCKHOLD_PID"
+	spawn "$LOCKBOX" mutex -w 30 "$F" true
+	local head=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	lockhold_ro "$F" 4294967295 1
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert [ $((SECONDS - t0)) -le 8 ]
+	stop_pid "$HOLDER_PID"
+	reap "$head"
+	assert_equal "$REAP_STATUS" 0
+}
+
+@test "a forged ticket count (2^63-1, 2^64-1) starts a fresh queue: waiters join and are served in order" {
+	local v a b
+	for v in 0x7fffffffffffffff 0xffffffffffffffff 0x1000000000000; do
+		rm -f "$F" "$T/order"
+		start_holder_with mutex "$F"
+		poke "$F" 32 "$(le 8 "$v")"
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -w 30 "$F" sh -c 'echo A >>"$1"' sh "$T/order"
+		a=$SPAWN_PID
+		wait_for waiting_on "$F" 1
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -w 30 "$F" sh -c 'echo B >>"$1"' sh "$T/order"
+		b=$SPAWN_PID
+		wait_for waiting_on "$F" 2
+		# tickets 0 and 1 taken: the count is 2
+		assert_equal "$(od -An -tu8 -j32 -N8 "$F" | tr -d ' ')" 2
+		stop_pid "$HOLDER_PID"
+		reap "$a"
+		assert_equal "$REAP_STATUS" 0
+		reap "$b"
+		assert_equal "$REAP_STATUS" 0
+		assert_equal "$(paste -sd' ' "$T/order")" "A B"
+	done
+}
+
 # --- what records say, printed safely --------------------------------------
 
 # start_named_holder NAME: a holder of a slot of $F (MAX 2) whose command

@@ -285,6 +285,22 @@ lockhold() {
 	wait_for test -e "$ready"
 }
 
+# lockhold_ro FILE START LEN: as lockhold, a read lock taken by another
+# user (nobody) who may only read FILE (a pool made with --mode 0644, in a
+# directory that user can enter); sets LOCKHOLD_PID once it is held.
+lockhold_ro() {
+	local dir mode=()
+	ofd_build || mode=(-p)
+	dir=$(world_readable_dir)
+	chown 65534 "$dir"
+	# setpriv itself (not the as_nobody function, a subshell): it execs lockhold, whose PID this is
+	spawn setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$LOCKHOLD" "${mode[@]}" -r "$1" "$2" "$3" "$dir/ready"
+	# shellcheck disable=SC2034 # for the test files
+	LOCKHOLD_PID=$SPAWN_PID
+	wait_for test -e "$dir/ready"
+}
+
 sha() {
 	sha256sum "$1" | cut -d' ' -f1
 }

@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -471,4 +472,86 @@ int lb_scan_own(int fd, struct lb_slotset *out)
 	free(text);
 	lb_slotset_sort(out);
 	return rc;
+}
+
+/*
+ * A held lock of TYPE (F_RDLCK or F_WRLCK) on DEV/INO covering BYTE, in a
+ * line of /proc/locks or of fdinfo ("lock:" cut off): its PID field (-1
+ * for an open file description lock), or 0 when the line is not one.
+ */
+static long locker_line(const char *line, dev_t dev, ino_t ino, off_t byte, short type)
+{
+	char kind[16], mode[16], access[16], end[32];
+	unsigned maj, mnr;
+	unsigned long long i, lo;
+	long pid;
+
+	if (sscanf(line, "%*s %15s %15s %15s %ld %x:%x:%llu %llu %31s", kind, mode,
+	    access, &pid, &maj, &mnr, &i, &lo, end) != 9 ||
+	    (strcmp(kind, "OFDLCK") != 0 && strcmp(kind, "POSIX") != 0) ||
+	    strcmp(access, type == F_RDLCK ? "READ" : "WRITE") != 0 ||
+	    maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino ||
+	    lo > (unsigned long long)byte ||
+	    (strcmp(end, "EOF") != 0 && strtoull(end, NULL, 10) < (unsigned long long)byte))
+		return 0;
+	return pid != 0 ? pid : -1;
+}
+
+pid_t lb_scan_locker(int fd, off_t byte, short type)
+{
+	char path[96], buf[8192], *text, *line, *save = NULL;
+	struct dirent *e, *f;
+	struct stat st, o;
+	DIR *procs, *fds;
+	size_t len;
+	long pid = 0;
+	ssize_t n;
+
+	if (fstat(fd, &st) != 0 || (text = slurp("/proc/locks", 0, &len)) == NULL)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); pid == 0 && line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		pid = locker_line(line, st.st_dev, st.st_ino, byte, type);
+	free(text);
+	if (pid >= 0)
+		return (pid_t)pid;
+	/* an open file description lock: whoever has that file open with it */
+	pid = 0;
+	procs = opendir("/proc");
+	while (procs != NULL && pid == 0 && (e = readdir(procs)) != NULL) {
+		long p = strtol(e->d_name, NULL, 10);
+
+		if (p <= 0 || p == (long)getpid())
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/fd", p);
+		fds = opendir(path);
+		while (fds != NULL && pid == 0 && (f = readdir(fds)) != NULL) {
+			char *rest;
+			long d = strtol(f->d_name, &rest, 10);
+			int info;
+
+			if (f->d_name[0] < '0' || f->d_name[0] > '9' || *rest != '\0')
+				continue;
+			snprintf(path, sizeof path, "/proc/%ld/fd/%ld", p, d);
+			if (stat(path, &o) != 0 || o.st_dev != st.st_dev || o.st_ino != st.st_ino)
+				continue;
+			snprintf(path, sizeof path, "/proc/%ld/fdinfo/%ld", p, d);
+			info = open(path, O_RDONLY | O_CLOEXEC);
+			n = info < 0 ? -1 : read(info, buf, sizeof buf - 1);
+			if (info >= 0)
+				close(info);
+			buf[n > 0 ? n : 0] = '\0';
+			save = NULL;
+			for (line = strtok_r(buf, "\n", &save); pid == 0 && line != NULL;
+			    line = strtok_r(NULL, "\n", &save))
+				if (strncmp(line, "lock:", 5) == 0 &&
+				    locker_line(line + 5, st.st_dev, st.st_ino, byte, type) != 0)
+					pid = p;
+		}
+		if (fds != NULL)
+			closedir(fds);
+	}
+	if (procs != NULL)
+		closedir(procs);
+	return (pid_t)pid;
 }

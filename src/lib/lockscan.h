@@ -4,6 +4,7 @@
 #define LOCKBOX_LOCKSCAN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A set of slot numbers, ascending, each once. */
 struct lb_slotset {
@@ -36,5 +37,15 @@ int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out
  * (/proc/self/fdinfo). 0, or -1 with errno.
  */
 int lb_scan_own(int fd, struct lb_slotset *out);
+
+/*
+ * Who holds a lock of TYPE (F_RDLCK or F_WRLCK) on byte BYTE of the file
+ * open on FD, as the kernel's lock table (/proc/locks) shows it: the PID
+ * it names (a classic POSIX lock) or, for an open file description lock,
+ * which it shows as -1, another process that has the file open with that
+ * lock (its /proc/PID/fdinfo; a walk of every process's descriptors, for
+ * rare questions only). The PID, or 0 when none is found.
+ */
+pid_t lb_scan_locker(int fd, off_t byte, short type);
 
 #endif

@@ -125,7 +125,15 @@ int lb_pool_acquire(struct lb_pool *p, unsigned max, int64_t deadline,
 		busy->v = NULL;
 		busy->n = 0;
 	}
+	p->why[0] = '\0';
+	p->why_at_once = 0;
 	return p->ops->acquire(p, max, deadline, who, slot, busy);
+}
+
+const char *lb_pool_why(const struct lb_pool *p, int *at_once)
+{
+	*at_once = p->why_at_once;
+	return p->why[0] != '\0' ? p->why : NULL;
 }
 
 unsigned lb_pool_own_slot(struct lb_pool *p)

@@ -79,6 +79,13 @@ const char *lb_pool_name(const struct lb_pool *pool);
 int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy);
 
+/*
+ * After lb_pool_acquire returned 0: what kept the slot when it was not the
+ * holders (a waiter ahead in the queue, a lock lockbox did not take), or
+ * NULL. *AT_ONCE: it was found at once, not waited on until the deadline.
+ */
+const char *lb_pool_why(const struct lb_pool *pool, int *at_once);
+
 /* The slot this pool's own open file holds already (--fd), 0 when none. */
 unsigned lb_pool_own_slot(struct lb_pool *pool);
 

@@ -120,8 +120,10 @@ static int64_t deadline_of(const struct opts *o)
 
 /* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
 static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
-    const char *name, unsigned max, const struct lb_holders *h)
+    const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
 {
+	const char *why;
+	int at_once;
 	char msg[512], age[32], waited[48] = "";
 	size_t i, n = 0;
 	int r;
@@ -131,6 +133,11 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (o->wait > 0)
 		snprintf(waited, sizeof waited, "timed out after %s; ",
 		    lb_format_duration_ms(o->wait, age));
+	why = lb_pool_why(pool, &at_once);
+	if (why != NULL) {	/* not the holders: the backend says what */
+		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
+		return;
+	}
 	if (h->n == 0) {	/* the header itself stayed locked */
 		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
 		    name, waited);
@@ -182,7 +189,7 @@ static int take(const struct lb_poolcmd *cmd, const struct opts *o,
 		return 0;
 	}
 	if (r == 0) {
-		report_busy(cmd, o, name, max, &busy);
+		report_busy(cmd, o, name, max, &busy, pool);
 		lb_holders_free(&busy);
 		*status = o->busy_status;
 		return 0;
