@@ -390,6 +390,7 @@ header_waited_for() {
 	ino=$(stat -c %i "$1") || return 1
 	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 0 { n++ }
 		END { exit n ? 0 : 1 }' /proc/locks
+}
 
 @test "-w behind a waiter that is stopped (SIGSTOP): passed once the lock is free, the stopped one served when continued" {
 	hold_sleep mutex "$F"
