@@ -498,9 +498,9 @@ int lb_scan_own(int fd, struct lb_slotset *out)
 /* ---- locks lockbox did not take ---- */
 
 /*
- * Every lock lockbox takes is of this build's kind (OFD locks, or
- * classic POSIX locks in a build without them) and of one of a few
- * shapes:
+ * Every lock lockbox takes has one of a few shapes, whatever its kind (an
+ * OFD lock, or a classic POSIX one from a build without them: the two
+ * builds may share a file):
  *   the whole header, write-locked for every change: [0, 4096); or
  *     [0, 4097) for the moment when slot 1's byte, claimed through the
  *     same open file under the header lock, is merged with it;
@@ -511,11 +511,12 @@ int lb_scan_own(int fd, struct lb_slotset *out)
  *   one queue byte, the join byte, or those two merged [2^32-1, 2^32].
  * Anything else is another program's: lockf(3) from offset 0 (to the end
  * of the file and beyond), a range over several slots, a read lock on the
- * whole header, a classic POSIX lock in an OFD build. Why the lookers
- * lock only the fields: then a read lock on the whole header is never
- * lockbox's, and a foreign reader is told at once from the lock alone,
- * without finding its process; and the exclusion is kept, the fields lying
- * inside the writers' lock. The same shapes taken by another program
+ * whole header. Why the lookers lock only the fields: then a read lock
+ * on the whole header is never lockbox's, and a foreign reader is told at
+ * once from the lock alone, without finding its process; and the
+ * exclusion is kept, the fields lying inside the writers' lock. (An older
+ * lockbox's look, which read-locked the whole header, is taken for a
+ * foreign one during an upgrade.) The same shapes taken by another program
  * cannot be told from lockbox's by the lock alone: callers look further
  * (a slot's record, the program that holds the lock) or, for the header,
  * wait for it as for a lockbox process, a bounded time.
@@ -524,13 +525,6 @@ int lb_lock_is_lockbox(const struct lb_lockinfo *l)
 {
 	long long lo = l->lo, hi = l->hi;
 
-#ifdef HAVE_OFD_LOCKS
-	if (!l->ofd)
-		return 0;
-#else
-	if (l->ofd)
-		return 0;
-#endif
 	if (hi < 0)
 		return 0;
 	if (lo == 0)

@@ -54,9 +54,9 @@ struct lb_lockinfo {
 };
 
 /*
- * Whether lockbox could have taken lock L: its kind is this build's and
- * its range one that lockbox locks (the rule is written at the function).
- * 0: another program's, for sure.
+ * Whether lockbox could have taken lock L: its range is one that
+ * lockbox locks (the rule is written at the function). 0: another
+ * program's, for sure.
  */
 int lb_lock_is_lockbox(const struct lb_lockinfo *l);
 
