@@ -316,12 +316,22 @@ blocked_on_slot() {
 	assert_output 1
 }
 
-@test "-w behind a foreign lockf(3) lock takes the lock as soon as it goes" {
+# past_seconds T0 N: N seconds have passed since $SECONDS was T0.
+past_seconds() {
+	((SECONDS - $1 >= $2))
+}
+
+@test "-w behind a foreign lockf(3) lock waits past the stuck bound and takes the lock as soon as it goes" {
+	local t0
 	run -0 "$LOCKBOX" mutex "$F" true
 	foreign_lockf ex "$F"
+	t0=$SECONDS
 	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c "$SLOT_TO_FILE" sh "$T/ran"
 	local waiter=$SPAWN_PID
 	wait_for waiting_on "$F" 1
+	# not given up after 5 s as a stuck lockbox process would be
+	wait_for past_seconds "$t0" 7
+	kill -0 "$waiter"
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$FOREIGN_PID"
 	reap "$waiter"
