@@ -439,3 +439,55 @@ header_waited_for() {
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(cat "$T/order")" A
 }
+
+# --- locks that lockbox did not take ----------------------------------------
+
+@test "a foreign lockf(3) lock on the whole file is one holder, named, and refuses a run at once with 75" {
+	# a run that has ended leaves its record behind
+	run -0 "$LOCKBOX" mutex "$F" true
+	foreign_lockf ex "$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
+	valid_json <<<"$output"
+	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
+	# at once: a stuck lockbox process would be waited on for 5 s, then 125
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+	# a wait waits for it as for any holder, to its own end
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: timed out after 300ms; locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$FOREIGN_PID"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" sh -c "$SHOW_SLOT"
+	assert_output 1
+}
+
+# past_seconds T0 N: N seconds have passed since $SECONDS was T0.
+past_seconds() {
+	((SECONDS - $1 >= $2))
+}
+
+@test "-w behind a foreign lockf(3) lock waits past the stuck bound and takes the lock as soon as it goes" {
+	local t0
+	run -0 "$LOCKBOX" mutex "$F" true
+	foreign_lockf ex "$F"
+	t0=$SECONDS
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c "$SLOT_TO_FILE" sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# not given up after 5 s as a stuck lockbox process would be
+	wait_for past_seconds "$t0" 7
+	kill -0 "$waiter"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$FOREIGN_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" 1
+}

@@ -181,18 +181,21 @@ magic_file() {
 	assert_output 1
 }
 
-@test "a slot locked by a foreign program counts as held" {
+@test "a slot locked by a foreign program is held, by that program, named" {
 	need_lockhold
 	# a header and no records: the lock byte of slot 1 is locked with no
-	# holder record behind it
+	# holder record behind it, which no lockbox holder ever is
 	magic_file "$F" zero
 	lockhold "$F" 4096 1
 	run -0 "$LOCKBOX" slots "$F" check
 	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^1 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
 	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
 	assert_output 2
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: held (PID ?)"
+	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$LOCKHOLD_PID"
 	run -0 "$LOCKBOX" slots "$F" 1 sh -c "$SHOW_SLOT"
@@ -239,6 +242,76 @@ magic_file() {
 	assert [ ! -e "$d/missing" ]
 	run -0 ls -A "$d"
 	assert_output ""
+}
+
+# --- read access is enough to block a lock: foreign read locks -------------
+
+@test "a foreign read lock on the whole header refuses a run at once with 75, named; check and list show it" {
+	need_lockhold
+	start_holder "$F" 3
+	# lockbox's lookers read-lock only the header's first 64 bytes: a read
+	# lock on all of it is another program's
+	lockhold -r "$F" 0 4096
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert [ ! -e "$T/ran" ]
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	run -0 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" check
+	assert_output 2
+	run -0 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
+	assert_regex "${lines[2]}" "^- +$LOCKHOLD_PID +\\? +another program: lockhold\$"
+	stop_pid "$LOCKHOLD_PID"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 3 sh -c "$SHOW_SLOT"
+	assert_output 2
+}
+
+@test "a user who may only read the lock file can block it: the run is refused at once, naming that user's process" {
+	need_root_and_nobody
+	local d lf
+	d=$(world_readable_dir)
+	lf=$d/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$lf" 2 true
+	# lockf(3)'s shared lock, from a read-only open, as the other user
+	foreign_lockf -u sh "$lf"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$lf" 2 touch "$T/ran"
+	assert_stderr "slots: $lf: locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" slots "$lf" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$lf" list
+	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$lf" list
+	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"read\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
+}
+
+@test "a foreign read lock on a slot's byte: that slot is its holder's, named, in check, list and refusals" {
+	need_lockhold
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	lockhold -r "$F" 4096 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^1 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 2
+}
+
+@test "a classic POSIX read lock on a slot's byte (lockf) is named the same way" {
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	foreign_lockf sh "$F" 1 4096
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^1 +$FOREIGN_PID +\\? +another program: python3\$"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: locked by another program: PID $FOREIGN_PID (python3)"
 }
 
 # stuck_header: a lock file with one holder, whose header lock is then

@@ -635,7 +635,8 @@ EOF2
 	assert_output 140
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 141
-	# a slot with no record behind it, locked by another program, counts too
+	# a slot with no record behind it, locked by another program, counts
+	# too: as that program's one lock
 	need_lockhold
 	lockhold "$F" $((4096 + 150 * 256)) 1
 	run -0 held "$F"
@@ -647,24 +648,66 @@ EOF2
 	assert_output 71
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 72
-	assert_regex "${lines[71]}" "^151 +\\? +\\? +\\?\$"
+	assert_regex "${lines[71]}" "^151 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
 	# the freed slots are found and taken, the lowest first
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 151 sh -c "$SHOW_SLOT"
 	assert_output 1
 }
 
-@test "a pool with few records counts many locks that have none" {
+@test "a pool with few records and 200 slot locks that have none: one foreign holder, its slots not free" {
 	need_lockhold
 	run -0 "$LOCKBOX" slots "$F" 1 true
 	# slots 2 to 201: 200 locks, no records; past the range tests a few
 	# records would take, so the kernel's lock table settles it
 	lockhold -n 200 "$F" $((4096 + 256)) 1
 	run -0 held "$F"
-	assert_output 200
+	assert_output 1
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
-	assert_equal "${#lines[@]}" 201
-	assert_regex "${lines[1]}" "^2 +\\? +\\? +\\?\$"
-	assert_regex "${lines[200]}" "^201 +\\? +\\? +\\?\$"
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^- +$LOCKHOLD_PID +\\? +another program: lockhold\$"
+	# slot 1 is free, the 200 others are that program's
+	start_holder "$F" 201
+	assert_equal "$HOLDER_SLOT" 1
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 201 touch "$T/ran"
+	assert_stderr "slots: $F: all 201 slots busy (PIDs $HOLDER_PID, $LOCKHOLD_PID (another program))"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 202 sh -c "$SHOW_SLOT"
+	assert_output 202
+}
+
+# --- locks that lockbox did not take ----------------------------------------
+
+@test "a foreign lockf(3) lock on the whole file: check counts one, list shows one row, a run gets 75 at once" {
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	foreign_lockf ex "$F"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" check
+	assert_output "{\"file\":\"$F\",\"held\":1}"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a foreign lock over some slots: those slots are its, one row, and the others are taken" {
+	start_holder "$F" 4
+	# slots 2 and 3: 512 bytes from slot 2's record
+	foreign_lockf ex "$F" 512 $((4096 + 256))
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[1]}" "^1 +$HOLDER_PID +[^ ]+ +sh\$"
+	assert_regex "${lines[2]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	valid_json <<<"$output"
+	assert_regex "$output" ",\\{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":4352,\"end\":4863,\"command\":\"python3\"\\}\\]\$"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: all 3 slots busy (PIDs $HOLDER_PID, $FOREIGN_PID (another program))"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 sh -c "$SHOW_SLOT"
+	assert_output 4
 }
 
 # The sem pattern (GNU parallel's sem -j2): a shell takes a slot on an fd

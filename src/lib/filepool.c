@@ -102,6 +102,9 @@ struct filepool {
 	int behind;		/* it timed out in the queue, behind another waiter */
 	pid_t ahead;		/* that waiter (0: not found) */
 	int ahead_stopped;
+	struct lb_lockinfo *fgn;	/* another program's locks on the file, one a process */
+	size_t nfgn;
+	int hdr_foreign;	/* the last refusal: fgn's lock on the header */
 };
 
 /*
@@ -116,6 +119,8 @@ struct gone {
 };
 
 #define BUF_SIZE ((size_t)LB_HDR_SIZE + (size_t)LB_SLOT_LIMIT * LB_REC_SIZE)
+
+static int look_foreign(struct filepool *p);
 
 static const struct lb_pool_ops file_ops;
 
@@ -211,6 +216,7 @@ static void file_close(struct lb_pool *pool)
 		close(p->fd);
 	free(p->buf);
 	lb_slotset_free(&p->held);
+	free(p->fgn);
 	free(p);
 }
 
@@ -295,6 +301,43 @@ static uint64_t read_count(struct filepool *p, off_t off)
 	return r == (ssize_t)sizeof word ? lb_get64(word) : 0;
 }
 
+/* Another program's lock L keeps us out: it alone is the refusal's holder (describe). */
+static void set_foreign(struct filepool *p, const struct lb_lockinfo *l)
+{
+	struct lb_lockinfo *one = malloc(sizeof *one);
+
+	p->nfgn = 0;
+	if (one == NULL)
+		return;	/* the refusal then blames the header, unnamed */
+	*one = *l;
+	free(p->fgn);
+	p->fgn = one;
+	p->nfgn = 1;
+	p->hdr_foreign = 1;
+}
+
+/*
+ * Whether the lock that keeps a TYPE lock on [START, START+LEN) from us is
+ * another program's (lb_lock_is_lockbox tells from the lock alone); then
+ * p->fgn names it. The kernel tells one conflicting lock, the first; with
+ * FULL the lock table is read too, for a foreign lock behind lockbox's.
+ */
+static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t len,
+    int full)
+{
+	struct lb_lockinfo l;
+	int r = lb_lock_conflict(p->cfd, type, start, len, &l);
+
+	if (r == 1 && lb_lock_is_lockbox(&l))
+		r = full ? lb_lock_foreign(p->cfd, start, len, &l) : 0;
+	else if (r == 1)
+		lb_lock_owners(p->cfd, &l, 1);
+	if (r != 1)
+		return 0;	/* an error too: the wait goes on, as it always did */
+	set_foreign(p, &l);
+	return 1;
+}
+
 /*
  * A lock that lockbox did not take, of TYPE, on byte AT of the queue's
  * bytes (the join byte, a ticket's): the attempt ends at once, as when
@@ -338,13 +381,20 @@ static int foreign_reader(struct filepool *p, off_t start, off_t len)
 
 /*
  * Write-lock [START, START+LEN) for a short change, such as the header or
- * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first,
- * -1 error (reported). Many processes may queue for it; what tells a busy
- * lock from one held by a stopped process is progress: every holder moves
- * the header count at PROGRESS on, so a waiter gives up only when it
- * stood still for HEADER_STUCK. WHAT names the lock in messages.
+ * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first
+ * or, with no DEADLINE, another program holds it, -1 error (reported).
+ * Many processes may queue for it; what tells a busy lock from one held
+ * by a stopped process is progress: every holder moves the header count
+ * at PROGRESS on, so a waiter gives up only when it stood still for
+ * HEADER_STUCK. A lock lockbox could not have taken (another program's,
+ * such as lockf(3) on the whole file, or any read lock of the whole
+ * header: lockscan.c has the rule) is no stuck lockbox process: it is a
+ * holder like any other, so a caller that does not wait is refused at
+ * once (busy, p->fgn naming it) and one that waits waits for it up to
+ * its own deadline. WHAT names the lock in messages.
  * READERS_FOREIGN: lockbox never read-locks these bytes, so a read lock
- * on them is someone else's, and ends the attempt at once (0).
+ * on them is someone else's, and ends the attempt at once (0), even
+ * one that waits: the queue cannot work past it.
  */
 static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what, int readers_foreign)
@@ -356,9 +406,14 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 	if (r != 0) {
 		if (r < 0)
 			lb_warn("%s: cannot lock %s", p->name, what);
+		else
+			p->hdr_foreign = 0;
 		return r;
 	}
 	if (readers_foreign && foreign_reader(p, start, len))
+		return 0;
+	/* one test of the lock in the way: lockbox's hold it for microseconds */
+	if (blocked_by_foreign(p, type, start, len, 0) && deadline == 0)
 		return 0;
 	gen = read_count(p, progress);
 	for (;;) {
@@ -366,8 +421,10 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
 		int r = lb_lock_wait(p->cfd, type, start, len, until);
 
-		if (r == 1)
+		if (r == 1) {
+			p->hdr_foreign = 0;
 			return 1;
+		}
 		if (r < 0) {
 			lb_warn("%s: cannot lock %s", p->name, what);
 			return -1;
@@ -377,13 +434,32 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		if (readers_foreign && foreign_reader(p, start, len))
 			return 0;
 		now = read_count(p, progress);
-		if (now == gen)
+		if (now != gen) {
+			gen = now;
+			continue;
+		}
+		/* no progress: a stopped lockbox process, or a foreign lock behind it */
+		if (!blocked_by_foreign(p, type, start, len, 1))
 			break;
-		gen = now;
+		if (deadline == 0)
+			return 0;
 	}
 	lb_warnx("%s: %s locked for %ds by a stuck process (stopped?); giving up",
 	    p->name, what, (int)(HEADER_STUCK / LB_NS_PER_S));
 	return -1;
+}
+
+/* A change that does not wait, refused by another program's lock (progress_lock gave 0). */
+static void warn_foreign(struct filepool *p)
+{
+	struct lb_ident who;
+
+	if (p->nfgn == 0 || p->fgn[0].pid == 0) {
+		lb_warnx("%s: locked by another program (its process not found)", p->name);
+		return;
+	}
+	lb_ident_fill(&who, p->fgn[0].pid, NULL, 0);
+	lb_warnx("%s: locked by another program: PID %d (%s)", p->name, (int)who.pid, who.command);
 }
 
 /* Lock the header (every change to the file but a ticket is made under it). */
@@ -530,9 +606,12 @@ static int scan(struct filepool *p, int locked)
  */
 static int claim(struct filepool *p, unsigned slot)
 {
+	struct lb_lockinfo l;
 	int r = lb_lock_try(p->fd, F_WRLCK, lb_slot_offset(slot), 1);
 
-	if (r == 0)
+	/* a lock no watcher takes (another program's) is not waited for */
+	if (r == 0 && (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
+	    lb_lock_is_lockbox(&l)))
 		r = lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1,
 		    lb_deadline_after(CLAIM_WAIT));
 	if (r < 0 && errno == EDEADLK)
@@ -756,24 +835,125 @@ undo:
 	return -1;
 }
 
-/* The holders of the slots in p->held, from the records in buf. */
+/* The slot whose lock byte alone L locks, or 0. */
+static unsigned slot_of(const struct lb_lockinfo *l)
+{
+	if (l->lo < LB_HDR_SIZE || l->hi != l->lo ||
+	    l->lo >= (long long)lb_slot_offset(LB_SLOT_LIMIT + 1) ||
+	    (l->lo - LB_HDR_SIZE) % LB_REC_SIZE != 0)
+		return 0;
+	return (unsigned)((l->lo - LB_HDR_SIZE) / LB_REC_SIZE) + 1;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = ((const struct lb_lockinfo *)a)->pid, y = ((const struct lb_lockinfo *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The locks on the file that lockbox did not take, in p->fgn, one for
+ * each process that holds some (the union of its ranges), and the slots
+ * they lock dropped from p->held: a slot that another program locks is
+ * that program's lock, not a lockbox holder, however many slot bytes its
+ * one range covers (lockf(3) from offset 0 covers all ten thousand).
+ * Foreign is what lb_lock_is_lockbox says cannot be lockbox's, and, of
+ * the shapes lockbox takes, on a slot's byte:
+ *  - a write lock without a holder record, when RECORDS (buf's records
+ *    were read with the header locked): lockbox claims a slot and writes
+ *    its record under one header write lock, and clears a record only
+ *    once the slot is free, so no lockbox holder is ever seen without one;
+ *  - a read lock, unless the program that holds it is this one: lockbox
+ *    read-locks a slot only in a waiter's watch, for the moment between
+ *    the grant and the waiter letting it go, and the waiter runs lockbox.
+ * 0, or -1 (reported).
+ */
+static int find_foreign(struct filepool *p, int records)
+{
+	struct lb_lockinfo *v, *m;
+	size_t n, i, k;
+	unsigned s;
+	int r = lb_scan_locks(p->cfd, &v, &n);
+
+	p->nfgn = 0;
+	p->hdr_foreign = 0;
+	if (r < 0) {
+		lb_warn("%s: cannot read the kernel's lock table", p->name);
+		return -1;
+	}
+	for (i = k = 0; i < n; i++) {
+		s = slot_of(&v[i]);
+		if (!lb_lock_is_lockbox(&v[i]) || (s != 0 && !v[i].write) ||
+		    (s != 0 && records && state(p, s) != LB_REC_HELD))
+			v[k++] = v[i];
+	}
+	lb_lock_owners(p->cfd, v, k);
+	for (i = n = 0; i < k; i++)
+		if (!(lb_lock_is_lockbox(&v[i]) && !v[i].write && v[i].pid != 0 &&
+		    lb_proc_runs_self(v[i].pid)))
+			v[n++] = v[i];
+	/* the slots they lock are theirs */
+	for (i = k = 0; i < p->held.n; i++) {
+		long long at = (long long)lb_slot_offset(p->held.v[i]);
+		size_t j;
+
+		for (j = 0; j < n && !(v[j].lo <= at && (v[j].hi < 0 || at <= v[j].hi)); j++)
+			;
+		if (j == n)
+			p->held.v[k++] = p->held.v[i];
+	}
+	p->held.n = k;
+	/* one for each process; those whose process was not found stay apart */
+	if (n > 1)
+		qsort(v, n, sizeof *v, by_pid);
+	for (i = k = 0; i < n; i++) {
+		m = k > 0 ? &v[k - 1] : NULL;
+		if (m == NULL || v[i].pid == 0 || m->pid != v[i].pid) {
+			v[k++] = v[i];
+			continue;
+		}
+		m->write |= v[i].write;
+		m->lo = v[i].lo < m->lo ? v[i].lo : m->lo;
+		m->hi = m->hi < 0 || v[i].hi < 0 ? -1 : v[i].hi > m->hi ? v[i].hi : m->hi;
+	}
+	free(p->fgn);
+	p->fgn = v;
+	p->nfgn = k;
+	return 0;
+}
+
+/* The holders: of the slots in p->held, from the records in buf; then another program's locks. */
 static int describe(struct filepool *p, struct lb_holders *out)
 {
-	size_t i;
+	size_t i, held = p->hdr_foreign ? 0 : p->held.n;
 
 	out->n = 0;
-	out->v = calloc(p->held.n ? p->held.n : 1, sizeof *out->v);
+	out->v = calloc(held + p->nfgn ? held + p->nfgn : 1, sizeof *out->v);
 	if (out->v == NULL) {
 		lb_warn("%s", p->name);
 		return -1;
 	}
-	for (i = 0; i < p->held.n; i++) {
+	for (i = 0; i < held; i++) {
 		struct lb_holder *h = &out->v[out->n++];
 
 		h->slot = p->held.v[i];
 		h->known = state(p, h->slot) == LB_REC_HELD;
 		if (h->known)
 			lb_record_decode(record(p, h->slot), &h->who);
+	}
+	for (i = 0; i < p->nfgn; i++) {
+		struct lb_holder *h = &out->v[out->n++];
+		const struct lb_lockinfo *l = &p->fgn[i];
+
+		h->slot = slot_of(l);
+		h->foreign = 1;
+		h->foreign_write = l->write;
+		h->lock_lo = l->lo;
+		h->lock_hi = l->hi;
+		/* its name as the kernel gives it (/proc/PID/comm), never its arguments */
+		if (l->pid > 0)
+			lb_ident_fill(&h->who, l->pid, NULL, 0);
 	}
 	return 0;
 }
@@ -1318,6 +1498,13 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	if (r == 0 && busy != NULL) {
 		if (p->behind)
 			blame_ahead(p, max);
+		/*
+		 * Slots were found busy: whose locks are another program's is
+		 * told with records read now, under the lookers' lock (a slot
+		 * taken since the scan has its record by now).
+		 */
+		if (!p->hdr_foreign && p->loaded != 0 && look_foreign(p) != 0)
+			return -1;
 		return describe(p, busy) != 0 ? -1 : 0;
 	}
 	return r;
@@ -1362,6 +1549,8 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	}
 	r = enter(p, 0, &size);
 	if (r != 1) {
+		if (r == 0)
+			warn_foreign(p);
 		lb_slotset_free(&own);
 		return -1;
 	}
@@ -1399,16 +1588,77 @@ static int file_release(struct lb_pool *pool, pid_t owner)
  */
 static int look_lock(struct filepool *p)
 {
-	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_SIZE, lb_deadline_after(LOOK_WAIT)) == 1;
+	struct lb_lockinfo l;
+	int r = lb_lock_try(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN);
+
+	if (r != 0)
+		return r == 1;
+	/* another program's lock is not let go of in microseconds: read without it */
+	if (lb_lock_conflict(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN, &l) == 1 &&
+	    !lb_lock_is_lockbox(&l))
+		return 0;
+	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN,
+	    lb_deadline_after(LOOK_WAIT)) == 1;
 }
 
-/* Find the held slots (p->held) and read the records. 0, or -1 (reported). */
+/* Up to this many held slots, look for another program's locks by lock tests first. */
+#define FEW_HELD	64
+
+/*
+ * Whether another program may lock some of the file, from a few tests of
+ * the file's own lock list: for a few holders that costs less than a line
+ * each of the host's lock table, which settles it (find_foreign) when the
+ * answer is yes. A test for a write lock finds read locks too. While we
+ * look, lockbox keeps nothing on the header but other lookers' locks; on
+ * the slot bytes, nothing but the held slots' bytes (each with its record
+ * when LOCKED: the records were read with the header locked); and nothing
+ * between the last slot and the queue. Anything else is a yes.
+ */
+static int maybe_foreign(struct filepool *p, int locked)
+{
+	struct lb_lockinfo l;
+	off_t lo = LB_HDR_SIZE, hi, end = lb_slot_offset(LB_SLOT_LIMIT + 1);
+	size_t i;
+
+	if (p->held.n > FEW_HELD || lb_lock_conflict(p->cfd, F_WRLCK, 0, LB_HDR_SIZE, &l) != 0)
+		return 1;
+	for (i = 0; i <= p->held.n; i++) {
+		hi = i < p->held.n ? lb_slot_offset(p->held.v[i]) : end;
+		if (i < p->held.n && locked && state(p, p->held.v[i]) != LB_REC_HELD)
+			return 1;
+		if (hi > lo && lb_lock_conflict(p->cfd, F_WRLCK, lo, hi - lo, &l) != 0)
+			return 1;
+		lo = hi + 1;
+	}
+	return lb_lock_conflict(p->cfd, F_WRLCK, end, LB_JOIN_OFF - end, &l) != 0;
+}
+
+/*
+ * Find the held slots (p->held), read the records, and find another
+ * program's locks (p->fgn). 0, or -1 (reported).
+ */
 static int look(struct filepool *p)
 {
 	int locked = look_lock(p), rc = -1;
 	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
 
-	if (size >= 0 && load(p, size) == 0 && scan(p, locked) == 0)
+	p->nfgn = 0;
+	p->hdr_foreign = 0;
+	if (size >= 0 && load(p, size) == 0 && scan(p, locked) == 0 &&
+	    (!maybe_foreign(p, locked) || find_foreign(p, locked) == 0))
+		rc = 0;
+	if (locked)
+		header_unlock(p);
+	return rc;
+}
+
+/* After a refusal: another program's locks (p->fgn), with fresh records. 0, or -1 (reported). */
+static int look_foreign(struct filepool *p)
+{
+	int locked = look_lock(p), rc = -1;
+	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
+
+	if (size >= 0 && load(p, size) == 0 && find_foreign(p, locked) == 0)
 		rc = 0;
 	if (locked)
 		header_unlock(p);
@@ -1434,7 +1684,7 @@ static int file_count(struct lb_pool *pool, size_t *n)
 		return 0;
 	if (look(p) != 0)
 		return -1;
-	*n = p->held.n;
+	*n = p->held.n + p->nfgn;
 	return 0;
 }
 
@@ -1446,8 +1696,11 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	off_t size;
 	int r = enter(p, 0, &size);
 
-	if (r != 1)
+	if (r != 1) {
+		if (r == 0)
+			warn_foreign(p);
 		return -1;
+	}
 	if (pread_all(p, area, sizeof area, LB_ATOM_OFF) != 0) {
 		header_unlock(p);
 		return -1;

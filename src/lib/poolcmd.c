@@ -118,6 +118,37 @@ static int64_t deadline_of(const struct opts *o)
 	return o->wait > 0 ? lb_deadline_after(o->wait) : 0;
 }
 
+/*
+ * Another program's locks only: "mutex: F: locked by another program:
+ * PID 4242 (python3)", each process as the kernel names it.
+ */
+static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
+{
+	char msg[512];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		const struct lb_ident *w = &h->v[i].who;
+
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (w->pid == 0)
+			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found)", i ? ", " : "");
+		else if (w->command[0] == '\0')
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d (%s)", i ? ", " : "",
+			    (int)w->pid, w->command);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
+}
+
 /* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
 static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
     const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
@@ -125,7 +156,7 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 	const char *why;
 	int at_once;
 	char msg[512], age[32], waited[48] = "";
-	size_t i, n = 0;
+	size_t i, n = 0, foreign = 0;
 	int r;
 
 	if (o->quiet)
@@ -143,6 +174,12 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 		    name, waited);
 		return;
 	}
+	for (i = 0; i < h->n; i++)
+		foreign += h->v[i].foreign != 0;
+	if (foreign == h->n) {
+		report_foreign(name, waited, h);
+		return;
+	}
 	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
 		/* a server's holders may be on any host */
 		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
@@ -158,7 +195,12 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 			n += r > 0 ? (size_t)r : 0;
 			break;
 		}
-		if (h->v[i].known)
+		if (h->v[i].foreign && h->v[i].who.pid != 0)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d (another program)", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else if (h->v[i].foreign)
+			r = snprintf(msg + n, sizeof msg - n, "%s? (another program)", i ? ", " : "");
+		else if (h->v[i].known)
 			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
 			    (int)h->v[i].who.pid);
 		else
@@ -367,6 +409,53 @@ static void print_text(const char *s)
 	putchar('\n');
 }
 
+/*
+ * Another program's lock: "-  4242  ?  another program: python3" (the
+ * slot when it locks just one; its age is not known).
+ */
+static void print_foreign(const struct lb_holder *x)
+{
+	char slot[16] = "-", pid[16] = "?";
+
+	if (x->slot != 0)
+		snprintf(slot, sizeof slot, "%u", x->slot);
+	if (x->who.pid != 0)
+		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
+	printf("%-5s %-8s %-7s another program", slot, pid, "?");
+	if (x->who.pid != 0 && x->who.command[0] != '\0') {
+		printf(": ");
+		print_text(x->who.command);
+	} else {
+		putchar('\n');
+	}
+}
+
+/* {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
+static void print_foreign_json(const struct lb_holder *x, size_t i)
+{
+	printf("%s{\"slot\":", i ? "," : "");
+	if (x->slot != 0)
+		printf("%u", x->slot);
+	else
+		printf("null");
+	if (x->who.pid != 0)
+		printf(",\"pid\":%d", (int)x->who.pid);
+	else
+		printf(",\"pid\":null");
+	printf(",\"foreign\":true,\"lock\":\"%s\",\"start\":%lld,\"end\":",
+	    x->foreign_write ? "write" : "read", x->lock_lo);
+	if (x->lock_hi < 0)
+		printf("null");
+	else
+		printf("%lld", x->lock_hi);
+	printf(",\"command\":");
+	if (x->who.pid != 0)
+		lb_json_string(stdout, x->who.command);
+	else
+		printf("null");
+	printf("}");
+}
+
 static void print_count(const struct opts *o, const char *path, size_t n)
 {
 	if (o->json) {
@@ -394,7 +483,9 @@ static void print_holders(const struct opts *o, const char *path,
 		for (i = 0; i < h->n; i++) {
 			const struct lb_holder *x = &h->v[i];
 
-			if (x->known) {
+			if (x->foreign) {
+				print_foreign(x);
+			} else if (x->known) {
 				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
 				    lb_format_duration(lb_ident_age(&x->who), age));
 				if (remote)
@@ -412,6 +503,10 @@ static void print_holders(const struct opts *o, const char *path,
 	for (i = 0; i < h->n; i++) {
 		const struct lb_holder *x = &h->v[i];
 
+		if (x->foreign) {
+			print_foreign_json(x, i);
+			continue;
+		}
 		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
 		if (x->known) {
 			printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
