@@ -48,7 +48,12 @@ static int run(const char *name, int argc, char **argv)
 		return LB_EXIT_NOTFOUND;
 	}
 	lb_prog = a->name;
-	return a->main(argc, argv);
+	/*
+	 * Every applet's returning path goes through here: what it printed
+	 * must have reached stdout, or the run failed (applets that exec a
+	 * command never return, and their output is the command's).
+	 */
+	return lb_stdout_status(a->main(argc, argv));
 }
 
 /*

@@ -364,6 +364,41 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+@test "no secret of a postgresql:// URL is ever printed, even when no server answers" {
+	local url='postgresql://u:pw1@127.0.0.1:1/db?password=pw2&sslpassword=pw3&%70assword=pw4&lock=x&application_name=a@b'
+	local shown='postgresql://u:***@127.0.0.1:1/db?password=***&sslpassword=***&%70assword=***&lock=x&application_name=a@b'
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$url" touch "$T/ran"
+	assert_stderr_regex "^mutex: $(re_quote "$shown"): (cannot connect: .*|this lockbox was built without PostgreSQL support \(configure --with-libpq\))\$"
+	run -125 --separate-stderr "$LOCKBOX" slots "$url" check
+	assert_stderr_regex "^slots: $(re_quote "$shown"): (cannot connect|cannot run the PostgreSQL helper|this lockbox was built)"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "${url%%&lock=x*}&lock=x" job true
+	assert_stderr "adaptive: invalid state database 'postgresql://u:***@127.0.0.1:1/db?password=***&sslpassword=***&%70assword=***&lock=x': lock= comes from NAME
+Try 'lockbox adaptive --help'."
+	# the helper that cannot be run is no excuse either
+	LOCKBOX_PG_HELPER=$T/missing run -125 --separate-stderr "$LOCKBOX" mutex "$url" true
+	assert_stderr_regex "^mutex: $(re_quote "$shown"): (cannot connect|cannot run the PostgreSQL helper|this lockbox was built)"
+	assert [ ! -e "$T/ran" ]
+}
+
+# --- messages quote what they were given on one line, escaped ---------
+
+@test "control bytes and newlines in arguments are escaped in messages, one line each" {
+	run -125 --separate-stderr "$LOCKBOX" slots -w $'1\x01\e[31m' "$F" 2 true
+	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m'
+Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex -E $'1\n2\\3\t\r' "$F" true
+	assert_stderr "mutex: invalid exit code '1\\n2\\\\3\\t\\r': expected 0 to 255
+Try 'lockbox mutex --help'."
+	# bytes that are no UTF-8, and C1 controls (CSI), too; characters stay
+	run -125 --separate-stderr "$LOCKBOX" slots "$F" $'\xff\xc2\x9b\xc3\xa9' true
+	assert_stderr "slots: invalid MAX '\\xff\\xc2\\x9bé': expected a whole number from 1 to 10000
+Try 'lockbox slots --help'."
+	# a lock file's name in an error message, too
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/no"$'\n'"dir/lock" true
+	assert_stderr "mutex: $T/no\\ndir/lock: No such file or directory"
+	assert [ ! -e "$F" ]
+}
+
 # --- licence ----------------------------------------------------------
 
 @test "the tree has a LICENSE and every source file names it by SPDX id" {
@@ -378,4 +413,27 @@ makefile_applets() {
 		-type f ! -name '*.md' ! -name '*.log' ! -name '*.trs' ! -name lockhold ! -name '*.o' \
 		! -path '*/.deps/*' ! -path 'bench/results/*' ! -name '.dirstamp' -print | sed "s|^|$LOCKBOX_SRCDIR/|")
 	assert_equal "${missing[*]}" ""
+}
+
+# to_full COMMAND...: COMMAND with its stdout on a full disk.
+to_full() {
+	"$@" >/dev/full
+}
+
+@test "stdout on a full disk: every applet's printing path that returns fails 125 with one message" {
+	local out
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	run -0 "$LOCKBOX" adaptive -d "$T" job true
+	for out in "--help" "--version" "--list" "slots --help" "mutex -h" \
+	    "waitfor --help" "adaptive --help" "slots $F check" "slots --json $F check" \
+	    "mutex $F list" "slots --json $F list" "adaptive -d $T status" \
+	    "adaptive -d $T --json status job"; do
+		# shellcheck disable=SC2086 # the words of $out are the arguments
+		run -125 --separate-stderr to_full "$LOCKBOX" $out
+		assert_output ""
+		assert_stderr_regex "^(lockbox|slots|mutex|waitfor|adaptive): write error: No space left on device$"
+	done
+	# a command's own output is the command's: its status passes through
+	run -1 --separate-stderr to_full "$LOCKBOX" slots "$F" 2 echo hi
+	assert_stderr_regex "^echo: write error"
 }

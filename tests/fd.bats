@@ -147,3 +147,30 @@ Try 'lockbox slots --help'."
 	assert_stderr "mutex: --path goes with acquire or release --fd
 Try 'lockbox mutex --help'."
 }
+
+# to_full COMMAND...: COMMAND with its stdout on a full disk.
+to_full() {
+	"$@" >/dev/full
+}
+
+@test "acquire --fd with stdout on a full disk: 125, and the slot just taken is given back" {
+	need_ofd
+	local fd
+	exec {fd}<>"$F"
+	run -125 --separate-stderr to_full "$LOCKBOX" slots acquire --fd "$fd" 2
+	assert_stderr "slots: write error: No space left on device"
+	run -0 held "$F"
+	assert_output 0
+	run -125 --separate-stderr to_full "$LOCKBOX" mutex acquire -w 1s --fd "$fd"
+	assert_stderr "mutex: write error: No space left on device"
+	run -0 held "$F"
+	assert_output 0
+	# a slot the fd held before the call stays held: only its report failed
+	run -0 "$LOCKBOX" slots acquire --fd "$fd" 2
+	assert_output 1
+	run -125 --separate-stderr to_full "$LOCKBOX" slots acquire --fd "$fd" 2
+	assert_stderr "slots: write error: No space left on device"
+	run -0 held "$F"
+	assert_output 1
+	exec {fd}>&-
+}

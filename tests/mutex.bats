@@ -242,7 +242,7 @@ blocked_in_queue() {
 		false
 	}
 	stop_pid "${pids[2]}"
-	wait_for eval "(( \$(lock_waiters \"\$F\") == 3 ))"
+	wait_for eval "(( \$(queue_tickets \"\$F\") == 3 ))"
 	assert [ ! -e "$T/order" ]
 	stop_pid "$HOLD_PID"
 	for i in 0 3 4; do
@@ -255,6 +255,16 @@ blocked_in_queue() {
 	reap "${pids[1]}"
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(paste -sd' ' "$T/order")" "A D E B"
+}
+
+# queue_tickets LOCKFILE: how many tickets are held in its queue (locked
+# bytes at offset 2^32 or above); a head's lock requests on slots are not
+# counted, unlike in lock_waiters.
+queue_tickets() {
+	local ino
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+		END { print n + 0 }' /proc/locks
 }
 
 # blocked_on_slot LOCKFILE: a lock request waits in the kernel for slot 1
@@ -285,4 +295,199 @@ blocked_on_slot() {
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
 	assert [ -e "$T/ran" ]
+}
+
+# The sem pattern with a mutex: the shell that took the lock leaves it to
+# a job (which inherited the fd) and closes its own copy after a waiter
+# has set its watches; the shell, still the recorded holder, lives on. The
+# waiter must take the lock as the job ends, not when the shell does.
+@test "-w: a lock left to a job by the shell that took it is taken as the job ends" {
+	need_ofd	# --fd needs open file description locks
+	mkfifo "$T/close"
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		exec 7<>"$F"
+		"$LOCKBOX" mutex acquire --fd 7 || exit 1
+		sleep 600 &
+		echo $! >"$T/job"
+		read -r _ <"$T/close"
+		exec 7>&-
+		: >"$T/closed"
+		exec sleep 600' sh "$F" "$T"
+	local start took
+	wait_for test -s "$T/job"
+	track_pid "$(cat "$T/job")"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 20 "$F" sh -c 'date +%s%N >"$1.tmp" && mv "$1.tmp" "$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	echo >"$T/close"
+	wait_for test -e "$T/closed"
+	run -0 held "$F"
+	assert_output 1
+	assert [ ! -e "$T/ran" ]
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job")"
+	wait_for -t 5 test -e "$T/ran"
+	took=$((($(cat "$T/ran") - start) / 1000000))
+	((took < 1000)) || fail "the waiter took the lock ${took}ms after the job ended"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
+# header_gen LOCKFILE: the header's progress count (u64 at offset 40),
+# moved on by every write-locked visit of the header.
+header_gen() {
+	od -An -tu8 -j40 -N8 "$1" | tr -d ' '
+}
+
+# A waiter's futex thread that has decided to ring its bell must never
+# ring a later wait's: ^Z cancels it and closes the wait, and the next
+# wait (for the header, held here by another process) gets the same fd
+# numbers and the same first bell byte. LOCKBOX_TEST_RING_DELAY makes the
+# thread wait 2 s between its decision and its write (see wait.c).
+@test "-w: a futex thread cancelled as it rings never grants a later wait its lock" {
+	need_ofd	# the count the thread waits on moves at release --fd
+	need_lockhold
+	hold_sleep mutex "$F"
+	# shellcheck disable=SC2016 # perl's variables
+	spawn env LOCKBOX_TEST_RING_DELAY="$T/ringing" perl -e 'setpgrp(0, 0);
+		$SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"' \
+		"$LOCKBOX" mutex -w 60 "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID fd gen
+	# the head's watches are set: the futex thread first, then a lock request
+	wait_for blocked_on_slot "$F"
+	# a release moves the count the thread waits on: it decides to ring
+	exec {fd}<>"$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex release --fd "$fd"
+	exec {fd}>&-
+	wait_for test -d "$T/ringing"
+	kill -TSTP "$waiter"
+	wait_for stopped "$waiter"
+	# the header held by another process: continued, the waiter must wait for it
+	lockhold "$F" 0 4096
+	gen=$(header_gen "$F")
+	kill -CONT "$waiter"
+	# the thread has rung, and 0.5 s has passed since
+	wait_for test ! -d "$T/ringing"
+	wait_for header_waited_for "$F" "$gen"
+	assert [ ! -e "$T/ran" ]
+	# once the header and the lock are free, it takes the lock
+	stop_pid "$LOCKHOLD_PID"
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+}
+
+# header_waited_for LOCKFILE GEN: a lock request waits in the kernel for
+# the header (a "->" line at offset 0), whose count is still GEN; 2 (give
+# up) once the count has moved: someone went through the header.
+header_waited_for() {
+	local ino
+	[[ $(header_gen "$1") == "$2" ]] || return 2
+	ino=$(stat -c %i "$1") || return 1
+	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 0 { n++ }
+		END { exit n ? 0 : 1 }' /proc/locks
+}
+
+@test "-w behind a waiter that is stopped (SIGSTOP): passed once the lock is free, the stopped one served when continued" {
+	hold_sleep mutex "$F"
+	local a b t0
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo A >>"$1"' sh "$T/order"
+	a=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	kill -STOP "$a"
+	wait_for stopped "$a"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 20 "$F" sh -c 'echo B >>"$1"' sh "$T/order"
+	b=$SPAWN_PID
+	wait_for blocked_in_queue "$F" 1
+	t0=$SECONDS
+	stop_pid "$HOLD_PID"
+	reap "$b"
+	assert_equal "$REAP_STATUS" 0
+	# within about a second of the lock coming free, not at B's deadline
+	assert [ $((SECONDS - t0)) -le 6 ]
+	assert_equal "$(paste -sd' ' "$T/order")" "B"
+	kill -CONT "$a"
+	reap "$a"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(paste -sd' ' "$T/order")" "B A"
+}
+
+@test "-w behind running waiters keeps their order; a timeout there names the holder, not the header" {
+	hold_sleep mutex "$F"
+	local a
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo A >>"$1"' sh "$T/order"
+	a=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# behind A, which waits for the holder: the holder kept it
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 1500ms "$F" true
+	assert_stderr_regex "$(busy_re "$HOLD_PID" sleep | sed 's/held by/timed out after 1\\.5s; held by/')"
+	# behind A stopped, with the lock free, timing out before it is passed
+	kill -STOP "$a"
+	wait_for stopped "$a"
+	stop_pid "$HOLD_PID"
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 300ms "$F" true
+	assert_stderr "mutex: $F: timed out after 300ms; waiting behind PID $a (lockbox, stopped) in the queue"
+	kill -CONT "$a"
+	reap "$a"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/order")" A
+}
+
+# --- locks that lockbox did not take ----------------------------------------
+
+@test "a foreign lockf(3) lock on the whole file is one holder, named, and refuses a run at once with 75" {
+	# a run that has ended leaves its record behind
+	run -0 "$LOCKBOX" mutex "$F" true
+	foreign_lockf ex "$F"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
+	valid_json <<<"$output"
+	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
+	# at once: a stuck lockbox process would be waited on for 5 s, then 125
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+	# a wait waits for it as for any holder, to its own end
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: timed out after 300ms; locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$FOREIGN_PID"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
+	assert_output 0
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" sh -c "$SHOW_SLOT"
+	assert_output 1
+}
+
+# past_seconds T0 N: N seconds have passed since $SECONDS was T0.
+past_seconds() {
+	((SECONDS - $1 >= $2))
+}
+
+@test "-w behind a foreign lockf(3) lock waits past the stuck bound and takes the lock as soon as it goes" {
+	local t0
+	run -0 "$LOCKBOX" mutex "$F" true
+	foreign_lockf ex "$F"
+	t0=$SECONDS
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c "$SLOT_TO_FILE" sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# not given up after 5 s as a stuck lockbox process would be
+	wait_for past_seconds "$t0" 7
+	kill -0 "$waiter"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$FOREIGN_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" 1
 }

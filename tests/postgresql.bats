@@ -252,6 +252,26 @@ Try 'lockbox mutex --help'."
 	assert_output "{\"file\":\"${U/@/:***@}\",\"held\":1}"
 }
 
+@test "secret parameters (password=, sslpassword=) are never printed: messages, list, --json, adaptive status" {
+	local pw="$U&password=pw1&sslpassword=pw2" shown="$U&password=***&sslpassword=***"
+	local db="$LOCKBOX_PG_URL?sslpassword=pw2&password=pw1" dbshown="$LOCKBOX_PG_URL?sslpassword=***&password=***"
+	hold mutex "$pw"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$pw" true
+	assert_regex "$stderr" "^mutex: $(re_quote "$shown"): held by PID $HOLD_PID "
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$pw" check
+	assert_output "{\"file\":\"$shown\",\"held\":1}"
+	run -0 --separate-stderr "$LOCKBOX" slots "$pw" list
+	refute_output --partial pw1
+	refute_output --partial pw2
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$db" "a$NAME" true
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$db" status "a$NAME"
+	assert_line "  server         $dbshown&lock=a$NAME"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$db" --json status "a$NAME"
+	assert_output --partial "\"server\":\"$dbshown&lock=a$NAME\""
+	refute_output --partial pw1
+	refute_output --partial pw2
+}
+
 @test "keepalives: a client slower than the server to notice a loss is refused" {
 	run -125 --separate-stderr "$LOCKBOX" mutex "$U&keepalives_idle=100" touch "$T/ran"
 	assert_regex "$stderr" "the server would drop a silent connection \\(and free the lock\\) after 40s, before this client notices"

@@ -181,18 +181,21 @@ magic_file() {
 	assert_output 1
 }
 
-@test "a slot locked by a foreign program counts as held" {
+@test "a slot locked by a foreign program is held, by that program, named" {
 	need_lockhold
 	# a header and no records: the lock byte of slot 1 is locked with no
-	# holder record behind it
+	# holder record behind it, which no lockbox holder ever is
 	magic_file "$F" zero
 	lockhold "$F" 4096 1
 	run -0 "$LOCKBOX" slots "$F" check
 	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^1 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
 	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
 	assert_output 2
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: held (PID ?)"
+	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$LOCKHOLD_PID"
 	run -0 "$LOCKBOX" slots "$F" 1 sh -c "$SHOW_SLOT"
@@ -241,6 +244,76 @@ magic_file() {
 	assert_output ""
 }
 
+# --- read access is enough to block a lock: foreign read locks -------------
+
+@test "a foreign read lock on the whole header refuses a run at once with 75, named; check and list show it" {
+	need_lockhold
+	start_holder "$F" 3
+	# lockbox's lookers read-lock only the header's first 64 bytes: a read
+	# lock on all of it is another program's
+	lockhold -r "$F" 0 4096
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert [ ! -e "$T/ran" ]
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	run -0 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" check
+	assert_output 2
+	run -0 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
+	assert_regex "${lines[2]}" "^- +$LOCKHOLD_PID +\\? +another program: lockhold\$"
+	stop_pid "$LOCKHOLD_PID"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 3 sh -c "$SHOW_SLOT"
+	assert_output 2
+}
+
+@test "a user who may only read the lock file can block it: the run is refused at once, naming that user's process" {
+	need_root_and_nobody
+	local d lf
+	d=$(world_readable_dir)
+	lf=$d/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$lf" 2 true
+	# lockf(3)'s shared lock, from a read-only open, as the other user
+	foreign_lockf -u sh "$lf"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$lf" 2 touch "$T/ran"
+	assert_stderr "slots: $lf: locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" slots "$lf" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$lf" list
+	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$lf" list
+	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"read\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
+}
+
+@test "a foreign read lock on a slot's byte: that slot is its holder's, named, in check, list and refusals" {
+	need_lockhold
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	lockhold -r "$F" 4096 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^1 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	assert_output 2
+}
+
+@test "a classic POSIX read lock on a slot's byte (lockf) is named the same way" {
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	foreign_lockf sh "$F" 1 4096
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^1 +$FOREIGN_PID +\\? +another program: python3\$"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	assert_stderr "slots: $F: locked by another program: PID $FOREIGN_PID (python3)"
+}
+
 # stuck_header: a lock file with one holder, whose header lock is then
 # held by a process that is stopped.
 stuck_header() {
@@ -281,6 +354,109 @@ stuck_header() {
 	assert [ ! -e "$T/ran" ]
 	# one slot of two is held: "all 2 slots busy" would be false
 	assert_stderr "slots: $F: timed out after 2s; the lock file's header stayed locked (a stopped process?)"
+}
+
+# --- the wait queue: foreign locks on its bytes, forged ticket counts ------
+
+# shared_pool: $F becomes a lock file others may read (--mode 0644, in a
+# directory they can enter), held by HOLDER_PID.
+shared_pool() {
+	need_root_and_nobody
+	need_lockhold
+	F=$(world_readable_dir)/lock
+	run -0 "$LOCKBOX" mutex --mode 0644 "$F" true
+	start_holder_with mutex "$F"
+}
+
+@test "a read lock on the queue's tickets by a user who may only read: -w gives 75 at once, naming it" {
+	shared_pool
+	lockhold_ro "$F" 4294967296 0
+	local t0=$SECONDS msg
+	msg="the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: $msg"
+	assert_output ""
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" slots -w 10 "$F" 1 echo GOT
+	assert_stderr "slots: $F: $msg"
+	# -q silences it, -E picks the status
+	run -3 --separate-stderr timeout 20 "$LOCKBOX" mutex -q -E 3 -w 10 "$F" echo GOT
+	assert_stderr ""
+	# the library's -w too (it needs open file description locks)
+	if ofd_build; then
+		# shellcheck disable=SC2016 # expanded by the child shell
+		run -75 --separate-stderr timeout 20 bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex -w 10 "$1"' sh "$F"
+		assert_stderr_regex "blocked by a read lock lockbox did not take \\(PID $LOCKHOLD_PID, lockhold\\)"
+	fi
+	# no spinning waiter kept the header: others are answered at once
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex "$F" true
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $HOLDER_PID "
+	assert [ $((SECONDS - t0)) -le 8 ]
+	# a free lock is taken with -w too: nobody has to queue
+	stop_pid "$HOLDER_PID"
+	run -0 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_output GOT
+}
+
+@test "a read lock on the tickets after the head's: the second waiter gives 75 at once; the head is served" {
+	shared_pool
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 30 "$F" sh -c 'echo HEAD >"$1"' sh "$T/head"
+	local head=$SPAWN_PID t0
+	wait_for waiting_on "$F" 1
+	lockhold_ro "$F" 4294967297 0
+	t0=$SECONDS
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert [ $((SECONDS - t0)) -le 5 ]
+	stop_pid "$HOLDER_PID"
+	reap "$head"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/head")" HEAD
+}
+
+@test "a read lock on the queue's join byte by a user who may only read: -w gives 75 at once, naming it" {
+	shared_pool
+	lockhold_ro "$F" 4294967295 1
+	local t0=$SECONDS
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	# behind a head that queued before the lock came
+	stop_pid "$LOCKHOLD_PID"
+	spawn "$LOCKBOX" mutex -w 30 "$F" true
+	local head=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	lockhold_ro "$F" 4294967295 1
+	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert [ $((SECONDS - t0)) -le 8 ]
+	stop_pid "$HOLDER_PID"
+	reap "$head"
+	assert_equal "$REAP_STATUS" 0
+}
+
+@test "a forged ticket count (2^63-1, 2^64-1) starts a fresh queue: waiters join and are served in order" {
+	local v a b
+	for v in 0x7fffffffffffffff 0xffffffffffffffff 0x1000000000000; do
+		rm -f "$F" "$T/order"
+		start_holder_with mutex "$F"
+		poke "$F" 32 "$(le 8 "$v")"
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -w 30 "$F" sh -c 'echo A >>"$1"' sh "$T/order"
+		a=$SPAWN_PID
+		wait_for waiting_on "$F" 1
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -w 30 "$F" sh -c 'echo B >>"$1"' sh "$T/order"
+		b=$SPAWN_PID
+		wait_for waiting_on "$F" 2
+		# tickets 0 and 1 taken: the count is 2
+		assert_equal "$(od -An -tu8 -j32 -N8 "$F" | tr -d ' ')" 2
+		stop_pid "$HOLDER_PID"
+		reap "$a"
+		assert_equal "$REAP_STATUS" 0
+		reap "$b"
+		assert_equal "$REAP_STATUS" 0
+		assert_equal "$(paste -sd' ' "$T/order")" "A B"
+	done
 }
 
 # --- what records say, printed safely --------------------------------------
@@ -930,4 +1106,231 @@ only_std_fds() {
 	# the refusal to share the file names its atom, printably
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" -e 0 x true
 	assert_stderr "adaptive: x: $f belongs to the atom '?]0;owned??[31mred?line two ?31m ?'; refusing to share it"
+}
+
+# --- a lock file is created whole or not at all
+
+# no_temp DIR: nothing of a creation's temporary files is left in DIR.
+no_temp() {
+	run -0 find "$1" -maxdepth 1 -name '.lockbox-*'
+	assert_output ""
+}
+
+@test "a new lock file whose header cannot be written is not left behind (ulimit -f)" {
+	local applet args
+	for applet in slots mutex; do
+		args=("$F")
+		[[ $applet == slots ]] && args+=(2)
+		run -125 --separate-stderr prlimit --fsize=2048 "$LOCKBOX" "$applet" "${args[@]}" touch "$T/ran"
+		assert_stderr "$applet: $F: cannot write header: File too large"
+		assert [ ! -e "$T/ran" ]
+		assert [ ! -e "$F" ]
+		no_temp "$T"
+	done
+	run -125 --separate-stderr prlimit --fsize=2048 "$LOCKBOX" slots "$F" create
+	assert_stderr "slots: $F: cannot write header: File too large"
+	assert [ ! -e "$F" ]
+	run -125 --separate-stderr prlimit --fsize=2048 "$LOCKBOX" adaptive -d "$T/state" x touch "$T/ran"
+	assert_stderr_regex "^adaptive: $T/state/x-[^ ]*\\.lock: cannot write header: File too large\$"
+	run -0 find "$T/state" -type f
+	assert_output ""
+	no_temp "$T/state"
+	# with room, the same file is made as before
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	assert_equal "$(head -c 16 "$F")" "lockbox lock v1"
+}
+
+@test "on a full disk nothing is left: no new file, an adopted empty file stays empty" {
+	((EUID == 0)) || skip "needs root to mount a small file system"
+	command -v mke2fs >/dev/null || skip "needs mke2fs"
+	local m=$T/mnt img=$T/fs.img st1 err1 st2 err2 st3 err3 left size entries i
+	truncate -s 1M "$img"
+	mke2fs -q -F -b 1024 -m 0 "$img"
+	mkdir "$m"
+	mount -o loop "$img" "$m" 2>/dev/null || skip "cannot mount a loop file system here"
+	# two 1 KiB blocks free: half a header fits, not all of it
+	head -c 2048 /dev/zero >"$m/reserve"
+	head -c 2M /dev/zero >"$m/fill" 2>/dev/null || true
+	# what filling left (blocks an indirect block could not use) goes too
+	for i in 1 2 3 4 5 6 7 8; do
+		(($(stat -f -c %a "$m") > 0)) || break
+		head -c 1024 /dev/zero >"$m/more$i" 2>/dev/null || true
+	done
+	rm "$m/reserve"
+	(($(stat -f -c %a "$m") == 2)) || { umount "$m"; skip "cannot leave exactly two blocks free"; }
+	: >"$m/empty"
+	# gathered first, then unmounted, then judged: no assertion leaves it mounted
+	st2=0 err2=$("$LOCKBOX" mutex "$m/empty" true 2>&1) || st2=$?
+	size=$(stat -c %s "$m/empty")
+	st1=0 err1=$("$LOCKBOX" slots "$m/new" 2 true 2>&1) || st1=$?
+	st3=0 err3=$("$LOCKBOX" slots "$m/new" check 2>&1) || st3=$?
+	left=$(stat -f -c %a "$m")
+	entries=$(find "$m" -mindepth 1 -maxdepth 1 ! -name 'more*' -printf '%f\n' | LC_ALL=C sort | paste -sd' ')
+	umount "$m"
+	assert_equal "$st1" 125
+	assert_equal "$err1" "slots: $m/new: cannot write header: No space left on device"
+	# an empty file lockbox adopts stays empty
+	assert_equal "$st2" 125
+	assert_equal "$err2" "mutex: $m/empty: cannot write header: No space left on device"
+	assert_equal "$size" 0
+	# nothing was left: the new file does not exist, no blocks were kept
+	assert_equal "$st3:$err3" "0:0"
+	assert_equal "$left" 2
+	assert_equal "$entries" "empty fill lost+found"
+}
+
+@test "creators racing for a missing file end with one valid file, all of them using it" {
+	local i
+	# shellcheck disable=SC2016 # for the command's own sh
+	local show='echo "$LOCKBOX_SLOT" >>"$1"'
+	for i in $(seq 1 12); do
+		"$LOCKBOX" mutex -w 30s "$F" sh -c "$show" sh "$T/ran.$i" &
+	done
+	wait
+	run -0 cat "$T"/ran.*
+	assert_equal "${#lines[@]}" 12
+	assert_equal "$(sort -u <<<"$output")" 1
+	assert_equal "$(stat -c %s "$F")" 4352
+	assert_equal "$(head -c 16 "$F")" "lockbox lock v1"
+	no_temp "$T"
+}
+
+# short_write_lib: $SHORT_SO, an LD_PRELOAD library whose pwrite writes only
+# half of a 4096-byte write at offset 0 (a header), as a file system filling
+# up may; with SHORT_WRITE=fail the rest then fails with ENOSPC. Skips
+# where it cannot be built or does not take (a static lockbox).
+short_write_lib() {
+	command -v cc >/dev/null || skip "needs a C compiler"
+	SHORT_SO=$T/short.so
+	cat >"$T/short.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static ssize_t cut(int fd, const void *b, size_t n, off_t off, const char *sym)
+{
+	ssize_t (*real)(int, const void *, size_t, off_t) =
+	    (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, sym);
+	const char *how = getenv("SHORT_WRITE");
+
+	if (off == 0 && n == 4096)
+		return real(fd, b, n / 2, off);
+	if (how != NULL && how[0] == 'f' && off == 2048 && n == 2048) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return real(fd, b, n, off);
+}
+
+ssize_t pwrite(int fd, const void *b, size_t n, off_t off)
+{
+	return cut(fd, b, n, off, "pwrite");
+}
+
+ssize_t pwrite64(int fd, const void *b, size_t n, off_t off)
+{
+	return cut(fd, b, n, off, "pwrite64");
+}
+
+__attribute__((constructor)) static void seen(void)
+{
+	const char *p = getenv("SHORT_SEEN");
+
+	if (p != NULL)
+		close(open(p, O_WRONLY | O_CREAT, 0600));
+}
+C
+	cc -shared -fPIC -o "$SHORT_SO" "$T/short.c" -ldl 2>/dev/null || skip "cannot build a preload library"
+	SHORT_SEEN=$T/seen LD_PRELOAD=$SHORT_SO "$LOCKBOX" --version >/dev/null 2>&1 ||
+		skip "$LOCKBOX does not run with a preload library (a sanitizer build?)"
+	[[ -e $T/seen ]] || skip "LD_PRELOAD does not reach $LOCKBOX (a static binary?)"
+}
+
+@test "a header write cut short is finished, or fails with its own errno and leaves nothing" {
+	short_write_lib
+	# cut short, then finished: a whole header, the run goes on
+	run -0 --separate-stderr env LD_PRELOAD="$SHORT_SO" "$LOCKBOX" slots "$F" 2 true
+	assert_stderr ""
+	assert_equal "$(head -c 16 "$F")" "lockbox lock v1"
+	run -0 "$LOCKBOX" slots "$F" check
+	assert_output 0
+	rm "$F"
+	# cut short, then the disk is full: no file with half a header
+	run -125 --separate-stderr env LD_PRELOAD="$SHORT_SO" SHORT_WRITE=fail "$LOCKBOX" slots "$F" 2 true
+	assert_stderr "slots: $F: cannot write header: No space left on device"
+	assert [ ! -e "$F" ]
+	no_temp "$T"
+	# an empty file to adopt is left empty
+	: >"$F"
+	run -125 --separate-stderr env LD_PRELOAD="$SHORT_SO" SHORT_WRITE=fail "$LOCKBOX" mutex "$F" true
+	assert_stderr "mutex: $F: cannot write header: No space left on device"
+	assert_equal "$(stat -c %s "$F")" 0
+}
+
+@test "a setgid lockbox ignores LOCKBOX_PG_HELPER, LOCKBOX_DIR, XDG_STATE_HOME and HOME from its caller" {
+	need_root_and_nobody
+	getent group daemon >/dev/null || skip "needs a group daemon"
+	local d bin ran st
+	d=$(world_readable_dir)
+	bin=$d/lockbox
+	cp "$LOCKBOX" "$bin"
+	chgrp daemon "$bin"
+	chmod 2755 "$bin"
+	as_nobody "$bin" --version >/dev/null 2>&1 ||
+		skip "a set-group-ID copy of $LOCKBOX cannot run here (a sanitizer build?)"
+	mkdir -m 0755 "$d/state" "$d/home"
+	chown 65534:65534 "$d/state" "$d/home"
+	mkdir -m 0777 "$d/out"
+	ran=$d/out/ran
+	run -125 --separate-stderr as_nobody env -u XDG_STATE_HOME LOCKBOX_DIR="$d/state" HOME="$d/home" \
+		"$bin" adaptive x touch "$ran"
+	assert_stderr "adaptive: no state directory: set LOCKBOX_DIR or HOME, or use -d"
+	run -125 --separate-stderr as_nobody env -u LOCKBOX_DIR XDG_STATE_HOME="$d/state" HOME="$d/home" \
+		"$bin" adaptive x touch "$ran"
+	assert_stderr "adaptive: no state directory: set LOCKBOX_DIR or HOME, or use -d"
+	assert [ ! -e "$ran" ]
+	run -0 find "$d/state" "$d/home" -mindepth 1
+	assert_output ""
+	# without setgid the caller's LOCKBOX_DIR is where state goes, as documented
+	run -0 as_nobody env LOCKBOX_DIR="$d/state" "$LOCKBOX" adaptive x true
+	run -0 find "$d/state" -name 'x-*.lock'
+	refute_output ""
+	# the helper: run as named without setgid, never with it
+	printf '#!/bin/sh\ntouch %s\n' "$ran" >"$d/evil"
+	chmod 0755 "$d/evil"
+	as_nobody env LOCKBOX_PG_HELPER="$d/evil" "$LOCKBOX" mutex "postgresql://127.0.0.1:1/db?lock=x" true 2>/dev/null || true
+	[[ -e $ran ]] || skip "this build runs no PostgreSQL helper"
+	rm "$ran"
+	st=0
+	as_nobody env LOCKBOX_PG_HELPER="$d/evil" "$bin" mutex "postgresql://127.0.0.1:1/db?lock=x" true 2>"$d/out/err" || st=$?
+	assert_equal "$st" 125
+	assert [ ! -e "$ran" ]
+	run -0 cat "$d/out/err"
+	refute_output --partial "$d/evil"
+}
+
+@test "--record-args: a job's arguments stay readable after it ended, until its slot is taken again (as documented)" {
+	need_root_and_nobody
+	local d f
+	d=$(world_readable_dir)
+	f=$d/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$f" create
+	start_holder_with slots "$f" 3
+	run -0 "$LOCKBOX" slots --record-args "$f" 3 true hunter2
+	# ended: nobody holds slot 2, list says so, yet the file still has it
+	run -0 --separate-stderr "$LOCKBOX" slots "$f" list
+	assert_equal "${#lines[@]}" 2
+	refute_output --partial hunter2
+	run -0 as_nobody grep -c hunter2 "$f"
+	# check and list write nothing: still there
+	run -0 as_nobody "$LOCKBOX" slots "$f" list
+	run -0 grep -c hunter2 "$f"
+	# the slot taken again: the record is the new holder's
+	run -0 "$LOCKBOX" slots "$f" 3 sh -c "$SHOW_SLOT"
+	assert_output 2
+	run -1 grep -c hunter2 "$f"
+	stop_pid "$HOLDER_PID"
 }

@@ -635,7 +635,8 @@ EOF2
 	assert_output 140
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 141
-	# a slot with no record behind it, locked by another program, counts too
+	# a slot with no record behind it, locked by another program, counts
+	# too: as that program's one lock
 	need_lockhold
 	lockhold "$F" $((4096 + 150 * 256)) 1
 	run -0 held "$F"
@@ -647,22 +648,155 @@ EOF2
 	assert_output 71
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 72
-	assert_regex "${lines[71]}" "^151 +\\? +\\? +\\?\$"
+	assert_regex "${lines[71]}" "^151 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
 	# the freed slots are found and taken, the lowest first
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 151 sh -c "$SHOW_SLOT"
 	assert_output 1
 }
 
-@test "a pool with few records counts many locks that have none" {
+@test "a pool with few records and 200 slot locks that have none: one foreign holder, its slots not free" {
 	need_lockhold
 	run -0 "$LOCKBOX" slots "$F" 1 true
 	# slots 2 to 201: 200 locks, no records; past the range tests a few
 	# records would take, so the kernel's lock table settles it
 	lockhold -n 200 "$F" $((4096 + 256)) 1
 	run -0 held "$F"
-	assert_output 200
+	assert_output 1
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
-	assert_equal "${#lines[@]}" 201
-	assert_regex "${lines[1]}" "^2 +\\? +\\? +\\?\$"
-	assert_regex "${lines[200]}" "^201 +\\? +\\? +\\?\$"
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^- +$LOCKHOLD_PID +\\? +another program: lockhold\$"
+	# slot 1 is free, the 200 others are that program's
+	start_holder "$F" 201
+	assert_equal "$HOLDER_SLOT" 1
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 201 touch "$T/ran"
+	assert_stderr "slots: $F: all 201 slots busy (PIDs $HOLDER_PID, $LOCKHOLD_PID (another program))"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 202 sh -c "$SHOW_SLOT"
+	assert_output 202
+}
+
+# --- locks that lockbox did not take ----------------------------------------
+
+@test "a foreign lockf(3) lock on the whole file: check counts one, list shows one row, a run gets 75 at once" {
+	run -0 "$LOCKBOX" slots "$F" 2 true
+	foreign_lockf ex "$F"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" check
+	assert_output "{\"file\":\"$F\",\"held\":1}"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 2
+	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: locked by another program: PID $FOREIGN_PID (python3)"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a foreign lock over some slots: those slots are its, one row, and the others are taken" {
+	start_holder "$F" 4
+	# slots 2 and 3: 512 bytes from slot 2's record
+	foreign_lockf ex "$F" 512 $((4096 + 256))
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
+	assert_output 2
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_equal "${#lines[@]}" 3
+	assert_regex "${lines[1]}" "^1 +$HOLDER_PID +[^ ]+ +sh\$"
+	assert_regex "${lines[2]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
+	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
+	valid_json <<<"$output"
+	assert_regex "$output" ",\\{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":4352,\"end\":4863,\"command\":\"python3\"\\}\\]\$"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	assert_stderr "slots: $F: all 3 slots busy (PIDs $HOLDER_PID, $FOREIGN_PID (another program))"
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 sh -c "$SHOW_SLOT"
+	assert_output 4
+}
+
+# The sem pattern (GNU parallel's sem -j2): a shell takes a slot on an fd
+# it opened, starts a job that inherits the fd, closes its own copy and
+# goes on. The shell stays the recorded holder and lives on; the slot
+# frees when the job ends, and a -w waiter must see that as any release.
+@test "-w: a slot left to a job by the shell that took it (sem pattern) is taken as the job ends" {
+	need_ofd	# --fd needs open file description locks
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		for i in 1 2; do
+			exec 7<>"$F"
+			"$LOCKBOX" slots acquire --fd 7 2 >/dev/null || exit 1
+			sleep 600 &
+			echo $! >"$T/job.$i"
+			exec 7>&-
+		done
+		exec 7<>"$F"
+		"$LOCKBOX" slots acquire -w 20 --fd 7 2 >"$T/got.tmp" || exit
+		date +%s%N >>"$T/got.tmp"
+		mv "$T/got.tmp" "$T/got"
+		exec sleep 600' sh "$F" "$T"
+	local shell=$SPAWN_PID start took
+	wait_for test -s "$T/job.2"
+	track_pid "$(cat "$T/job.1")"
+	track_pid "$(cat "$T/job.2")"
+	wait_for waiting_on "$F" 1
+	run -0 held "$F"
+	assert_output 2
+	assert [ ! -e "$T/got" ]
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job.1")"
+	wait_for -t 5 test -e "$T/got"
+	run -0 cat "$T/got"
+	assert_equal "${lines[0]}" 1
+	took=$(((lines[1] - start) / 1000000))
+	((took < 1000)) || fail "the waiter took the slot ${took}ms after the job ended"
+	# the shell holds it now, through its new fd
+	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
+	assert_regex "${lines[1]}" "^1 +$shell "
+}
+
+# The same in a pool too big for a lock request on every slot: the head
+# looks again once a second, and also as soon as an open file of the lock
+# file is closed for the last time (the job's end). Ended right after one
+# of those looks (the header's count moves at each), the job must not
+# wait for the next.
+@test "-w: a slot of a big pool left to a job (sem pattern) is taken as the job ends, not at the next look" {
+	need_ofd	# --fd needs open file description locks
+	# shellcheck disable=SC2016 # expanded by the shell under test
+	spawn bash -c '
+		F=$1 T=$2
+		for i in 1 2 3 4; do
+			exec 7<>"$F"
+			"$LOCKBOX" slots acquire --fd 7 4 >/dev/null || exit 1
+			sleep 600 &
+			echo $! >"$T/job.$i"
+			exec 7>&-
+		done
+		exec 7<>"$F"
+		"$LOCKBOX" slots acquire -w 20 --fd 7 4 >"$T/got.tmp" || exit
+		date +%s%N >>"$T/got.tmp"
+		mv "$T/got.tmp" "$T/got"
+		exec sleep 600' sh "$F" "$T"
+	local i gen start took
+	wait_for test -s "$T/job.4"
+	for i in 1 2 3 4; do
+		track_pid "$(cat "$T/job.$i")"
+	done
+	wait_for waiting_on "$F" 1
+	gen=$(slots_header_gen "$F")
+	wait_for header_moved "$F" "$gen"
+	start=$(date +%s%N)
+	stop_pid "$(cat "$T/job.4")"
+	wait_for -t 5 test -e "$T/got"
+	run -0 cat "$T/got"
+	assert_equal "${lines[0]}" 4
+	took=$(((lines[1] - start) / 1000000))
+	((took < 500)) || fail "the waiter took the slot ${took}ms after the job ended"
+}
+
+# slots_header_gen LOCKFILE: the header's progress count (u64 at offset
+# 40), moved on at every write-locked visit of the header.
+slots_header_gen() {
+	od -An -tu8 -j40 -N8 "$1" | tr -d ' '
+}
+
+# header_moved LOCKFILE GEN: the count is no longer GEN.
+header_moved() {
+	[[ $(slots_header_gen "$1") != "$2" ]]
 }

@@ -229,3 +229,157 @@ all_ended() {
 	assert_equal "$output" "3 0"
 	wait_for held_is "$F" 0
 }
+
+# --- waiters among stopped, killed and hostile ones ------------------------
+
+# ran_through LOG: the holder wrote its start line and its end line.
+ran_through() {
+	local log=()
+	mapfile -t log <"$1"
+	((${#log[@]} == 2))
+}
+
+@test "-w waiters with queued ones SIGSTOPped and SIGKILLed: never more than 3 at once, every live one served" {
+	local n=30 i pid t0 pids=() stopped=() killed=() alive=()
+	: >"$T/killed"
+	for i in 1 2 3; do
+		start_holder "$F" 3
+		pids[i]=$HOLDER_PID
+	done
+	# everyone queues behind the three holders
+	for ((i = 1; i <= n; i++)); do
+		"$LOCKBOX" slots -w 25 "$F" 3 "$T/holder" "$T/log" "$i" "0.0$((RANDOM % 9 + 1))" \
+			</dev/null >/dev/null 2>>"$T/stderr" 3>&- &
+		pids[i + 3]=$!
+		track_pid "$!"
+	done
+	wait_for waiting_on "$F" "$n"
+	# in their places in the queue: every fourth stopped, every eighth killed
+	for ((i = 2; i <= n; i += 4)); do
+		kill -STOP "${pids[i + 3]}"
+		stopped+=("$i")
+	done
+	for ((i = 4; i <= n; i += 8)); do
+		stop_pid "${pids[i + 3]}"
+		killed+=("$i")
+	done
+	t0=$SECONDS
+	for i in 1 2 3; do
+		stop_pid "${pids[i]}"
+	done
+	for ((i = 1; i <= n; i++)); do
+		[[ " ${stopped[*]} ${killed[*]} " == *" $i "* ]] || alive+=("$i")
+	done
+	# every live waiter is served, none left waiting while a slot is free
+	for i in "${alive[@]}"; do
+		reap "${pids[i + 3]}"
+		assert_equal "$i:$REAP_STATUS" "$i:0"
+		ran_through "$T/log/$i"
+	done
+	echo "# ${#alive[@]} live waiters served in $((SECONDS - t0))s past ${#stopped[@]} stopped ones" >&3
+	assert [ $((SECONDS - t0)) -le 20 ]
+	# continued, the stopped ones are served too, or their time ran out while stopped
+	for i in "${stopped[@]}"; do
+		kill -CONT "${pids[i + 3]}"
+	done
+	for i in "${stopped[@]}"; do
+		reap "${pids[i + 3]}"
+		[[ $REAP_STATUS == 0 || $REAP_STATUS == 75 ]] || fail "stopped waiter $i: status $REAP_STATUS"
+	done
+	run -1 grep -Ev "^slots: $(re_quote "$F"): timed out after 25s; " "$T/stderr"
+	intervals >"$T/intervals"
+	run -0 concurrency <"$T/intervals"
+	assert_regex "$output" '^[123] 0$'
+	wait_for held_is "$F" 0
+}
+
+# locker_ready READY PID: the locker has its lock, or has given up.
+locker_ready() {
+	[[ -e $1 ]] || ! kill -0 "$2" 2>/dev/null
+}
+
+# foreign_locker SECONDS: for SECONDS, another user (nobody) read-locks
+# one part of $F at a time, for half a second to 1.4 s, each kind in turn
+# at a random place: a header byte, the join byte, a slot's byte, one of
+# the next few tickets, and every other time every ticket from the next
+# to be taken on (the lock that made a joiner spin).
+foreign_locker() {
+	local end=$((SECONDS + $1)) dir k=0 start len t next pid
+	dir=$(world_readable_dir)
+	chown 65534 "$dir"
+	while ((SECONDS < end)); do
+		k=$((k + 1))
+		len=1
+		next=$(od -An -tu8 -j32 -N8 "$F" | tr -d ' ')
+		case $((k % 8)) in
+		1) start=$((RANDOM % 4096)) ;;
+		3) start=4294967295 ;;
+		5) start=$((4096 + 256 * (RANDOM % 3))) ;;
+		7) start=$((4294967296 + next + RANDOM % 3)) ;;
+		*) start=$((4294967296 + next)) len=0 ;;
+		esac
+		# (-t: a byte locked already, by a holder or a waiter, is passed)
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$LOCKHOLD" "${LOCKHOLD_MODE[@]}" -r -t "$F" "$start" "$len" "$dir/$k" 3>&- &
+		pid=$!
+		track_pid "$pid"
+		wait_for locker_ready "$dir/$k" "$pid"
+		[[ -e $dir/$k ]] || continue
+		printf '%s %s\n' "$start" "$len" >>"$T/foreign"
+		t=$((RANDOM % 10 + 5))
+		read -r -t "$((t / 10)).$((t % 10))" -u 9 || true
+		stop_pid "$pid"
+	done 9<>"$T/idle"
+}
+
+@test "-w waiters while another user read-locks header, join, ticket and slot bytes: back by the deadline, no spinning, at most 3" {
+	need_root_and_nobody
+	need_lockhold
+	local n=40 i st elapsed cpu pids=()
+	LOCKHOLD_MODE=()
+	ofd_build || LOCKHOLD_MODE=(-p)
+	F=$(world_readable_dir)/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$F" 3 true
+	: >"$T/killed"
+	# one waiter: its status, time in ms and CPU time in ms (its children's, from times)
+	cat >"$T/waiter" <<EOF
+#!$BASH
+t0=\${EPOCHREALTIME/./}
+timeout 20 "$LOCKBOX" slots -w 3 "$F" 3 "$T/holder" "$T/log" "\$1" "0.\$((RANDOM % 5 + 5))" 2>>"$T/stderr"
+st=\$?
+t1=\${EPOCHREALTIME/./}
+times >"$T/times.\$1"
+printf '%s %s\n' "\$st" "\$(((t1 - t0) / 1000))" >"$T/result.\$1"
+EOF
+	chmod +x "$T/waiter"
+	foreign_locker 9 </dev/null >/dev/null 2>&1 3>&- &
+	local locker=$!
+	track_pid "$locker"
+	for ((i = 1; i <= n; i++)); do
+		"$T/waiter" "$i" </dev/null >/dev/null 2>&1 3>&- &
+		pids+=("$!")
+		track_pid "$!"
+		# a steady stream, so that some come while each kind of lock is held
+		read -r -t 0.15 -u 9 9<>"$T/idle" || true
+	done
+	for pid in "${pids[@]}"; do
+		reap "$pid"
+	done
+	reap "$locker"
+	for ((i = 1; i <= n; i++)); do
+		read -r st elapsed <"$T/result.$i"
+		# children's user and system time, the second line of times: 0m0.004s 0m0.002s
+		cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print int((u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000) }' "$T/times.$i")
+		echo "# waiter $i: status $st after ${elapsed}ms, CPU ${cpu}ms" >&3
+		[[ $st == 0 || $st == 75 ]] || fail "waiter $i: status $st: $(cat "$T/stderr")"
+		# -w 3, and a holder of at most 0.9 s when it ran (its wait for a
+		# header held by the foreign user is bounded by the deadline too)
+		assert [ "$elapsed" -le 7000 ]
+		# a few ms to start lockbox and the holder; waiting costs nothing
+		assert [ "$cpu" -le 100 ]
+	done
+	echo "# $(grep -c '^0 ' "$T"/result.* | awk -F: '{ n += $2 } END { print n }') of $n served; $(wc -l <"$T/foreign") foreign locks" >&3
+	intervals >"$T/intervals"
+	run -0 concurrency <"$T/intervals"
+	assert_regex "$output" '^[0123] 0$'
+}

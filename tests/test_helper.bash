@@ -269,12 +269,16 @@ need_lockhold() {
 	[[ -r /proc/locks ]] || skip "no /proc/locks"
 }
 
-# lockhold [-n COUNT] FILE START LEN: lock bytes of FILE from another
-# process (-n: COUNT ranges, one every 256 bytes); sets LOCKHOLD_PID once
-# the locks are held. A POSIX build's helper needs -p.
+# lockhold [-r] [-n COUNT] FILE START LEN: lock bytes of FILE from another
+# process (-r: a read lock; -n: COUNT ranges, one every 256 bytes); sets
+# LOCKHOLD_PID once the locks are held. A POSIX build's helper needs -p.
 lockhold() {
 	local ready=$T/lockhold.$SPAWNS.ready mode=()
 	ofd_build || mode=(-p)
+	if [[ $1 == -r ]]; then
+		mode+=(-r)
+		shift
+	fi
 	if [[ $1 == -n ]]; then
 		mode+=(-n "$2")
 		shift 2
@@ -282,6 +286,53 @@ lockhold() {
 	spawn "$LOCKHOLD" "${mode[@]}" "$1" "$2" "$3" "$ready"
 	# shellcheck disable=SC2034 # for the test files
 	LOCKHOLD_PID=$SPAWN_PID
+	wait_for test -e "$ready"
+}
+
+# lockhold_ro FILE START LEN: as lockhold, a read lock taken by another
+# user (nobody) who may only read FILE (a pool made with --mode 0644, in a
+# directory that user can enter); sets LOCKHOLD_PID once it is held.
+lockhold_ro() {
+	local dir mode=()
+	ofd_build || mode=(-p)
+	dir=$(world_readable_dir)
+	chown 65534 "$dir"
+	# setpriv itself (not the as_nobody function, a subshell): it execs lockhold, whose PID this is
+	spawn setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$LOCKHOLD" "${mode[@]}" -r "$1" "$2" "$3" "$dir/ready"
+	# shellcheck disable=SC2034 # for the test files
+	LOCKHOLD_PID=$SPAWN_PID
+	wait_for test -e "$dir/ready"
+}
+
+# foreign_lockf [-u] sh|ex FILE [LEN [START]]: lock FILE as other programs
+# do, with Python's fcntl.lockf (a classic POSIX lock, as lockf(3), perl's
+# fcntl and flock --fcntl take): LEN bytes from START, LEN 0 (the default)
+# meaning to the end of the file and beyond. A shared lock opens the file
+# for reading only: read access is all it needs. -u: as the unprivileged
+# user. Sets FOREIGN_PID once the lock is held.
+foreign_lockf() {
+	local ready=$T/lockf.$SPAWNS.ready as=() py
+	py=$(command -v python3) || skip "needs python3"
+	if [[ $1 == -u ]]; then
+		# a python3 under root's home (pyenv) is not the other user's to run
+		as_nobody "$py" -c '' 2>/dev/null || py=/usr/bin/python3
+		as_nobody "$py" -c '' 2>/dev/null || skip "the unprivileged user cannot run python3"
+		as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+		ready=$(world_readable_dir)/ready
+		chmod 0777 "${ready%/*}"
+		shift
+	fi
+	spawn ${as[@]+"${as[@]}"} "$py" -c '
+import fcntl, signal, sys
+mode, path, length, start, ready = sys.argv[1:6]
+f = open(path, "r+" if mode == "ex" else "r")
+fcntl.lockf(f, fcntl.LOCK_EX if mode == "ex" else fcntl.LOCK_SH, int(length), int(start))
+open(ready, "w").close()
+signal.pause()
+' "$1" "$2" "${3:-0}" "${4:-0}" "$ready"
+	# shellcheck disable=SC2034 # for the test files
+	FOREIGN_PID=$SPAWN_PID
 	wait_for test -e "$ready"
 }
 

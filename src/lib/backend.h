@@ -11,6 +11,10 @@ struct lb_pool_ops;
 struct lb_pool {
 	const struct lb_pool_ops *ops;
 	char *name;
+	/* set by the backend when an acquisition gave up for another reason
+	 * than the holders (see lb_pool_why); empty otherwise */
+	char why[256];
+	int why_at_once;
 };
 
 /* The operations of pool.h, with the same contracts. */

@@ -11,16 +11,19 @@
 
 #include "err.h"
 #include "exitcodes.h"
+#include "text.h"
 
 const char *lb_prog = "lockbox";
 
 /*
  * Holders of one lock often share a stderr (a cron log), so a message is
- * assembled first and written with a single write(2): lines never interleave.
+ * assembled first and written with a single write(2): lines never
+ * interleave. It is one line, whatever it quotes: control characters in
+ * an argument or a file name are escaped (\n, \x1b), never written raw.
  */
 static void emit(int with_errno, int saved, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char buf[1024], line[1024];
 	size_t n;
 	int r;
 
@@ -34,10 +37,12 @@ static void emit(int with_errno, int saved, const char *fmt, va_list ap)
 		r = snprintf(buf + n, sizeof buf - n, ": %s", strerror(saved));
 		n += r < 0 ? 0 : (size_t)r;
 	}
-	if (n > sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	while (write(STDERR_FILENO, buf, n) < 0 && errno == EINTR)
+	if (n > sizeof buf - 1)
+		n = sizeof buf - 1;
+	buf[n] = '\0';
+	n = lb_text_escape(line, sizeof line - 1, buf, n);
+	line[n++] = '\n';
+	while (write(STDERR_FILENO, line, n) < 0 && errno == EINTR)
 		;
 }
 
@@ -100,12 +105,47 @@ void lb_usage_error(const char *fmt, ...)
 	exit(LB_EXIT_FAIL);
 }
 
+/*
+ * Whether stdout took what it was given: once it failed, it stays failed
+ * with the first errno, so every later look says so too.
+ */
+static int stdout_closed;
+static int stdout_errno;
+
+int lb_flush_stdout(void)
+{
+	if (stdout_errno == 0 && !stdout_closed) {
+		errno = 0;
+		if (fflush(stdout) != 0 || ferror(stdout))
+			stdout_errno = errno != 0 ? errno : EIO;
+	}
+	if (stdout_errno != 0) {
+		errno = stdout_errno;
+		return -1;
+	}
+	return 0;
+}
+
 /* A full disk or closed pipe on stdout must not pass as success. */
+int lb_stdout_status(int status)
+{
+	if (!stdout_closed) {
+		if (lb_flush_stdout() == 0 && fclose(stdout) != 0)
+			stdout_errno = errno;
+		stdout_closed = 1;
+	}
+	if (stdout_errno == 0)
+		return status;
+	/* a reader that went away needs no message */
+	if (stdout_errno != EPIPE) {
+		errno = stdout_errno;
+		lb_warn("write error");
+	}
+	return LB_EXIT_FAIL;
+}
+
 void lb_close_stdout(void)
 {
-	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-		if (errno != EPIPE)
-			lb_die(LB_EXIT_FAIL, "write error");
+	if (lb_stdout_status(LB_EXIT_OK) != LB_EXIT_OK)
 		exit(LB_EXIT_FAIL);
-	}
 }

@@ -13,6 +13,18 @@ _Noreturn void lb_diex(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 _Noreturn void lb_usage_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+/*
+ * stdout's buffer written out: 0, or -1 with errno once any write to it
+ * failed (a full disk, a closed pipe); the first failure sticks.
+ */
+int lb_flush_stdout(void);
+/*
+ * The exit funnel: stdout flushed and closed, once. STATUS if all of it
+ * went out, else 125 (reported, unless the reader went away: EPIPE).
+ * Later calls give the first call's answer.
+ */
+int lb_stdout_status(int status);
+/* lb_stdout_status, then exit 125 if stdout failed. */
 void lb_close_stdout(void);
 
 #endif

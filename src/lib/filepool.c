@@ -20,6 +20,25 @@
  * lets the header go, without a second look at the slots, and sets its
  * watches after. Attempts that do not wait never queue: they take a free
  * slot or give up.
+ *
+ * A waiter that is stopped (SIGSTOP, a background job's SIGTTIN or
+ * SIGTTOU, a debugger; ^Z is caught, and gives the place up first) still
+ * holds its ticket, and would stall everyone behind it.
+ * The rule: running waiters are served in arrival order; a stopped one
+ * is passed over for as long as it is stopped. A waiter waits for the
+ * nearest one ahead of it that is not stopped, and goes to the head when
+ * all of those ahead are (see queue_turn). Why not give a stopped waiter
+ * its place back: it has no deadline of its own while stopped, and whoever
+ * waits behind it has one. A stopped waiter that is continued keeps its
+ * ticket, and is ahead again of those that had not passed it yet; one
+ * that had passed it, at the head, competes with it for the next slot.
+ *
+ * The queue's bytes are locked by lockbox only with write locks (a ticket,
+ * the join byte): anyone who can read the file can put a read lock on
+ * them, and such a lock, or any other that is not a waiter's, stops an
+ * attempt at once (as a busy pool does), naming the process from the
+ * kernel's lock table. No loop over lock bytes is unbounded, and each ends
+ * at the caller's deadline.
  */
 #include "config.h"
 
@@ -58,6 +77,14 @@
 #define GONE_MAX	64
 /* how often the head looks again when some holders cannot be watched */
 #define RECHECK_MS	1000
+/* a ticket count past this is not a real queue's: it starts again at 0 */
+#define QUEUE_TICKETS	((uint64_t)1 << 48)
+/* ticket bytes still held past the count that a joiner passes, at most */
+#define QUEUE_SKIP	1024
+/* how often a waiter looks whether the one it waits for is stopped */
+#define QUEUE_RECHECK_MS	1000
+/* stopped waiters a waiter passes at one look, at most */
+#define QUEUE_PASS	64
 
 struct filepool {
 	struct lb_pool base;
@@ -72,6 +99,12 @@ struct filepool {
 	size_t cap;		/* bytes allocated for buf */
 	unsigned nrec;		/* whole records in buf */
 	struct lb_slotset held;	/* last full scan: locked slots */
+	int behind;		/* it timed out in the queue, behind another waiter */
+	pid_t ahead;		/* that waiter (0: not found) */
+	int ahead_stopped;
+	struct lb_lockinfo *fgn;	/* another program's locks on the file, one a process */
+	size_t nfgn;
+	int hdr_foreign;	/* the last refusal: fgn's lock on the header */
 };
 
 /*
@@ -86,6 +119,8 @@ struct gone {
 };
 
 #define BUF_SIZE ((size_t)LB_HDR_SIZE + (size_t)LB_SLOT_LIMIT * LB_REC_SIZE)
+
+static int look_foreign(struct filepool *p);
 
 static const struct lb_pool_ops file_ops;
 
@@ -181,6 +216,7 @@ static void file_close(struct lb_pool *pool)
 		close(p->fd);
 	free(p->buf);
 	lb_slotset_free(&p->held);
+	free(p->fgn);
 	free(p);
 }
 
@@ -265,16 +301,103 @@ static uint64_t read_count(struct filepool *p, off_t off)
 	return r == (ssize_t)sizeof word ? lb_get64(word) : 0;
 }
 
+/* Another program's lock L keeps us out: it alone is the refusal's holder (describe). */
+static void set_foreign(struct filepool *p, const struct lb_lockinfo *l)
+{
+	struct lb_lockinfo *one = malloc(sizeof *one);
+
+	p->nfgn = 0;
+	if (one == NULL)
+		return;	/* the refusal then blames the header, unnamed */
+	*one = *l;
+	free(p->fgn);
+	p->fgn = one;
+	p->nfgn = 1;
+	p->hdr_foreign = 1;
+}
+
+/*
+ * Whether the lock that keeps a TYPE lock on [START, START+LEN) from us is
+ * another program's (lb_lock_is_lockbox tells from the lock alone); then
+ * p->fgn names it. The kernel tells one conflicting lock, the first; with
+ * FULL the lock table is read too, for a foreign lock behind lockbox's.
+ */
+static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t len,
+    int full)
+{
+	struct lb_lockinfo l;
+	int r = lb_lock_conflict(p->cfd, type, start, len, &l);
+
+	if (r == 1 && lb_lock_is_lockbox(&l))
+		r = full ? lb_lock_foreign(p->cfd, start, len, &l) : 0;
+	else if (r == 1)
+		lb_lock_owners(p->cfd, &l, 1);
+	if (r != 1)
+		return 0;	/* an error too: the wait goes on, as it always did */
+	set_foreign(p, &l);
+	return 1;
+}
+
+/*
+ * A lock that lockbox did not take, of TYPE, on byte AT of the queue's
+ * bytes (the join byte, a ticket's): the attempt ends at once, as when
+ * a slot is held, and the message names the process that holds it, from
+ * the kernel's lock table (HINT: the PID the kernel gave for it, if any).
+ */
+static void queue_foreign(struct filepool *p, off_t at, short type, pid_t hint)
+{
+	pid_t pid = lb_scan_locker(p->cfd, at, type);
+	struct lb_ident who;
+
+	if (pid <= 0)
+		pid = hint;
+	if (pid > 0) {
+		lb_ident_fill(&who, pid, NULL, 0);
+		snprintf(p->base.why, sizeof p->base.why,
+		    "the wait queue is blocked by a %s lock lockbox did not take (PID %d, %s)",
+		    type == F_RDLCK ? "read" : "write", (int)pid, who.command);
+	} else {
+		snprintf(p->base.why, sizeof p->base.why,
+		    "the wait queue is blocked by a %s lock lockbox did not take (PID ?)",
+		    type == F_RDLCK ? "read" : "write");
+	}
+	p->base.why_at_once = 1;
+}
+
+/*
+ * Whether [START, START+LEN), bytes lockbox only ever write-locks, is
+ * read-locked: anyone who can read the file can do that, and nobody ever
+ * lets it go for us (reported, see queue_foreign).
+ */
+static int foreign_reader(struct filepool *p, off_t start, off_t len)
+{
+	struct flock c;
+
+	if (lb_lock_test(p->cfd, F_WRLCK, start, len, &c) != 0 || c.l_type != F_RDLCK)
+		return 0;
+	queue_foreign(p, c.l_start > start ? c.l_start : start, F_RDLCK, c.l_pid);
+	return 1;
+}
+
 /*
  * Write-lock [START, START+LEN) for a short change, such as the header or
- * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first,
- * -1 error (reported). Many processes may queue for it; what tells a busy
- * lock from one held by a stopped process is progress: every holder moves
- * the header count at PROGRESS on, so a waiter gives up only when it
- * stood still for HEADER_STUCK. WHAT names the lock in messages.
+ * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first
+ * or, with no DEADLINE, another program holds it, -1 error (reported).
+ * Many processes may queue for it; what tells a busy lock from one held
+ * by a stopped process is progress: every holder moves the header count
+ * at PROGRESS on, so a waiter gives up only when it stood still for
+ * HEADER_STUCK. A lock lockbox could not have taken (another program's,
+ * such as lockf(3) on the whole file, or any read lock of the whole
+ * header: lockscan.c has the rule) is no stuck lockbox process: it is a
+ * holder like any other, so a caller that does not wait is refused at
+ * once (busy, p->fgn naming it) and one that waits waits for it up to
+ * its own deadline. WHAT names the lock in messages.
+ * READERS_FOREIGN: lockbox never read-locks these bytes, so a read lock
+ * on them is someone else's, and ends the attempt at once (0), even
+ * one that waits: the queue cannot work past it.
  */
 static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
-    off_t progress, int64_t deadline, const char *what)
+    off_t progress, int64_t deadline, const char *what, int readers_foreign)
 {
 	uint64_t gen, now;
 	int r = lb_lock_try(p->cfd, type, start, len);
@@ -283,36 +406,66 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 	if (r != 0) {
 		if (r < 0)
 			lb_warn("%s: cannot lock %s", p->name, what);
+		else
+			p->hdr_foreign = 0;
 		return r;
 	}
+	if (readers_foreign && foreign_reader(p, start, len))
+		return 0;
+	/* one test of the lock in the way: lockbox's hold it for microseconds */
+	if (blocked_by_foreign(p, type, start, len, 0) && deadline == 0)
+		return 0;
 	gen = read_count(p, progress);
 	for (;;) {
 		int64_t bound = lb_deadline_after(HEADER_STUCK);
 		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
 		int r = lb_lock_wait(p->cfd, type, start, len, until);
 
-		if (r == 1)
+		if (r == 1) {
+			p->hdr_foreign = 0;
 			return 1;
+		}
 		if (r < 0) {
 			lb_warn("%s: cannot lock %s", p->name, what);
 			return -1;
 		}
 		if (until == deadline)
 			return 0;
+		if (readers_foreign && foreign_reader(p, start, len))
+			return 0;
 		now = read_count(p, progress);
-		if (now == gen)
+		if (now != gen) {
+			gen = now;
+			continue;
+		}
+		/* no progress: a stopped lockbox process, or a foreign lock behind it */
+		if (!blocked_by_foreign(p, type, start, len, 1))
 			break;
-		gen = now;
+		if (deadline == 0)
+			return 0;
 	}
 	lb_warnx("%s: %s locked for %ds by a stuck process (stopped?); giving up",
 	    p->name, what, (int)(HEADER_STUCK / LB_NS_PER_S));
 	return -1;
 }
 
+/* A change that does not wait, refused by another program's lock (progress_lock gave 0). */
+static void warn_foreign(struct filepool *p)
+{
+	struct lb_ident who;
+
+	if (p->nfgn == 0 || p->fgn[0].pid == 0) {
+		lb_warnx("%s: locked by another program (its process not found)", p->name);
+		return;
+	}
+	lb_ident_fill(&who, p->fgn[0].pid, NULL, 0);
+	lb_warnx("%s: locked by another program: PID %d (%s)", p->name, (int)who.pid, who.command);
+}
+
 /* Lock the header (every change to the file but a ticket is made under it). */
 static int header_lock(struct filepool *p, short type, int64_t deadline)
 {
-	return progress_lock(p, type, 0, LB_HDR_SIZE, LB_HDR_OFF_GEN, deadline, "header");
+	return progress_lock(p, type, 0, LB_HDR_SIZE, LB_HDR_OFF_GEN, deadline, "header", 0);
 }
 
 static void header_unlock(struct filepool *p)
@@ -453,9 +606,12 @@ static int scan(struct filepool *p, int locked)
  */
 static int claim(struct filepool *p, unsigned slot)
 {
+	struct lb_lockinfo l;
 	int r = lb_lock_try(p->fd, F_WRLCK, lb_slot_offset(slot), 1);
 
-	if (r == 0)
+	/* a lock no watcher takes (another program's) is not waited for */
+	if (r == 0 && (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
+	    lb_lock_is_lockbox(&l)))
 		r = lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1,
 		    lb_deadline_after(CLAIM_WAIT));
 	if (r < 0 && errno == EDEADLK)
@@ -679,24 +835,125 @@ undo:
 	return -1;
 }
 
-/* The holders of the slots in p->held, from the records in buf. */
+/* The slot whose lock byte alone L locks, or 0. */
+static unsigned slot_of(const struct lb_lockinfo *l)
+{
+	if (l->lo < LB_HDR_SIZE || l->hi != l->lo ||
+	    l->lo >= (long long)lb_slot_offset(LB_SLOT_LIMIT + 1) ||
+	    (l->lo - LB_HDR_SIZE) % LB_REC_SIZE != 0)
+		return 0;
+	return (unsigned)((l->lo - LB_HDR_SIZE) / LB_REC_SIZE) + 1;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = ((const struct lb_lockinfo *)a)->pid, y = ((const struct lb_lockinfo *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The locks on the file that lockbox did not take, in p->fgn, one for
+ * each process that holds some (the union of its ranges), and the slots
+ * they lock dropped from p->held: a slot that another program locks is
+ * that program's lock, not a lockbox holder, however many slot bytes its
+ * one range covers (lockf(3) from offset 0 covers all ten thousand).
+ * Foreign is what lb_lock_is_lockbox says cannot be lockbox's, and, of
+ * the shapes lockbox takes, on a slot's byte:
+ *  - a write lock without a holder record, when RECORDS (buf's records
+ *    were read with the header locked): lockbox claims a slot and writes
+ *    its record under one header write lock, and clears a record only
+ *    once the slot is free, so no lockbox holder is ever seen without one;
+ *  - a read lock, unless the program that holds it is this one: lockbox
+ *    read-locks a slot only in a waiter's watch, for the moment between
+ *    the grant and the waiter letting it go, and the waiter runs lockbox.
+ * 0, or -1 (reported).
+ */
+static int find_foreign(struct filepool *p, int records)
+{
+	struct lb_lockinfo *v, *m;
+	size_t n, i, k;
+	unsigned s;
+	int r = lb_scan_locks(p->cfd, &v, &n);
+
+	p->nfgn = 0;
+	p->hdr_foreign = 0;
+	if (r < 0) {
+		lb_warn("%s: cannot read the kernel's lock table", p->name);
+		return -1;
+	}
+	for (i = k = 0; i < n; i++) {
+		s = slot_of(&v[i]);
+		if (!lb_lock_is_lockbox(&v[i]) || (s != 0 && !v[i].write) ||
+		    (s != 0 && records && state(p, s) != LB_REC_HELD))
+			v[k++] = v[i];
+	}
+	lb_lock_owners(p->cfd, v, k);
+	for (i = n = 0; i < k; i++)
+		if (!(lb_lock_is_lockbox(&v[i]) && !v[i].write && v[i].pid != 0 &&
+		    lb_proc_runs_self(v[i].pid)))
+			v[n++] = v[i];
+	/* the slots they lock are theirs */
+	for (i = k = 0; i < p->held.n; i++) {
+		long long at = (long long)lb_slot_offset(p->held.v[i]);
+		size_t j;
+
+		for (j = 0; j < n && !(v[j].lo <= at && (v[j].hi < 0 || at <= v[j].hi)); j++)
+			;
+		if (j == n)
+			p->held.v[k++] = p->held.v[i];
+	}
+	p->held.n = k;
+	/* one for each process; those whose process was not found stay apart */
+	if (n > 1)
+		qsort(v, n, sizeof *v, by_pid);
+	for (i = k = 0; i < n; i++) {
+		m = k > 0 ? &v[k - 1] : NULL;
+		if (m == NULL || v[i].pid == 0 || m->pid != v[i].pid) {
+			v[k++] = v[i];
+			continue;
+		}
+		m->write |= v[i].write;
+		m->lo = v[i].lo < m->lo ? v[i].lo : m->lo;
+		m->hi = m->hi < 0 || v[i].hi < 0 ? -1 : v[i].hi > m->hi ? v[i].hi : m->hi;
+	}
+	free(p->fgn);
+	p->fgn = v;
+	p->nfgn = k;
+	return 0;
+}
+
+/* The holders: of the slots in p->held, from the records in buf; then another program's locks. */
 static int describe(struct filepool *p, struct lb_holders *out)
 {
-	size_t i;
+	size_t i, held = p->hdr_foreign ? 0 : p->held.n;
 
 	out->n = 0;
-	out->v = calloc(p->held.n ? p->held.n : 1, sizeof *out->v);
+	out->v = calloc(held + p->nfgn ? held + p->nfgn : 1, sizeof *out->v);
 	if (out->v == NULL) {
 		lb_warn("%s", p->name);
 		return -1;
 	}
-	for (i = 0; i < p->held.n; i++) {
+	for (i = 0; i < held; i++) {
 		struct lb_holder *h = &out->v[out->n++];
 
 		h->slot = p->held.v[i];
 		h->known = state(p, h->slot) == LB_REC_HELD;
 		if (h->known)
 			lb_record_decode(record(p, h->slot), &h->who);
+	}
+	for (i = 0; i < p->nfgn; i++) {
+		struct lb_holder *h = &out->v[out->n++];
+		const struct lb_lockinfo *l = &p->fgn[i];
+
+		h->slot = slot_of(l);
+		h->foreign = 1;
+		h->foreign_write = l->write;
+		h->lock_lo = l->lo;
+		h->lock_hi = l->hi;
+		/* its name as the kernel gives it (/proc/PID/comm), never its arguments */
+		if (l->pid > 0)
+			lb_ident_fill(&h->who, l->pid, NULL, 0);
 	}
 	return 0;
 }
@@ -716,24 +973,65 @@ static int queue_busy(struct filepool *p)
  * byte's lock rather than the header's: a crowd of waiters arriving at
  * once then never keeps the header, which the head needs to take a slot,
  * from the head (a process holding a lock can be descheduled for as long
- * as hundreds of others run). 1 joined, 0 DEADLINE passed, -1 error
- * (reported).
+ * as hundreds of others run). The count is a hint, as every header value
+ * is: a count of QUEUE_TICKETS or more (written by someone else: a
+ * real queue never gets near it) starts the queue again at 0, and a
+ * ticket byte that another waiter still holds (a count that went back)
+ * is passed, at most QUEUE_SKIP of them. A ticket byte locked otherwise
+ * than by a waiter (a read lock, a range) is a lock lockbox did not
+ * take, reported at once. 1 joined, 0 DEADLINE passed or a foreign lock
+ * (p->base.why says which), -1 error (reported).
  */
 static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
 	uint64_t t;
-	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue");
+	unsigned skips = 0;
+	struct flock c;
+	off_t at = 0;
+	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue", 1);
 
-	if (r != 1)
+	if (r != 1) {
+		if (r == 0 && p->base.why[0] == '\0')
+			snprintf(p->base.why, sizeof p->base.why,
+			    "the wait queue's join lock stayed locked (a stopped process?)");
 		return r;
+	}
 	t = read_count(p, LB_HDR_OFF_TICKET);
-	/* a ticket byte still locked (a counter that went back) is skipped */
-	while ((r = lb_lock_try(p->cfd, F_WRLCK, LB_QUEUE_OFF + (off_t)t, 1)) == 0)
-		t++;
+	if (t >= QUEUE_TICKETS)
+		t = 0;
+	for (;;) {
+		at = LB_QUEUE_OFF + (off_t)t;
+		r = lb_lock_try(p->cfd, F_WRLCK, at, 1);
+		if (r != 0)
+			break;
+		r = lb_lock_test(p->cfd, F_WRLCK, at, 1, &c);
+		if (r < 0)
+			break;
+		/*
+		 * A waiter write-locks its ticket's byte alone; the kernel
+		 * shows it merged with its join byte when it holds ticket 0.
+		 */
+		if (r == 0 && (c.l_type != F_WRLCK || c.l_len <= 0 || c.l_start + c.l_len <= at ||
+		    (c.l_len != 1 && !(c.l_start == LB_JOIN_OFF && c.l_len == 2)))) {
+			queue_foreign(p, at, c.l_type, c.l_pid);
+			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+			return 0;
+		}
+		if (r == 0)
+			t = (uint64_t)(c.l_start + c.l_len - LB_QUEUE_OFF);
+		if (++skips == QUEUE_SKIP || lb_remaining(deadline) == 0) {
+			r = skips == QUEUE_SKIP ? -1 : 0;
+			if (r < 0)
+				lb_warnx("%s: cannot join the queue: %u tickets past its count are taken",
+				    p->name, QUEUE_SKIP);
+			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+			return r;
+		}
+	}
 	if (r < 0 || set_header_word(p, LB_HDR_OFF_TICKET, t + 1) != 0) {
 		lb_warn("%s: cannot join the queue", p->name);
 		if (r == 1)
-			lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF + (off_t)t, 1);
+			lb_lock_try(p->cfd, F_UNLCK, at, 1);
 		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 		return -1;
 	}
@@ -795,23 +1093,96 @@ static int queue_ahead(struct filepool *p, uint64_t ticket, uint64_t *ahead)
 }
 
 /*
- * Wait for our turn: every earlier ticket gone. A waiter waits for the
- * one ahead of it only, with a lock request on that ticket's byte, which
- * is granted as that waiter goes. (One request on all the bytes before
- * ours would do it in one wait, but the kernel keeps overlapping requests
- * in a chain, and a request that has to wait again first wakes every one
- * chained behind it: each departure would wake the whole queue, one after
- * the other.) 1 our turn, 0 deadline, 2 stopped by ^Z (the ticket is
- * given back first), -1 error (reported).
+ * The waiters ahead that a waiter has looked up: which process holds
+ * which ticket (found once: a look through /proc costs), and its start
+ * time, so that a PID used again is not taken for it.
+ */
+struct queue_seen {
+	uint64_t ticket[QUEUE_PASS];
+	pid_t pid[QUEUE_PASS];	/* 0: not found (gone, or hidden from us) */
+	uint64_t start[QUEUE_PASS];
+	size_t n;
+};
+
+/*
+ * Whether the waiter holding TICKET is stopped (state T or t: SIGSTOP,
+ * a background job's SIGTTIN or SIGTTOU, a debugger). A frozen cgroup's
+ * tasks do not show as stopped: they count as running. One not seen
+ * before is looked up only with LOOKUP; else it counts as running.
+ */
+static int queue_stopped(struct filepool *p, struct queue_seen *seen, uint64_t ticket,
+    int lookup, pid_t *pid)
+{
+	struct lb_proc_stat st;
+	size_t i;
+
+	for (i = 0; i < seen->n && seen->ticket[i] != ticket; i++)
+		;
+	if (i == seen->n) {
+		*pid = 0;
+		if (!lookup)
+			return 0;
+		if (i == QUEUE_PASS)
+			i = seen->n = 0;	/* forget the oldest looks: a rare queue */
+		seen->ticket[i] = ticket;
+		seen->pid[i] = lb_scan_locker(p->cfd, LB_QUEUE_OFF + (off_t)ticket, F_WRLCK);
+		seen->start[i] = seen->pid[i] > 0 ? lb_proc_starttime(seen->pid[i]) : 0;
+		seen->n++;
+	}
+	*pid = seen->pid[i];
+	if (*pid <= 0 || lb_proc_stat(*pid, &st) != 0 || st.starttime != seen->start[i])
+		return 0;
+	return st.state == 'T' || st.state == 't';
+}
+
+/*
+ * The waiter to wait for: the nearest one ahead of TICKET that is not
+ * stopped (see the top of the file), passing at most QUEUE_PASS stopped
+ * ones; one not seen before is looked up only with LOOKUP. 1 with
+ * *AHEAD (and its PID, 0 if not looked up), 0 none (our turn), -1 error
+ * (reported).
+ */
+static int queue_next(struct filepool *p, uint64_t ticket, struct queue_seen *seen,
+    int lookup, uint64_t *ahead, pid_t *pid)
+{
+	uint64_t below = ticket;
+	int r = 0, passes;
+
+	for (passes = 0; passes < QUEUE_PASS; passes++) {
+		r = queue_ahead(p, below, ahead);
+		if (r <= 0 || !queue_stopped(p, seen, *ahead, lookup, pid))
+			return r;
+		below = *ahead;
+	}
+	return r;
+}
+
+/*
+ * Wait for our turn: every earlier ticket gone, or held by a waiter that
+ * is stopped. A waiter waits for the one ahead of it only, with a lock
+ * request on that ticket's byte, which is granted as that waiter goes.
+ * (One request on all the bytes before ours would do it in one wait, but
+ * the kernel keeps overlapping requests in a chain, and a request that
+ * has to wait again first wakes every one chained behind it: each
+ * departure would wake the whole queue, one after the other.) A stopped
+ * process sends no event, so a waiter looks whether the one it waits
+ * for is stopped every QUEUE_RECHECK_MS, and at once when the one it
+ * waited for went and left an earlier one ahead (which that one passed,
+ * or would have been behind): a newcomer behind the last of a moving
+ * queue never looks through /proc. 1 our turn, 0 deadline (p->ahead:
+ * for whom), 2 stopped by ^Z (the ticket is given back first), -1 error
+ * (reported).
  */
 static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
+	struct queue_seen seen = { { 0 }, { 0 }, { 0 }, 0 };
 	struct lb_wait w;
 	struct lb_wait_event ev;
-	uint64_t ahead;
-	int r;
+	uint64_t ahead, waiting = 0;
+	int r, asked = 0;
+	pid_t pid;
 
-	r = queue_ahead(p, ticket, &ahead);
+	r = queue_next(p, ticket, &seen, 0, &ahead, &pid);
 	if (r <= 0)
 		return r == 0 ? 1 : -1;
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
@@ -820,17 +1191,23 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		return -1;
 	}
 	for (;;) {
-		if (lb_wait_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
+		if (asked && ahead != waiting) {
+			lb_wait_clear_locks(&w);
+			asked = 0;
+		}
+		if (!asked && lb_wait_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
 			lb_warn("%s: cannot wait", p->name);
 			r = -1;
 			break;
 		}
-		r = lb_wait_run(&w, deadline, 0, &ev);
+		asked = 1;
+		waiting = ahead;
+		r = lb_wait_run(&w, deadline, QUEUE_RECHECK_MS, &ev);
 		if (r == 1 && ev.kind == LB_EV_STOP) {
 			r = 2;
 			break;
 		}
-		if (r == 1 && ev.err != 0) {
+		if (r == 1 && ev.kind == LB_EV_LOCK && ev.err != 0) {
 			errno = ev.err;
 			lb_warn("%s: cannot wait in the queue", p->name);
 			r = -1;
@@ -839,10 +1216,17 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		if (r != 1) {
 			if (r < 0)
 				lb_warn("%s: cannot wait", p->name);
+			else {
+				p->behind = 1;
+				p->ahead_stopped = queue_stopped(p, &seen, ahead, 1, &p->ahead);
+			}
 			break;
 		}
-		lb_wait_clear_locks(&w);
-		r = queue_ahead(p, ticket, &ahead);
+		if (ev.kind == LB_EV_LOCK) {
+			lb_wait_clear_locks(&w);	/* granted and dropped: that one went */
+			asked = 0;
+		}
+		r = queue_next(p, ticket, &seen, 1, &ahead, &pid);
 		if (r <= 0) {
 			r = r == 0 ? 1 : -1;
 			break;
@@ -855,27 +1239,66 @@ static int queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 /* ---- the head of the queue ---- */
 
 /*
+ * Pin the recorded holder of slot S when its end is the end of the slot's
+ * lock: a process of this host that holds the lock itself. One that took
+ * the slot on an fd and left it to others (the sem pattern: `slots acquire
+ * --fd` in a shell, a job in the background that inherited the fd, the
+ * shell closing its own copy and living on) does not: its end says nothing,
+ * and the slot frees when the last of the others lets go. Whether it holds
+ * is asked of the kernel (its fdinfo) once, when it is first pinned; a
+ * holder whose descriptors we may not read is trusted as before. BOOT is
+ * this host's boot id, NULL when unknown; ST the lock file's, NULL when
+ * unknown. 1 pinned, 0 not (the caller asks for the lock instead).
+ */
+static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
+    const uint8_t *boot, const struct stat *st)
+{
+	struct lb_ident who;
+
+	if (state(p, s) != LB_REC_HELD)
+		return 0;
+	lb_record_decode(record(p, s), &who);
+	if (boot == NULL || memcmp(who.boot_id, boot, 16) != 0)
+		return 0;
+	if (!lb_wait_has_pid(w, who.pid) && st != NULL &&
+	    lb_proc_holds(who.pid, st->st_dev, st->st_ino, lb_slot_offset(s)) == 0)
+		return 0;
+	/* 0: the recorded process is gone (a zombie too), its children hold on */
+	return lb_wait_pid(w, who.pid, who.starttime, (int)s) == 1;
+}
+
+/*
  * After a scan found every slot busy: set up the kernel events that tell
  * when one may be free. It is done with the header unlocked, so that the
  * others are not kept from it while a big pool's holders are looked up,
  * and nothing is missed for that: a holder that ended since the scan is
  * found gone, a slot freed since is granted to its lock request at once,
- * and a release since has moved the count on. A holder that is a process
- * of this host is watched through a pidfd (it ends: its locks are gone
- * before the pidfd says so); an explicit release (the shell library's)
- * changes the header's release count and wakes whoever waits on that word
- * (*WORD, cleared once that watch has failed); a slot whose holder cannot
- * be watched that way (another host on a shared file system, a process
- * that left the slot to its children, a lock without a record) gets one of
- * the few lock requests a waiter may have. Returns 1 when everything is
- * watched, 0 when something is not (the head then looks again every
- * RECHECK_MS).
+ * and a release since has moved the count on. An explicit release (the
+ * shell library's) changes the header's release count and wakes whoever
+ * waits on that word (*WORD, cleared once that watch has failed). A lock
+ * request on a slot learns of every way it frees (an unlock, the last
+ * close of the open file that holds it, its holders' ends), but a waiter
+ * has only a few (LB_WAIT_HELPERS, the word's included); a pidfd scales to
+ * any pool but tells only of one process's end. So: a slot whose recorded
+ * holder is a process of this host that holds the lock itself is pinned
+ * (see pin_holder; it ends: its locks are gone before the pidfd says so);
+ * every other slot (another host on a shared file system, a process that
+ * left the slot to others, a lock without a record) gets a lock request;
+ * and the requests left over go to pinned slots too, so that a small pool
+ * (a mutex, sem -j2) is watched exactly even when a pinned holder hands
+ * its lock on after this look. Returns 1 when everything is watched, 0
+ * when something is not: the head then looks again every RECHECK_MS, and
+ * at every last close of an open file of the lock file on this host
+ * (inotify), which is how a slot left to a job (the sem pattern, in a pool
+ * too big for a lock request each) or to a holder's children comes free.
  */
 static int watch(struct filepool *p, struct lb_wait *w, int *word)
 {
 	uint8_t boot[16];
 	int all = 1, have_boot = lb_boot_id(boot) == 0;
-	size_t i;
+	size_t i, npinned = 0, pinned[LB_WAIT_HELPERS];
+	struct stat st;
+	int have_st = fstat(p->cfd, &st) == 0;
 
 	lb_wait_clear_locks(w);
 	/* the count as the scan's header lock saw it: a release since has changed it */
@@ -885,21 +1308,25 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 		all = 0;
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
-		struct lb_ident who;
-		int r = -1;
 
-		if (state(p, s) == LB_REC_HELD) {
-			lb_record_decode(record(p, s), &who);
-			if (have_boot && memcmp(who.boot_id, boot, 16) == 0)
-				r = lb_wait_pid(w, who.pid, who.starttime, (int)s);
-		}
-		/* not pinned (0: the recorded process is gone, its children hold on) */
-		if (r == 1)
+		if (pin_holder(p, w, s, have_boot ? boot : NULL, have_st ? &st : NULL)) {
+			if (npinned < LB_WAIT_HELPERS)
+				pinned[npinned++] = i;
 			continue;
+		}
 		if (lb_wait_locks_free(w) == 0 ||
 		    lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
 			all = 0;
 	}
+	/* a failure here loses nothing: the pin stays */
+	for (i = 0; i < npinned && lb_wait_locks_free(w) > 0; i++) {
+		unsigned s = p->held.v[pinned[i]];
+
+		lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
+	}
+	/* a hint (a close is told just before its locks go): the look every RECHECK_MS stays */
+	if (!all)
+		lb_wait_close(w, p->cfd, 0);
 	return all;
 }
 
@@ -1015,6 +1442,28 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	return r == 1 ? 3 : r;
 }
 
+static int look(struct filepool *p);
+
+/*
+ * A wait that ran out in the queue: what kept it is the holders when MAX
+ * of them hold (the waiters ahead wait for them too), else the waiter
+ * ahead (p->ahead).
+ */
+static void blame_ahead(struct filepool *p, unsigned max)
+{
+	struct lb_ident who;
+
+	if (look(p) != 0 || p->held.n >= max)
+		return;
+	if (p->ahead > 0) {
+		lb_ident_fill(&who, p->ahead, NULL, 0);
+		snprintf(p->base.why, sizeof p->base.why, "waiting behind PID %d (%s%s) in the queue",
+		    (int)p->ahead, who.command, p->ahead_stopped ? ", stopped" : "");
+	} else {
+		snprintf(p->base.why, sizeof p->base.why, "waiting behind another waiter in the queue");
+	}
+}
+
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
@@ -1023,6 +1472,7 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	off_t size;
 	int r;
 
+	p->behind = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
 		r = arrive(p, max, deadline, who, slot, &ticket);
@@ -1045,8 +1495,18 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
 		lb_wait_suspend();
 	}
-	if (r == 0 && busy != NULL)
+	if (r == 0 && busy != NULL) {
+		if (p->behind)
+			blame_ahead(p, max);
+		/*
+		 * Slots were found busy: whose locks are another program's is
+		 * told with records read now, under the lookers' lock (a slot
+		 * taken since the scan has its record by now).
+		 */
+		if (!p->hdr_foreign && p->loaded != 0 && look_foreign(p) != 0)
+			return -1;
 		return describe(p, busy) != 0 ? -1 : 0;
+	}
 	return r;
 }
 
@@ -1089,6 +1549,8 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	}
 	r = enter(p, 0, &size);
 	if (r != 1) {
+		if (r == 0)
+			warn_foreign(p);
 		lb_slotset_free(&own);
 		return -1;
 	}
@@ -1126,16 +1588,77 @@ static int file_release(struct lb_pool *pool, pid_t owner)
  */
 static int look_lock(struct filepool *p)
 {
-	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_SIZE, lb_deadline_after(LOOK_WAIT)) == 1;
+	struct lb_lockinfo l;
+	int r = lb_lock_try(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN);
+
+	if (r != 0)
+		return r == 1;
+	/* another program's lock is not let go of in microseconds: read without it */
+	if (lb_lock_conflict(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN, &l) == 1 &&
+	    !lb_lock_is_lockbox(&l))
+		return 0;
+	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN,
+	    lb_deadline_after(LOOK_WAIT)) == 1;
 }
 
-/* Find the held slots (p->held) and read the records. 0, or -1 (reported). */
+/* Up to this many held slots, look for another program's locks by lock tests first. */
+#define FEW_HELD	64
+
+/*
+ * Whether another program may lock some of the file, from a few tests of
+ * the file's own lock list: for a few holders that costs less than a line
+ * each of the host's lock table, which settles it (find_foreign) when the
+ * answer is yes. A test for a write lock finds read locks too. While we
+ * look, lockbox keeps nothing on the header but other lookers' locks; on
+ * the slot bytes, nothing but the held slots' bytes (each with its record
+ * when LOCKED: the records were read with the header locked); and nothing
+ * between the last slot and the queue. Anything else is a yes.
+ */
+static int maybe_foreign(struct filepool *p, int locked)
+{
+	struct lb_lockinfo l;
+	off_t lo = LB_HDR_SIZE, hi, end = lb_slot_offset(LB_SLOT_LIMIT + 1);
+	size_t i;
+
+	if (p->held.n > FEW_HELD || lb_lock_conflict(p->cfd, F_WRLCK, 0, LB_HDR_SIZE, &l) != 0)
+		return 1;
+	for (i = 0; i <= p->held.n; i++) {
+		hi = i < p->held.n ? lb_slot_offset(p->held.v[i]) : end;
+		if (i < p->held.n && locked && state(p, p->held.v[i]) != LB_REC_HELD)
+			return 1;
+		if (hi > lo && lb_lock_conflict(p->cfd, F_WRLCK, lo, hi - lo, &l) != 0)
+			return 1;
+		lo = hi + 1;
+	}
+	return lb_lock_conflict(p->cfd, F_WRLCK, end, LB_JOIN_OFF - end, &l) != 0;
+}
+
+/*
+ * Find the held slots (p->held), read the records, and find another
+ * program's locks (p->fgn). 0, or -1 (reported).
+ */
 static int look(struct filepool *p)
 {
 	int locked = look_lock(p), rc = -1;
 	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
 
-	if (size >= 0 && load(p, size) == 0 && scan(p, locked) == 0)
+	p->nfgn = 0;
+	p->hdr_foreign = 0;
+	if (size >= 0 && load(p, size) == 0 && scan(p, locked) == 0 &&
+	    (!maybe_foreign(p, locked) || find_foreign(p, locked) == 0))
+		rc = 0;
+	if (locked)
+		header_unlock(p);
+	return rc;
+}
+
+/* After a refusal: another program's locks (p->fgn), with fresh records. 0, or -1 (reported). */
+static int look_foreign(struct filepool *p)
+{
+	int locked = look_lock(p), rc = -1;
+	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
+
+	if (size >= 0 && load(p, size) == 0 && find_foreign(p, locked) == 0)
 		rc = 0;
 	if (locked)
 		header_unlock(p);
@@ -1161,7 +1684,7 @@ static int file_count(struct lb_pool *pool, size_t *n)
 		return 0;
 	if (look(p) != 0)
 		return -1;
-	*n = p->held.n;
+	*n = p->held.n + p->nfgn;
 	return 0;
 }
 
@@ -1173,8 +1696,11 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	off_t size;
 	int r = enter(p, 0, &size);
 
-	if (r != 1)
+	if (r != 1) {
+		if (r == 0)
+			warn_foreign(p);
 		return -1;
+	}
 	if (pread_all(p, area, sizeof area, LB_ATOM_OFF) != 0) {
 		header_unlock(p);
 		return -1;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "exec.h"
 #include "lockfile.h"
 #include "text.h"
 
@@ -244,22 +246,131 @@ static int sticky_rule(int fd, const struct stat *st, const struct stat *dir,
 }
 
 /*
- * Open or create BASE in DFD for writing. A new file is made with
- * O_EXCL, so lockbox knows it is its own (*created): an existing one is
- * then opened without O_CREAT, and a file deleted in between is made
- * again, a few times at most.
+ * A fresh header into FD, whole: 0, or -1 with errno (ENOSPC for a write
+ * that stopped short without one), what was written of it still there.
  */
-static int open_writable(int dfd, const char *base, int flags, mode_t mode, int *created)
+static int write_header(int fd)
 {
-	int fd, tries = 0;
+	unsigned char hdr[LB_HDR_SIZE];
+	size_t done = 0;
+	ssize_t w;
+
+	if (!lb_fsize_fits(LB_HDR_SIZE))
+		return -1;
+	lb_header_init(hdr);
+	/* a write cut short (a disk or quota filling up) goes on to its own errno */
+	while (done < sizeof hdr) {
+		w = pwrite(fd, hdr + done, sizeof hdr - done, (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Make BASE in DFD with its header already in it, or leave nothing. The
+ * file is made and written under a temporary name of our own (O_EXCL),
+ * then given its name with link(2), which never replaces an existing
+ * name: of two creators racing, one links its file and the other gets
+ * EEXIST, drops its own and opens the winner's, so both use one file,
+ * and no one ever sees the name on a file with half a header or none (a
+ * full disk, a quota, ulimit -f). Only a process killed between the
+ * create and the unlink leaves its temporary file behind, never under a
+ * lock file's name. A file system without hard links gets the plain
+ * O_EXCL create (*fallback), whose header comes later, under the header
+ * lock: there a failed header write still leaves an empty file, which
+ * cannot be removed safely once others may have opened it.
+ * Returns the fd, or -1 with errno; a failed header write is reported
+ * here (*reported).
+ */
+static int create_whole(int dfd, const char *base, int flags, mode_t mode,
+    const char *path, int *fallback, int *reported)
+{
+	static unsigned seq;
+	char tmp[64];
+	int fd, e, tries = 0;
+
+	*fallback = 0;
+	*reported = 0;
+	do {
+		snprintf(tmp, sizeof tmp, ".lockbox-%ld-%u-%llx", (long)getpid(), seq++,
+		    (unsigned long long)lb_now(CLOCK_MONOTONIC));
+		fd = openat(dfd, tmp, flags | O_RDWR | O_CREAT | O_EXCL,
+		    mode != 0 ? mode : LB_LOCKFILE_MODE);
+	} while (fd < 0 && errno == EEXIST && ++tries < 8);
+	if (fd < 0)
+		return -1;
+	/* an explicit mode is the mode, as for mkdir -m: no umask */
+	if (mode != 0 && fchmod(fd, mode) != 0)
+		goto fail;
+	if (write_header(fd) != 0) {
+		e = errno;
+		lb_warn("%s: cannot write header", path);
+		errno = e;
+		*reported = 1;
+		goto fail;
+	}
+	if (linkat(dfd, tmp, dfd, base, 0) != 0) {
+		e = errno;
+		unlinkat(dfd, tmp, 0);
+		close(fd);
+		/* no hard links here (FAT, some FUSE): BASE is made directly */
+		*fallback = e == EPERM || e == EOPNOTSUPP || e == ENOSYS;
+		errno = e;
+		return -1;
+	}
+	unlinkat(dfd, tmp, 0);
+	return fd;
+fail:
+	e = errno;
+	unlinkat(dfd, tmp, 0);
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/*
+ * Open or create BASE in DFD for writing. A new file is created whole
+ * (create_whole), so lockbox knows it is its own (*created = 1): an
+ * existing one is opened without O_CREAT, and a file deleted in between
+ * is made again, a few times at most. *created is -1 when the error is
+ * reported already.
+ */
+static int open_writable(int dfd, const char *base, int flags, mode_t mode,
+    const char *path, int *created)
+{
+	int fd, tries = 0, fallback = 0, reported;
 
 	*created = 0;
 	for (;;) {
+		fd = openat(dfd, base, flags | O_RDWR);
+		if (fd >= 0 || errno != ENOENT || ++tries > 8)
+			return fd;
+		if (!fallback) {
+			fd = create_whole(dfd, base, flags, mode, path, &fallback, &reported);
+			if (fd >= 0) {
+				*created = 1;
+				return fd;
+			}
+			if (reported)
+				*created = -1;
+			if (errno == EEXIST)
+				continue;	/* another creator's file: use it */
+			if (!fallback)
+				return -1;
+		}
+		/* the header follows under the header lock (lb_lockfile_identify) */
 		fd = openat(dfd, base, flags | O_RDWR | O_CREAT | O_EXCL,
 		    mode != 0 ? mode : LB_LOCKFILE_MODE);
 		if (fd >= 0) {
 			*created = 1;
-			/* an explicit mode is the mode, as for mkdir -m: no umask */
 			if (mode != 0 && fchmod(fd, mode) != 0) {
 				close(fd);
 				return -1;
@@ -268,9 +379,6 @@ static int open_writable(int dfd, const char *base, int flags, mode_t mode, int 
 		}
 		if (errno != EEXIST)
 			return -1;
-		fd = openat(dfd, base, flags | O_RDWR);
-		if (fd >= 0 || errno != ENOENT || ++tries > 8)
-			return fd;
 	}
 }
 
@@ -297,12 +405,14 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	else if ((dfd = open_dir(path, &base, &dir)) < 0)
 		fd = -1;
 	else
-		fd = open_writable(dfd, base, flags, mode, &created);
+		fd = open_writable(dfd, base, flags, mode, path, &created);
 	e = errno;
 	if (dfd >= 0)
 		close(dfd);
 	errno = e;
 	if (fd < 0) {
+		if (created < 0)
+			return -1;	/* reported */
 		if (errno == ENOENT && !writable)
 			return LB_OPEN_MISSING;
 		if (errno == ELOOP)
@@ -318,7 +428,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 		close(fd);
 		return -1;
 	}
-	*idflags = (created ? LB_ID_CREATED : 0) | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
+	*idflags = (created > 0 ? LB_ID_CREATED : 0) | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
 	return fd;
 }
 
@@ -398,12 +508,16 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 			return 0;
 		if (!(flags & LB_ID_CREATED) && !adoptable(&st, name, flags))
 			return -1;
-		lb_header_init(hdr);
-		if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
+		/* all of it, or the file is left empty as it was */
+		if (write_header(fd) != 0) {
+			int e = errno;
+
+			(void)!ftruncate(fd, 0);
+			errno = e;
 			lb_warn("%s: cannot write header", name);
 			return -1;
 		}
-		return (off_t)sizeof hdr;
+		return (off_t)LB_HDR_SIZE;
 	}
 	n = pread(fd, hdr, LB_MAGIC_LEN, 0);
 	if (n < 0) {

@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -177,15 +178,16 @@ static int word_hex(const char *w, size_t len, uint64_t *v)
  * One line of /proc/locks, or of a "lock:" line of fdinfo, [line, end):
  *   1: OFDLCK ADVISORY  WRITE -1 fe:00:1234 4096 4096
  *   2: -> POSIX  ADVISORY  WRITE 311 fe:00:1234 4352 4352   (blocked: not held)
- * Returns 1 and fills in the held write lock's range when the line is one
- * on DEV/INO; *seen is set for any line about the file.
+ * Returns 1 and fills in *L when the line is a held fcntl lock (OFD or
+ * POSIX, read or write) on DEV/INO; *seen is set for any line about the
+ * file.
  */
-static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
-    long long *lo, long long *hi, int *seen)
+static int parse_lock(const char *line, const char *end, dev_t dev, ino_t ino,
+    struct lb_lockinfo *l, int *seen)
 {
-	const char *at = line, *w, *kind, *access = NULL, *c1, *c2;
-	size_t len, klen, alen = 0;
-	uint64_t maj, mnr, i, a, b;
+	const char *at = line, *w, *kind, *access = NULL, *pidw = NULL, *c1, *c2;
+	size_t len, klen, alen = 0, plen = 0;
+	uint64_t maj, mnr, i, a, b, pid;
 	int n, blocked, eof;
 
 	w = word(&at, end, &len);	/* "1:", or "lock:" has been cut */
@@ -199,6 +201,9 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 		if (n == 1) {
 			access = w;
 			alen = len;
+		} else if (n == 2) {
+			pidw = w;
+			plen = len;
 		}
 	w = word(&at, end, &len);	/* MAJ:MIN:INO */
 	if (n != 3 || w == NULL || (c1 = memchr(w, ':', len)) == NULL ||
@@ -210,7 +215,7 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 		return 0;
 	*seen = 1;
 	if (blocked || !(word_is(kind, klen, "OFDLCK") || word_is(kind, klen, "POSIX")) ||
-	    !word_is(access, alen, "WRITE"))
+	    !(word_is(access, alen, "WRITE") || word_is(access, alen, "READ")))
 		return 0;
 	w = word(&at, end, &len);
 	if (word_num(w, len, LLONG_MAX, &a) != 0)
@@ -220,8 +225,25 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 	eof = word_is(w, len, "EOF");
 	if (!eof && word_num(w, len, LLONG_MAX, &b) != 0)
 		return 0;
-	*lo = (long long)a;
-	*hi = eof ? -1 : (long long)b;
+	l->lo = (long long)a;
+	l->hi = eof ? -1 : (long long)b;
+	l->write = access[0] == 'W';
+	l->ofd = kind[0] == 'O';
+	/* an OFD lock's PID is -1: it belongs to an open file, not a process */
+	l->pid = word_num(pidw, plen, INT_MAX, &pid) == 0 ? (pid_t)pid : 0;
+	return 1;
+}
+
+/* As parse_lock, for held write locks only: their range. */
+static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
+    long long *lo, long long *hi, int *seen)
+{
+	struct lb_lockinfo l;
+
+	if (!parse_lock(line, end, dev, ino, &l, seen) || !l.write)
+		return 0;
+	*lo = l.lo;
+	*hi = l.hi;
 	return 1;
 }
 
@@ -471,4 +493,248 @@ int lb_scan_own(int fd, struct lb_slotset *out)
 	free(text);
 	lb_slotset_sort(out);
 	return rc;
+}
+
+/* ---- locks lockbox did not take ---- */
+
+/*
+ * Every lock lockbox takes has one of a few shapes, whatever its kind (an
+ * OFD lock, or a classic POSIX one from a build without them: the two
+ * builds may share a file):
+ *   the whole header, write-locked for every change: [0, 4096); or
+ *     [0, 4097) for the moment when slot 1's byte, claimed through the
+ *     same open file under the header lock, is merged with it;
+ *   the header's fields, read-locked while check, list and status read
+ *     records: [0, LB_HDR_LOOK_LEN), never the whole header;
+ *   one slot's byte: written by its holder, read by a waiter's watch the
+ *     moment it is granted (the waiter lets it go at once);
+ *   one queue byte, the join byte, or those two merged [2^32-1, 2^32].
+ * Anything else is another program's: lockf(3) from offset 0 (to the end
+ * of the file and beyond), a range over several slots, a read lock on the
+ * whole header. Why the lookers lock only the fields: then a read lock
+ * on the whole header is never lockbox's, and a foreign reader is told at
+ * once from the lock alone, without finding its process; and the
+ * exclusion is kept, the fields lying inside the writers' lock. (An older
+ * lockbox's look, which read-locked the whole header, is taken for a
+ * foreign one during an upgrade.) The same shapes taken by another program
+ * cannot be told from lockbox's by the lock alone: callers look further
+ * (a slot's record, the program that holds the lock) or, for the header,
+ * wait for it as for a lockbox process, a bounded time.
+ */
+int lb_lock_is_lockbox(const struct lb_lockinfo *l)
+{
+	long long lo = l->lo, hi = l->hi;
+
+	if (hi < 0)
+		return 0;
+	if (lo == 0)
+		return l->write ? hi == LB_HDR_SIZE - 1 || hi == LB_HDR_SIZE :
+		    hi == LB_HDR_LOOK_LEN - 1;
+	if (lo >= LB_HDR_SIZE && lo < (long long)SLOTS_END)
+		return hi == lo && (lo - LB_HDR_SIZE) % LB_REC_SIZE == 0;
+	if (lo >= (long long)LB_JOIN_OFF)
+		return hi == lo || (l->write && lo == (long long)LB_JOIN_OFF && hi == lo + 1);
+	return 0;
+}
+
+int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_lockinfo *out)
+{
+	struct flock c;
+	int r = lb_lock_test(fd, type, start, len, &c);
+
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	out->lo = (long long)c.l_start;
+	out->hi = c.l_len == 0 ? -1 : (long long)(c.l_start + c.l_len - 1);
+	out->write = c.l_type == F_WRLCK;
+	/* the kernel names no process for an open file's lock: -1 */
+	out->ofd = c.l_pid == -1;
+	out->pid = c.l_pid > 0 ? c.l_pid : 0;
+	return 1;
+}
+
+int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
+{
+	struct stat st;
+	struct lb_lockinfo l, *grown;
+	size_t len, nlen, cap = 0;
+	char *text, needle[32];
+	const char *at, *line, *end, *stop;
+	int seen = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (fstat(fd, &st) != 0)
+		return -1;
+	text = slurp("/proc/locks", 0, &len);
+	if (text == NULL)
+		return 0;
+	stop = text + len;
+	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
+	for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
+		line = at;
+		while (line > text && line[-1] != '\n')
+			line--;
+		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
+		end = end != NULL ? end + 1 : stop;
+		if (!parse_lock(line, end, st.st_dev, st.st_ino, &l, &seen))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(*v, cap * sizeof **v);
+			if (grown == NULL) {
+				free(text);
+				free(*v);
+				*v = NULL;
+				*n = 0;
+				return -1;
+			}
+			*v = grown;
+		}
+		(*v)[(*n)++] = l;
+	}
+	free(text);
+	if (!seen) {
+		free(*v);
+		*v = NULL;
+		*n = 0;
+	}
+	return seen;
+}
+
+static int overlaps(const struct lb_lockinfo *l, off_t start, off_t len)
+{
+	return (l->hi < 0 || l->hi >= (long long)start) &&
+	    (len == 0 || l->lo < (long long)(start + len));
+}
+
+int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out)
+{
+	struct lb_lockinfo *v;
+	size_t n, i;
+	int r = lb_scan_locks(fd, &v, &n);
+
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		r = lb_lock_conflict(fd, F_WRLCK, start, len, out);
+		if (r == 1 && lb_lock_is_lockbox(out))
+			r = 0;
+	} else {
+		for (i = 0, r = 0; r == 0 && i < n; i++)
+			if (overlaps(&v[i], start, len) && !lb_lock_is_lockbox(&v[i])) {
+				*out = v[i];
+				r = 1;
+			}
+		free(v);
+	}
+	if (r == 1)
+		lb_lock_owners(fd, out, 1);
+	return r;
+}
+
+pid_t lb_scan_locker(int fd, off_t byte, short type)
+{
+	struct lb_lockinfo *v;
+	size_t n, i;
+	pid_t pid = 0;
+
+	if (lb_scan_locks(fd, &v, &n) != 1)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (overlaps(&v[i], byte, 1) && v[i].write == (type == F_WRLCK)) {
+			lb_lock_owners(fd, &v[i], 1);
+			pid = v[i].pid;
+			break;
+		}
+	free(v);
+	return pid;
+}
+
+/* descriptors looked at, at most, to name the processes of OFD locks */
+#define OWNER_FDS_MAX	65536
+
+/* Name the locks of V without a process that the fdinfo file PATH lists. */
+static void owners_in(const char *path, pid_t pid, const struct stat *st,
+    struct lb_lockinfo *v, size_t n, size_t *left)
+{
+	char head[4096], *text;
+	const char *line, *end, *stop;
+	struct lb_lockinfo l;
+	ssize_t r;
+	size_t len, i;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), seen = 0;
+
+	if (fd < 0)
+		return;
+	do
+		r = read(fd, head, sizeof head - 1);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+	if (r <= 0)
+		return;
+	head[r] = '\0';
+	/* most descriptors hold no lock: their few lines say so */
+	if ((size_t)r < sizeof head - 1 && strstr(head, "\nlock:") == NULL)
+		return;
+	text = slurp(path, 0, &len);
+	if (text == NULL)
+		return;
+	stop = text + len;
+	for (line = text; *left > 0 && line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		if ((size_t)(end - line) <= 5 || memcmp(line, "lock:", 5) != 0 ||
+		    !parse_lock(line + 5, end, st->st_dev, st->st_ino, &l, &seen))
+			continue;
+		for (i = 0; i < n; i++)
+			if (v[i].pid == 0 && v[i].ofd == l.ofd && v[i].write == l.write &&
+			    v[i].lo == l.lo && v[i].hi == l.hi) {
+				v[i].pid = pid;
+				(*left)--;
+			}
+	}
+	free(text);
+}
+
+void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)
+{
+	struct stat st;
+	struct dirent *pe, *fe;
+	DIR *procs, *fds;
+	char dir[64], path[128];
+	size_t left = 0, looked = 0, i;
+	uint64_t pid, fdn;
+
+	for (i = 0; i < n; i++)
+		left += v[i].pid == 0;
+	if (left == 0 || fstat(fd, &st) != 0 || (procs = opendir("/proc")) == NULL)
+		return;
+	while (left > 0 && looked < OWNER_FDS_MAX && (pe = readdir(procs)) != NULL) {
+		if (lb_parse_uint(pe->d_name, 1, INT_MAX, &pid) != 0 || (pid_t)pid == getpid())
+			continue;
+		snprintf(dir, sizeof dir, "/proc/%d/fdinfo", (int)pid);
+		fds = opendir(dir);
+		if (fds == NULL)
+			continue;	/* gone, or another user's */
+		while (left > 0 && looked < OWNER_FDS_MAX && (fe = readdir(fds)) != NULL) {
+			if (lb_parse_uint(fe->d_name, 0, INT_MAX, &fdn) != 0)
+				continue;
+			looked++;
+			snprintf(path, sizeof path, "%s/%d", dir, (int)fdn);
+			owners_in(path, (pid_t)pid, &st, v, n, &left);
+		}
+		closedir(fds);
+	}
+	closedir(procs);
+}
+
+int lb_proc_runs_self(pid_t pid)
+{
+	struct stat a, b;
+	char path[64];
+
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	return stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }

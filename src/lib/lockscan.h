@@ -4,6 +4,7 @@
 #define LOCKBOX_LOCKSCAN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* A set of slot numbers, ascending, each once. */
 struct lb_slotset {
@@ -36,5 +37,68 @@ int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out
  * (/proc/self/fdinfo). 0, or -1 with errno.
  */
 int lb_scan_own(int fd, struct lb_slotset *out);
+
+/*
+ * Lock bytes of the header that check, list and status read-lock while
+ * they read: its fields only, never the whole header (see
+ * lb_lock_is_lockbox).
+ */
+#define LB_HDR_LOOK_LEN	64
+
+/* One held fcntl lock on a file. */
+struct lb_lockinfo {
+	long long lo, hi;	/* bytes [lo, hi]; hi -1: to the end of any file */
+	pid_t pid;		/* its process; 0: not known (an OFD lock names none) */
+	int write;		/* a write lock, else a read lock */
+	int ofd;		/* an open file description lock, else a classic POSIX one */
+};
+
+/*
+ * Whether lockbox could have taken lock L: its range is one that
+ * lockbox locks (the rule is written at the function). 0: another
+ * program's, for sure.
+ */
+int lb_lock_is_lockbox(const struct lb_lockinfo *l);
+
+/*
+ * The lock that keeps a lock of TYPE on [START, START+LEN) of FD's file
+ * (LEN 0: to the end) from being granted, from the kernel (F_GETLK; the
+ * first one it finds): 1 with *OUT filled, 0 when nothing does, -1 error.
+ */
+int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_lockinfo *out);
+
+/*
+ * Every lock held on FD's file (not a request that waits), from one pass
+ * over /proc/locks, in *V (malloc'd, N of them): 1, or 0 when the table
+ * does not show the file (then *V is NULL), or -1 with errno.
+ */
+int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n);
+
+/*
+ * Who holds a lock of FD's file that lockbox could not have taken
+ * (lb_lock_is_lockbox) on bytes [START, START+LEN) (LEN 0: to the end):
+ * 1 with *OUT filled (its process named where it can be found), 0 none,
+ * -1 with errno. Reads the kernel's lock table; where that does not show
+ * the file, only the first conflicting lock is known (F_GETLK).
+ */
+int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out);
+
+/*
+ * Name the processes of the locks of V that have none (OFD locks): each
+ * gets the first process found with it in the lock list of one of its
+ * descriptors (/proc/PID/fdinfo), one pass over /proc for them all; one
+ * not found (another user's process, or too many to look at) keeps 0.
+ */
+void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n);
+
+/*
+ * Who holds a lock of TYPE (F_RDLCK or F_WRLCK) on byte BYTE of FD's file,
+ * as the kernel's lock table shows it, its process named as
+ * lb_lock_owners names one: the PID, or 0 when none is found.
+ */
+pid_t lb_scan_locker(int fd, off_t byte, short type);
+
+/* Whether process PID runs this very program (the same executable file). */
+int lb_proc_runs_self(pid_t pid);
 
 #endif

@@ -34,6 +34,7 @@
 #include "clock.h"
 #include "err.h"
 #include "parse.h"
+#include "text.h"
 
 /*
  * Keepalive defaults: the client gives up on a silent peer (~11 s) well
@@ -206,25 +207,20 @@ static int split_url(struct pgpool *p, const char *url, int access)
 	return 0;
 }
 
-/* The name messages use: the URL with any password hidden. */
+/* The name messages, list, --json and status use: the URL with every secret hidden. */
 static int set_name(struct pgpool *p, const char *url)
 {
-	const char *auth = strstr(url, "://"), *at, *colon;
-	char *name;
+	char *name = lb_url_mask(url);
 
-	if (lb_pool_init(&p->base, &pg_ops, url) != 0)
+	if (name == NULL) {
+		lb_warnx("out of memory");
 		return -1;
-	auth = auth != NULL ? auth + 3 : url;
-	at = strchr(auth, '@');
-	colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	if (colon == NULL)
-		return 0;
-	name = malloc(strlen(url) + 4);
-	if (name == NULL)
-		return 0;
-	sprintf(name, "%.*s:***%s", (int)(colon - url), url, at);
-	free(p->base.name);
-	p->base.name = name;
+	}
+	if (lb_pool_init(&p->base, &pg_ops, name) != 0) {
+		free(name);
+		return -1;
+	}
+	free(name);
 	return 0;
 }
 
@@ -459,7 +455,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	char host[LB_HOST_MAX] = "";
 
 	if (p == NULL) {
-		lb_warn("%s", url);
+		lb_warnx("out of memory");
 		return NULL;
 	}
 	if (set_name(p, url) != 0) {
@@ -469,7 +465,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	p->on_loss = opts->on_loss;
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
-	    (int)getpid(), getenv("LOCKBOX_HOST") != NULL ? getenv("LOCKBOX_HOST") : host);
+	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
 	if (split_url(p, url, access) != 0 || (p->conn = holder_conn(p, access)) == NULL) {
 		lb_pool_close(&p->base);
 		return NULL;
@@ -480,7 +476,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 /* "lockbox pid=P uid=U host=H cmd=C", cut to what pg_stat_activity keeps */
 static void describe_self(struct pgpool *p, const struct lb_ident *who)
 {
-	const char *host = getenv("LOCKBOX_HOST");
+	const char *host = secure_getenv("LOCKBOX_HOST");
 	char full[256];
 	size_t i;
 

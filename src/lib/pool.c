@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "err.h"
 #include "exec.h"
+#include "text.h"
 
 static char **main_argv;
 
@@ -36,36 +37,49 @@ static struct lb_pool *pg_open(const char *target, int access,
  * lockbox is static and has no libpq; lockbox-pg is the same program with
  * it. Nothing has been locked or opened yet when a target is opened, so
  * running the helper on the very same argv is the same run, only with
- * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's.
+ * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's;
+ * secure_getenv, so that a setuid, setgid or capability-raised lockbox
+ * runs only the installed helper, never a program its caller names.
  */
 static struct lb_pool *pg_open(const char *target, int access,
     const struct lb_pool_opts *opts)
 {
-	const char *helper = getenv("LOCKBOX_PG_HELPER");
+	const char *helper = secure_getenv("LOCKBOX_PG_HELPER");
+	char *shown;
+	int e;
 
 	(void)access;
 	(void)opts;
 	if (helper == NULL || *helper == '\0')
 		helper = LOCKBOX_PG_HELPER;
-	if (main_argv == NULL) {
-		lb_warnx("%s: no command line to hand to %s", target, helper);
-		return NULL;
+	if (main_argv != NULL) {
+		fflush(NULL);
+		/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
+		lb_exec_restore();
+		execv(helper, main_argv);
 	}
-	fflush(NULL);
-	/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
-	lb_exec_restore();
-	execv(helper, main_argv);
-	lb_warn("%s: cannot run the PostgreSQL helper %s", target, helper);
+	e = main_argv != NULL ? errno : 0;
+	/* a message never shows the URL's secrets */
+	shown = lb_url_mask(target);
+	errno = e;
+	if (e == 0)
+		lb_warnx("%s: no command line to hand to %s", shown != NULL ? shown : "postgresql://", helper);
+	else
+		lb_warn("%s: cannot run the PostgreSQL helper %s", shown != NULL ? shown : "postgresql://", helper);
+	free(shown);
 	return NULL;
 }
 #else
 static struct lb_pool *pg_open(const char *target, int access,
     const struct lb_pool_opts *opts)
 {
+	char *shown = lb_url_mask(target);
+
 	(void)access;
 	(void)opts;
 	lb_warnx("%s: this lockbox was built without PostgreSQL support (configure --with-libpq)",
-	    target);
+	    shown != NULL ? shown : "postgresql://");
+	free(shown);
 	return NULL;
 }
 #endif
@@ -111,7 +125,15 @@ int lb_pool_acquire(struct lb_pool *p, unsigned max, int64_t deadline,
 		busy->v = NULL;
 		busy->n = 0;
 	}
+	p->why[0] = '\0';
+	p->why_at_once = 0;
 	return p->ops->acquire(p, max, deadline, who, slot, busy);
+}
+
+const char *lb_pool_why(const struct lb_pool *p, int *at_once)
+{
+	*at_once = p->why_at_once;
+	return p->why[0] != '\0' ? p->why : NULL;
 }
 
 unsigned lb_pool_own_slot(struct lb_pool *p)

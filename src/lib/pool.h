@@ -26,10 +26,19 @@ struct lb_session {
 };
 
 struct lb_holder {
-	unsigned slot;
+	unsigned slot;		/* 0: a foreign lock on more than one slot, or none */
 	int known;		/* 0: the slot is locked but names no holder */
 	struct lb_ident who;
 	struct lb_session session;
+	/*
+	 * A lock that lockbox did not take (another program's fcntl lock),
+	 * not known: who.pid (0: not found) and who.command name its process,
+	 * as the kernel shows it; its bytes are [lock_lo, lock_hi], lock_hi
+	 * -1 meaning to the end of the file and beyond.
+	 */
+	int foreign;
+	int foreign_write;
+	long long lock_lo, lock_hi;
 };
 
 struct lb_holders {
@@ -79,6 +88,13 @@ const char *lb_pool_name(const struct lb_pool *pool);
 int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy);
 
+/*
+ * After lb_pool_acquire returned 0: what kept the slot when it was not the
+ * holders (a waiter ahead in the queue, a lock lockbox did not take), or
+ * NULL. *AT_ONCE: it was found at once, not waited on until the deadline.
+ */
+const char *lb_pool_why(const struct lb_pool *pool, int *at_once);
+
 /* The slot this pool's own open file holds already (--fd), 0 when none. */
 unsigned lb_pool_own_slot(struct lb_pool *pool);
 
@@ -88,7 +104,10 @@ int lb_pool_release(struct lb_pool *pool, pid_t owner);
 /* The current holders, by slot. 0, or -1 on error (reported). */
 int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
 
-/* How many slots are held: lb_pool_holders without describing them. */
+/*
+ * How many holders lb_pool_holders would list, without describing them:
+ * held slots, and one for each process with a foreign lock on the file.
+ */
 int lb_pool_count(struct lb_pool *pool, size_t *n);
 
 /*

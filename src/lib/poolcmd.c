@@ -118,12 +118,45 @@ static int64_t deadline_of(const struct opts *o)
 	return o->wait > 0 ? lb_deadline_after(o->wait) : 0;
 }
 
+/*
+ * Another program's locks only: "mutex: F: locked by another program:
+ * PID 4242 (python3)", each process as the kernel names it.
+ */
+static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
+{
+	char msg[512];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		const struct lb_ident *w = &h->v[i].who;
+
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (w->pid == 0)
+			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found)", i ? ", " : "");
+		else if (w->command[0] == '\0')
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d (%s)", i ? ", " : "",
+			    (int)w->pid, w->command);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
+}
+
 /* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
 static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
-    const char *name, unsigned max, const struct lb_holders *h)
+    const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
 {
+	const char *why;
+	int at_once;
 	char msg[512], age[32], waited[48] = "";
-	size_t i, n = 0;
+	size_t i, n = 0, foreign = 0;
 	int r;
 
 	if (o->quiet)
@@ -131,9 +164,20 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 	if (o->wait > 0)
 		snprintf(waited, sizeof waited, "timed out after %s; ",
 		    lb_format_duration_ms(o->wait, age));
+	why = lb_pool_why(pool, &at_once);
+	if (why != NULL) {	/* not the holders: the backend says what */
+		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
+		return;
+	}
 	if (h->n == 0) {	/* the header itself stayed locked */
 		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
 		    name, waited);
+		return;
+	}
+	for (i = 0; i < h->n; i++)
+		foreign += h->v[i].foreign != 0;
+	if (foreign == h->n) {
+		report_foreign(name, waited, h);
 		return;
 	}
 	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
@@ -151,7 +195,12 @@ static void report_busy(const struct lb_poolcmd *cmd, const struct opts *o,
 			n += r > 0 ? (size_t)r : 0;
 			break;
 		}
-		if (h->v[i].known)
+		if (h->v[i].foreign && h->v[i].who.pid != 0)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d (another program)", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else if (h->v[i].foreign)
+			r = snprintf(msg + n, sizeof msg - n, "%s? (another program)", i ? ", " : "");
+		else if (h->v[i].known)
 			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
 			    (int)h->v[i].who.pid);
 		else
@@ -182,7 +231,7 @@ static int take(const struct lb_poolcmd *cmd, const struct opts *o,
 		return 0;
 	}
 	if (r == 0) {
-		report_busy(cmd, o, name, max, &busy);
+		report_busy(cmd, o, name, max, &busy, pool);
 		lb_holders_free(&busy);
 		*status = o->busy_status;
 		return 0;
@@ -335,7 +384,17 @@ static int by_fd(const struct lb_poolcmd *cmd, struct opts *o, int argc, char **
 			printf("%u\n", slot);
 			status = LB_EXIT_OK;
 		} else if (take(cmd, o, pool, name, max, &who, &slot, &status)) {
+			/*
+			 * The caller learns its slot only from stdout: a slot
+			 * whose number did not get there is given back, not
+			 * left held by a caller that cannot know it (main's
+			 * exit funnel reports the write error, 125).
+			 */
 			printf("%u\n", slot);
+			if (lb_flush_stdout() != 0) {
+				lb_pool_release(pool, getppid());
+				status = LB_EXIT_FAIL;
+			}
 		}
 	}
 	lb_pool_close(pool);
@@ -348,6 +407,53 @@ static void print_text(const char *s)
 	for (; *s != '\0'; s++)
 		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
 	putchar('\n');
+}
+
+/*
+ * Another program's lock: "-  4242  ?  another program: python3" (the
+ * slot when it locks just one; its age is not known).
+ */
+static void print_foreign(const struct lb_holder *x)
+{
+	char slot[16] = "-", pid[16] = "?";
+
+	if (x->slot != 0)
+		snprintf(slot, sizeof slot, "%u", x->slot);
+	if (x->who.pid != 0)
+		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
+	printf("%-5s %-8s %-7s another program", slot, pid, "?");
+	if (x->who.pid != 0 && x->who.command[0] != '\0') {
+		printf(": ");
+		print_text(x->who.command);
+	} else {
+		putchar('\n');
+	}
+}
+
+/* {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
+static void print_foreign_json(const struct lb_holder *x, size_t i)
+{
+	printf("%s{\"slot\":", i ? "," : "");
+	if (x->slot != 0)
+		printf("%u", x->slot);
+	else
+		printf("null");
+	if (x->who.pid != 0)
+		printf(",\"pid\":%d", (int)x->who.pid);
+	else
+		printf(",\"pid\":null");
+	printf(",\"foreign\":true,\"lock\":\"%s\",\"start\":%lld,\"end\":",
+	    x->foreign_write ? "write" : "read", x->lock_lo);
+	if (x->lock_hi < 0)
+		printf("null");
+	else
+		printf("%lld", x->lock_hi);
+	printf(",\"command\":");
+	if (x->who.pid != 0)
+		lb_json_string(stdout, x->who.command);
+	else
+		printf("null");
+	printf("}");
 }
 
 static void print_count(const struct opts *o, const char *path, size_t n)
@@ -377,7 +483,9 @@ static void print_holders(const struct opts *o, const char *path,
 		for (i = 0; i < h->n; i++) {
 			const struct lb_holder *x = &h->v[i];
 
-			if (x->known) {
+			if (x->foreign) {
+				print_foreign(x);
+			} else if (x->known) {
 				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
 				    lb_format_duration(lb_ident_age(&x->who), age));
 				if (remote)
@@ -395,6 +503,10 @@ static void print_holders(const struct opts *o, const char *path,
 	for (i = 0; i < h->n; i++) {
 		const struct lb_holder *x = &h->v[i];
 
+		if (x->foreign) {
+			print_foreign_json(x, i);
+			continue;
+		}
 		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
 		if (x->known) {
 			printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",

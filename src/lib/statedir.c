@@ -16,6 +16,7 @@
 #include "hash.h"
 #include "pool.h"
 #include "statedir.h"
+#include "text.h"
 
 char *lb_path_join(const char *a, const char *b)
 {
@@ -36,18 +37,26 @@ static char *dir_or_url(const char *dir)
 	if (!lb_pool_is_pg(dir))
 		return lb_path_join(dir, "");
 	/* NAME is the lock: the URL names only the database */
-	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL)
-		lb_usage_error("invalid state database '%s': lock= comes from NAME", dir);
+	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL) {
+		s = lb_url_mask(dir);
+		lb_usage_error("invalid state database '%s': lock= comes from NAME",
+		    s != NULL ? s : "postgresql://");
+	}
 	s = strdup(dir);
 	if (s == NULL)
 		lb_die(LB_EXIT_FAIL, "out of memory");
 	return s;
 }
 
-/* $LOCKBOX_DIR, else /var/lib/lockbox for root, else the XDG state home's. */
+/*
+ * $LOCKBOX_DIR, else /var/lib/lockbox for root, else the XDG state home's.
+ * secure_getenv: a setuid, setgid or capability-raised lockbox neither
+ * writes where its caller's environment says nor runs the PostgreSQL
+ * helper for a postgresql:// LOCKBOX_DIR.
+ */
 char *lb_state_dir(const char *opt_dir)
 {
-	const char *env = getenv("LOCKBOX_DIR"), *home;
+	const char *env = secure_getenv("LOCKBOX_DIR"), *home;
 	char *base, *dir;
 
 	if (opt_dir != NULL)
@@ -56,11 +65,11 @@ char *lb_state_dir(const char *opt_dir)
 		return dir_or_url(env);
 	if (geteuid() == 0)
 		return lb_path_join("/var/lib/lockbox", "");
-	env = getenv("XDG_STATE_HOME");
+	env = secure_getenv("XDG_STATE_HOME");
 	if (env != NULL && env[0] == '/')	/* relative values are to be ignored */
 		return lb_path_join(env, "lockbox");
 	/* cron sets HOME; the password database is not asked (static builds) */
-	home = getenv("HOME");
+	home = secure_getenv("HOME");
 	if (home == NULL || *home == '\0')
 		lb_diex(LB_EXIT_FAIL, "no state directory: set LOCKBOX_DIR or HOME, or use -d");
 	base = lb_path_join(home, ".local/state");

@@ -2,6 +2,10 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 #include "text.h"
 
 static int cont(unsigned char c)
@@ -50,4 +54,153 @@ void lb_text_clean(char *s)
 			*out++ = *in++;
 	}
 	*out = '\0';
+}
+
+/*
+ * Messages quote what users typed and what files say: a control byte in
+ * an argument would move the cursor, recolour a terminal, or split one
+ * line of a log in two. Escaped, it shows what it is.
+ */
+size_t lb_text_escape(char *out, size_t cap, const char *in, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)in, *end = p + len;
+	char tmp[8];
+	size_t n = 0, k, i;
+
+	if (cap == 0)
+		return 0;
+	while (p < end) {
+		k = lb_utf8_len(p);
+		if (k > (size_t)(end - p))
+			k = 0;
+		if (k == 1 && *p == '\\') {
+			memcpy(tmp, "\\\\", k = 2);
+			p++;
+		} else if (k == 1 && *p == '\n') {
+			memcpy(tmp, "\\n", k = 2);
+			p++;
+		} else if (k == 1 && *p == '\t') {
+			memcpy(tmp, "\\t", k = 2);
+			p++;
+		} else if (k == 1 && *p == '\r') {
+			memcpy(tmp, "\\r", k = 2);
+			p++;
+		} else if (k == 0 || *p < 0x20 || *p == 0x7f ||
+		    (k == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
+			/* a C0 or C1 control, DEL, or a byte that starts no character */
+			k = k == 2 ? 2 : 1;
+			for (i = 0; i < k; i++) {
+				tmp[4 * i] = '\\';
+				tmp[4 * i + 1] = 'x';
+				tmp[4 * i + 2] = hex[p[i] >> 4];
+				tmp[4 * i + 3] = hex[p[i] & 15];
+			}
+			p += k;
+			k *= 4;
+		} else {
+			memcpy(tmp, p, k);
+			p += k;
+		}
+		if (n + k >= cap)
+			break;
+		memcpy(out + n, tmp, k);
+		n += k;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* KEY (LEN bytes, percent-encoded as a URL may spell it) names a secret. */
+static int secret_key(const char *key, size_t len)
+{
+	/* libpq's parameters whose values are secrets */
+	static const char *const secrets[] = {
+		"password", "sslpassword", "oauth_client_secret",
+	};
+	char plain[32];
+	size_t n = 0, i;
+	int hi, lo;
+
+	for (i = 0; i < len; i++) {
+		if (n + 1 >= sizeof plain)
+			return 0;
+		if (key[i] == '%' && len - i >= 3 && (hi = hexval(key[i + 1])) >= 0 &&
+		    (lo = hexval(key[i + 2])) >= 0) {
+			plain[n++] = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			plain[n++] = key[i];
+		}
+	}
+	plain[n] = '\0';
+	for (i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
+		if (strcasecmp(plain, secrets[i]) == 0)
+			return 1;
+	return 0;
+}
+
+char *lb_url_mask(const char *url)
+{
+	const char *auth = strstr(url, "://"), *end, *at = NULL, *colon = NULL, *q, *s, *amp, *eq;
+	size_t len = strlen(url);
+	/* every masked part grows by at most 3 ("***" for an empty one) */
+	char *out = malloc(len + 3 * (len + 2) + 1), *o;
+
+	if (out == NULL)
+		return NULL;
+	o = out;
+	auth = auth != NULL ? auth + 3 : url;
+	end = auth + strcspn(auth, "/?#");
+	/* the user information ends at the authority's last '@' */
+	for (s = auth; s < end; s++)
+		if (*s == '@')
+			at = s;
+	if (at != NULL)
+		colon = memchr(auth, ':', (size_t)(at - auth));
+	if (colon != NULL) {
+		memcpy(o, url, (size_t)(colon + 1 - url));
+		o += colon + 1 - url;
+		memcpy(o, "***", 3);
+		o += 3;
+		s = at;
+	} else {
+		s = url;
+	}
+	q = strchr(end, '?');
+	if (q == NULL) {
+		strcpy(o, s);
+		return out;
+	}
+	memcpy(o, s, (size_t)(q + 1 - s));
+	o += q + 1 - s;
+	/* the query: KEY=VALUE&..., up to a fragment */
+	for (s = q + 1; *s != '\0' && *s != '#'; s = *amp == '&' ? amp + 1 : amp) {
+		amp = s + strcspn(s, "&#");
+		eq = memchr(s, '=', (size_t)(amp - s));
+		if (eq != NULL && secret_key(s, (size_t)(eq - s))) {
+			memcpy(o, s, (size_t)(eq + 1 - s));
+			o += eq + 1 - s;
+			memcpy(o, "***", 3);
+			o += 3;
+		} else {
+			memcpy(o, s, (size_t)(amp - s));
+			o += amp - s;
+		}
+		if (*amp == '&')
+			*o++ = '&';
+	}
+	strcpy(o, s);
+	return out;
 }

@@ -15,4 +15,19 @@ size_t lb_utf8_len(const unsigned char *p);
  */
 void lb_text_clean(char *s);
 
+/*
+ * IN's LEN bytes into OUT (CAP bytes, NUL-terminated, cut short to fit),
+ * printable on one line: backslash, newline, tab and CR as \\, \n, \t,
+ * \r; any other control character (C0, DEL, C1) and every byte that
+ * starts no well-formed UTF-8 character as \xHH. Returns OUT's length.
+ */
+size_t lb_text_escape(char *out, size_t cap, const char *in, size_t len);
+
+/*
+ * A copy of URL (malloc'd; NULL when out of memory) that gives no secret
+ * away: the password of user:password@ and the values of libpq's secret
+ * parameters (password=, sslpassword=, ...) become ***.
+ */
+char *lb_url_mask(const char *url);
+
 #endif

@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,11 +38,37 @@
 _Static_assert(LB_WAIT_HELPERS <= 4, "a helper's place fits in two bits of its bell byte");
 
 /* epoll data: the kind of source, and a value (a pid, or nothing) */
-enum { SRC_BELL = 1, SRC_PIN, SRC_SIG };
+enum { SRC_BELL = 1, SRC_PIN, SRC_SIG, SRC_CLOSE };
 #define SRC(kind, value)	((uint64_t)(kind) << 32 | (uint32_t)(value))
 
-/* A helper thread: a blocking lock request, or a wait on a word of a file. */
+/*
+ * A helper thread: a blocking lock request, or a wait on a word of a file.
+ *
+ * Its life cycle. helper_start fills in the request, the bell's write end
+ * and the byte it rings (its id), then starts the thread; from then on the
+ * thread reads that part of the struct only, and writes only the atomics.
+ * The thread makes its one call (fcntl or futex, again on a spurious
+ * wake-up), then rings at most once: it writes its byte to the bell
+ * only after it has moved RING from RUN to RINGING, and it moves it to
+ * RUNG once the byte is written. A canceller moves RING from RUN to
+ * STOPPED, or, when the thread got there first, waits for RUNG (a write
+ * to a pipe that never blocks: microseconds). So when a cancel returns,
+ * the thread will never write to the bell: the set may close the pipe,
+ * and the next set that gets the same fd numbers (and gives its first
+ * helper the same id) never reads a byte rung for this one. A byte rung
+ * before the cancel is in this set's pipe, and is dropped there (collect
+ * reads only bytes whose id is a live helper's, lb_wait_clear drains).
+ *
+ * After a cancel returns: a lock helper has been joined, and is freed;
+ * its fd, range and struct are the caller's again (a kept lock it got is
+ * let go). A word helper is not waited for (an exec ends it anyway): it
+ * may still be in its futex call or on its way out, touching only its own
+ * struct and the page it maps, never the bell or any fd, and whichever
+ * of it and the canceller is done last (LEFT) frees both.
+ */
 enum { HELP_LOCK, HELP_WORD };
+/* RING: who may still touch the bell */
+enum { RING_RUN, RING_STOPPED, RING_RINGING, RING_RUNG };
 struct lb_wait_helper {
 	pthread_t tid;
 	int kind, fd, bell, keep, tag;
@@ -49,7 +77,9 @@ struct lb_wait_helper {
 	off_t start, len;	/* LOCK: the range; WORD: START is the word's offset */
 	void *map;		/* WORD: the file's first START + 4 bytes, mapped shared */
 	uint32_t expect;	/* WORD: the word as the caller last saw it */
-	atomic_int stop;	/* asked to give up: an EINTR is final (WORD: a futex too) */
+	atomic_int ring;	/* RING_: RUN until stopped or ringing; the
+				 * word waits on it (futex), a cancel moves it */
+	const char *test_delay;	/* LOCKBOX_TEST_RING_DELAY, or NULL */
 	atomic_int granted;	/* LOCK: a kept lock is held */
 	atomic_int err;		/* why the request failed */
 	atomic_int left;	/* WORD: set by whichever of the thread and a
@@ -90,7 +120,7 @@ static int help_lock(struct lb_wait_helper *h)
 
 	for (;;) {
 		r = lb_lock_block(h->fd, h->type, h->start, h->len);
-		if (r == 0 || errno != EINTR || atomic_load(&h->stop))
+		if (r == 0 || errno != EINTR || atomic_load(&h->ring) != RING_RUN)
 			break;
 	}
 	if (r == 0) {
@@ -108,7 +138,7 @@ static int help_lock(struct lb_wait_helper *h)
  * word with EXPECT and sleeps only while they are equal, so a change made
  * before the wait began is seen at once. A wake-up with the word unchanged
  * (someone else's wake on the same word) only sleeps again. The wait is on
- * the helper's own stop word too (futex_waitv), so that a cancel is never
+ * the helper's own RING word too (futex_waitv), so that a cancel is never
  * lost, even one made before the wait began; without futex_waitv (before
  * Linux 5.16, or forbidden) the wait is on the file's word alone, ended by
  * the wake signal.
@@ -125,8 +155,8 @@ static long wait_word(struct lb_wait_helper *h, uint32_t *word)
 		v[0].uaddr = (uintptr_t)word;
 		v[0].val = h->expect;
 		v[0].flags = FUTEX_32;
-		v[1].uaddr = (uintptr_t)&h->stop;
-		v[1].val = 0;
+		v[1].uaddr = (uintptr_t)&h->ring;
+		v[1].val = RING_RUN;
 		v[1].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
 		r = syscall(SYS_futex_waitv, v, 2, 0, NULL, 0);
 		/* ENOSYS: an older kernel; EPERM: a seccomp filter that forbids it */
@@ -145,7 +175,7 @@ static int help_word(struct lb_wait_helper *h)
 	for (;;) {
 		if (wait_word(h, word) == 0)
 			continue;
-		if (atomic_load(&h->stop)) {
+		if (atomic_load(&h->ring) != RING_RUN) {
 			errno = EINTR;
 			return -1;
 		}
@@ -163,17 +193,47 @@ static void helper_free(struct lb_wait_helper *h)
 	free(h);
 }
 
+/*
+ * LOCKBOX_TEST_RING_DELAY=DIR, for the test suite only (tests/mutex.bats):
+ * a word helper that is about to ring makes the directory DIR, sleeps
+ * 2 s, rings, sleeps 0.5 s more and removes DIR. It widens the window
+ * between the thread's decision to ring and its write, where a cancel
+ * used to return and let the pipe be closed and its fd numbers reused,
+ * and tells the test (without an fd) when the window opens and when the
+ * byte has been written and looked at. Lock helpers are joined by their
+ * cancel, so only word helpers take it.
+ */
+static void test_delay(const struct lb_wait_helper *h, int before)
+{
+	struct timespec ts = { before ? 2 : 0, before ? 0 : 500000000 };
+
+	if (h->test_delay == NULL)
+		return;
+	if (before)
+		mkdir(h->test_delay, 0700);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	if (!before)
+		rmdir(h->test_delay);
+}
+
 static void *helper_thread(void *arg)
 {
 	struct lb_wait_helper *h = arg;
 	unsigned char byte = h->id;
+	int run = RING_RUN;
 
 	if ((h->kind == HELP_LOCK ? help_lock(h) : help_word(h)) != 0)
 		atomic_store(&h->err, errno);
 	/* rung on failure too: the caller looks again rather than sleeps on */
-	if (!atomic_load(&h->stop))
+	if (atomic_compare_exchange_strong(&h->ring, &run, RING_RINGING)) {
+		test_delay(h, 1);
 		while (write(h->bell, &byte, 1) < 0 && errno == EINTR)
 			;
+		atomic_store(&h->ring, RING_RUNG);
+		futex(&h->ring, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX);
+		test_delay(h, 0);
+	}
 	/* a canceller that did not wait has let go of it: it is ours to free */
 	if (h->kind == HELP_WORD && atomic_exchange(&h->left, 1) == 1)
 		helper_free(h);
@@ -185,7 +245,7 @@ int lb_wait_init(struct lb_wait *w)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_BELL, 0) };
 
 	memset(w, 0, sizeof *w);
-	w->sig = -1;
+	w->sig = w->closes = -1;
 	w->bell[0] = w->bell[1] = -1;
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (w->ep < 0)
@@ -235,6 +295,8 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 		installed = 1;
 	}
 	h->bell = w->bell[1];
+	if (h->kind == HELP_WORD)
+		h->test_delay = getenv("LOCKBOX_TEST_RING_DELAY");
 	/*
 	 * The byte it rings names the start too: a byte left in the pipe by
 	 * a helper cancelled after it rang is not taken for its successor's.
@@ -278,10 +340,29 @@ int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
 	return helper_start(w, h);
 }
 
+/*
+ * Tell helper H to give up, and return once it can no longer ring: it
+ * had not decided to (it never will now), or it has rung. 1 when it has
+ * not rung (nor will), 0 when it has.
+ */
+static int helper_stop(struct lb_wait_helper *h)
+{
+	int ring = RING_RUN;
+
+	if (atomic_compare_exchange_strong(&h->ring, &ring, RING_STOPPED)) {
+		/* a word helper may wait on RING: wake it */
+		futex(&h->ring, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1);
+		return 1;
+	}
+	while (atomic_load(&h->ring) == RING_RINGING)
+		futex(&h->ring, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, RING_RINGING);
+	return 0;
+}
+
 /* Stop a helper and wait for it; a kept lock it got and never reported is let go. */
 static void helper_cancel(struct lb_wait_helper *h)
 {
-	atomic_store(&h->stop, 1);
+	helper_stop(h);
 	for (;;) {
 		struct timespec ts;
 
@@ -302,15 +383,16 @@ static void helper_cancel(struct lb_wait_helper *h)
 }
 
 /*
- * Stop a word's helper without waiting for it: it holds no lock, and a
- * head about to run its command must not spend a thread's exit on it
- * (an exec ends the thread anyway). Whichever of us is done last frees it.
+ * Stop a word's helper without waiting for its end: it holds no lock, and
+ * a head about to run its command must not spend a thread's exit on it
+ * (an exec ends the thread anyway). Only a ring under way is waited for,
+ * so that no byte reaches the bell after we return (see the life cycle
+ * above). Whichever of us is done last frees it.
  */
 static void word_cancel(struct lb_wait_helper *h)
 {
-	atomic_store(&h->stop, 1);
-	futex(&h->stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1);
-	pthread_kill(h->tid, wake_sig());
+	if (helper_stop(h))
+		pthread_kill(h->tid, wake_sig());
 	pthread_detach(h->tid);
 	if (atomic_exchange(&h->left, 1) == 1)
 		helper_free(h);
@@ -481,6 +563,31 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 	return 1;
 }
 
+int lb_wait_close(struct lb_wait *w, int fd, int tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_CLOSE, 0) };
+	char path[64];
+	int e;
+
+	w->close_tag = tag;
+	if (w->closes >= 0)
+		return 0;
+	w->closes = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->closes < 0)
+		return -1;
+	/* the file itself, wherever it is (or was) linked: the fd's magic link */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	if (inotify_add_watch(w->closes, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0 ||
+	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->closes, &ev) != 0) {
+		e = errno;
+		close(w->closes);
+		w->closes = -1;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 int lb_wait_stop(struct lb_wait *w)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_SIG, 0) };
@@ -584,6 +691,13 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 			;
 		ev.kind = LB_EV_STOP;
 		return push(w, &ev);
+	case SRC_CLOSE:
+		/* whose close does not matter: one event for all that are queued */
+		while (read(w->closes, buf, sizeof buf) > 0)
+			;
+		ev.kind = LB_EV_CLOSE;
+		ev.tag = w->close_tag;
+		return push(w, &ev);
 	}
 	return 0;
 }
@@ -652,6 +766,11 @@ void lb_wait_clear(struct lb_wait *w)
 	}
 	while (w->npins > 0)
 		pin_drop(w, w->npins - 1);
+	if (w->closes >= 0) {
+		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->closes, NULL);
+		close(w->closes);
+		w->closes = -1;
+	}
 	if (w->sig >= 0) {
 		epoll_ctl(w->ep, EPOLL_CTL_DEL, w->sig, NULL);
 		close(w->sig);

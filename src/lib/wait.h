@@ -22,6 +22,11 @@
  *          released the process's locks before the pidfd is readable)
  *   stop   SIGTSTP (a terminal's ^Z) when it was not ignored on entry:
  *          the caller can leave a queue before it stops
+ *   close  the last close of an open file of a given file on this host
+ *          (inotify): the moment an open file description lock held
+ *          through it goes. Reported just before the kernel drops that
+ *          lock, so the caller may find it held still: a hint, for a
+ *          caller that looks again in any case (LB_EV_RECHECK)
  *
  * At most LB_WAIT_HELPERS helper threads at a time (lock requests and the
  * word together), so a waiter never has more threads than that besides
@@ -32,10 +37,10 @@
 #define LB_WAIT_HELPERS	3
 
 /* What woke a wait. */
-enum { LB_EV_LOCK, LB_EV_PID, LB_EV_WORD, LB_EV_STOP, LB_EV_RECHECK };
+enum { LB_EV_LOCK, LB_EV_PID, LB_EV_WORD, LB_EV_STOP, LB_EV_RECHECK, LB_EV_CLOSE };
 struct lb_wait_event {
 	int kind;
-	int tag;		/* the caller's, for LOCK, PID and WORD */
+	int tag;		/* the caller's, for LOCK, PID, WORD and CLOSE */
 	int err;		/* LOCK, WORD: 0 granted, found free or changed; else why not */
 	pid_t pid;		/* PID: the process that ended */
 };
@@ -47,6 +52,8 @@ struct lb_wait {
 	int ep;			/* epoll */
 	int bell[2];		/* helper threads write their id here */
 	int sig;		/* signalfd for SIGTSTP, -1 when none */
+	int closes;		/* inotify for the file's closes, -1 when none */
+	int close_tag;
 	sigset_t stop_mask;	/* the mask before SIGTSTP was blocked */
 	struct lb_wait_helper *helpers[LB_WAIT_HELPERS];
 	unsigned starts;	/* helpers started: part of each one's id */
@@ -101,6 +108,15 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag);
 /* Whether PID is watched. */
 int lb_wait_has_pid(const struct lb_wait *w, pid_t pid);
 
+/*
+ * Report the closes of the file open on FD (any open file of it, by any
+ * process of this host, as its last descriptor goes) as LB_EV_CLOSE, one
+ * event for those seen together. One file per set; a second call only
+ * changes the TAG. 0, or -1 with errno (no inotify instance left, no
+ * /proc...).
+ */
+int lb_wait_close(struct lb_wait *w, int fd, int tag);
+
 /* Report SIGTSTP as LB_WAIT_STOP while waiting (unless it is ignored). */
 int lb_wait_stop(struct lb_wait *w);
 
@@ -117,12 +133,12 @@ void lb_wait_suspend(void);
 
 /*
  * Withdraw every lock request (a lock granted to one that was not yet
- * reported is released) and the word's watch, and forget the pids. The
- * set can be used again.
+ * reported is released), the word's watch and the closes' watch, and
+ * forget the pids. The set can be used again.
  */
 void lb_wait_clear(struct lb_wait *w);
 
-/* Withdraw the lock requests only (pids and the word stay watched). */
+/* Withdraw the lock requests only (pids, the word and closes stay watched). */
 void lb_wait_clear_locks(struct lb_wait *w);
 
 /* Clear, then free everything; the fd limit is what it was before. */

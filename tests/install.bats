@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# make install / make uninstall into a DESTDIR: the applet links are made
+# and removed, a file lockbox did not put there is never replaced nor
+# deleted, and uninstall leaves nothing of lockbox behind.
+
+load test_helper
+
+setup() {
+	lockbox_setup
+	[[ -f $LOCKBOX_BUILDDIR/Makefile ]] || skip "no build tree at $LOCKBOX_BUILDDIR"
+	D=$T/root
+	mkdir -p "$D"
+}
+
+# make in the build tree, not part of a make running this test
+mk() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$LOCKBOX_BUILDDIR" "$@" DESTDIR="$D"
+}
+
+# a Makefile variable of the build tree, expanded
+mkvar() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$LOCKBOX_BUILDDIR" \
+		--eval="lb-print-var: ; @echo \$($1)" lb-print-var
+}
+
+@test "install: the applet links point at lockbox, uninstall removes everything it made" {
+	local bindir comp pkgdata pkglibexec a
+	bindir=$D$(mkvar bindir)
+	comp=$D$(mkvar bashcompletiondir)
+	pkgdata=$D$(mkvar pkgdatadir)
+	pkglibexec=$D$(mkvar pkglibexecdir)
+	run mk install
+	assert_success
+	for a in slots mutex waitfor adaptive; do
+		[[ -L $bindir/$a ]]
+		assert_equal "$(readlink "$bindir/$a")" lockbox
+		assert_equal "$(readlink "$comp/$a")" lockbox
+	done
+	run "$bindir/slots" --help
+	assert_success
+	assert_line --partial 'usage: slots'
+	[[ -f $pkgdata/lockbox.bash ]]
+	[[ -f $comp/lockbox ]]
+	# again over its own links: fine, and no warning
+	run mk install
+	assert_success
+	refute_output --partial 'not replacing'
+
+	run mk uninstall
+	assert_success
+	run find "$D" ! -type d
+	assert_output ''
+	[[ ! -e $pkgdata ]]
+	[[ ! -e $pkglibexec ]]
+}
+
+@test "install: a file lockbox did not put there is neither replaced nor deleted" {
+	local bindir comp
+	bindir=$D$(mkvar bindir)
+	comp=$D$(mkvar bashcompletiondir)
+	mkdir -p "$bindir" "$comp"
+	printf '#!/bin/sh\necho mine\n' >"$bindir/mutex"
+	chmod +x "$bindir/mutex"
+	ln -s /bin/true "$bindir/waitfor"
+	ln -s nowhere "$bindir/adaptive"
+	printf 'complete -F _mine slots\n' >"$comp/slots"
+
+	run --separate-stderr mk install
+	assert_success
+	# shellcheck disable=SC2154 # set by run --separate-stderr
+	[[ $stderr == *"not replacing $bindir/mutex"* ]]
+	[[ $stderr == *"not replacing $bindir/waitfor"* ]]
+	[[ $stderr == *"not replacing $bindir/adaptive"* ]]
+	[[ $stderr == *"not replacing $comp/slots"* ]]
+	assert_equal "$("$bindir/mutex")" mine
+	assert_equal "$(readlink "$bindir/waitfor")" /bin/true
+	assert_equal "$(readlink "$bindir/adaptive")" nowhere
+	assert_equal "$(readlink "$bindir/slots")" lockbox
+	assert_equal "$(cat "$comp/slots")" 'complete -F _mine slots'
+
+	run mk uninstall
+	assert_success
+	assert_equal "$("$bindir/mutex")" mine
+	assert_equal "$(readlink "$bindir/waitfor")" /bin/true
+	assert_equal "$(readlink "$bindir/adaptive")" nowhere
+	assert_equal "$(cat "$comp/slots")" 'complete -F _mine slots'
+	run find "$D" ! -type d
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" \
+		"$(printf '%s\n' "$bindir/adaptive" "$bindir/mutex" "$bindir/waitfor" "$comp/slots" | sort)"
+}
