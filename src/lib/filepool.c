@@ -884,6 +884,13 @@ static int find_foreign(struct filepool *p, int records)
 	}
 	for (i = k = 0; i < n; i++) {
 		s = slot_of(&v[i]);
+		/*
+		 * A lock in the queue's bytes alone holds neither the header nor
+		 * a slot: it stops waiters, who name it when they meet it
+		 * (queue_foreign), not the holders
+		 */
+		if (v[i].lo >= (long long)LB_JOIN_OFF)
+			continue;
 		if (!lb_lock_is_lockbox(&v[i]) || (s != 0 && !v[i].write) ||
 		    (s != 0 && records && state(p, s) != LB_REC_HELD))
 			v[k++] = v[i];
@@ -991,7 +998,8 @@ static int queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 	int r = progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue", 1);
 
 	if (r != 1) {
-		if (r == 0 && p->base.why[0] == '\0')
+		/* another program's lock over it is named as a holder (describe) */
+		if (r == 0 && p->base.why[0] == '\0' && !p->hdr_foreign)
 			snprintf(p->base.why, sizeof p->base.why,
 			    "the wait queue's join lock stayed locked (a stopped process?)");
 		return r;
