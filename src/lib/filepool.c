@@ -86,6 +86,25 @@
 /* stopped waiters a waiter passes at one look, at most */
 #define QUEUE_PASS	64
 
+
+/*
+ * HEADER_STUCK, or for the tests a duration in LOCKBOX_TEST_HEADER_STUCK
+ * (a wait of 5 s, many times, would be most of a test run): it only
+ * shortens how long a process waits before it gives up on its own lock
+ * file, so it is read as any environment variable is.
+ */
+static int64_t header_stuck(void)
+{
+	static int64_t stuck;
+	const char *env;
+
+	if (stuck == 0) {
+		env = getenv("LOCKBOX_TEST_HEADER_STUCK");
+		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
+			stuck = HEADER_STUCK;
+	}
+	return stuck;
+}
 struct filepool {
 	struct lb_pool base;
 	const char *name;	/* base.name */
@@ -400,6 +419,7 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what, int readers_foreign)
 {
 	uint64_t gen, now;
+	char stuck[32];
 	int r = lb_lock_try(p->cfd, type, start, len);
 
 	/* free, as it nearly always is: no count to read */
@@ -417,7 +437,7 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		return 0;
 	gen = read_count(p, progress);
 	for (;;) {
-		int64_t bound = lb_deadline_after(HEADER_STUCK);
+		int64_t bound = lb_deadline_after(header_stuck());
 		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
 		int r = lb_lock_wait(p->cfd, type, start, len, until);
 
@@ -444,8 +464,8 @@ static int progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		if (deadline == 0)
 			return 0;
 	}
-	lb_warnx("%s: %s locked for %ds by a stuck process (stopped?); giving up",
-	    p->name, what, (int)(HEADER_STUCK / LB_NS_PER_S));
+	lb_warnx("%s: %s locked for %s by a stuck process (stopped?); giving up",
+	    p->name, what, lb_format_duration_ms(header_stuck(), stuck));
 	return -1;
 }
 
