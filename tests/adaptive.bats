@@ -6,6 +6,7 @@
 # corrupt state, and concurrent starts.
 
 load test_helper
+# bats file_tags=lockkind
 
 AGE_RE='[0-9]+(\.[0-9]+)?(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 STAMP_RE='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
@@ -83,6 +84,7 @@ events() {
 	assert_equal "${#lines[@]}" 2
 }
 
+# bats test_tags=privilege
 @test "the state directory is created, 0755 for root and 0700 for others" {
 	export LOCKBOX_DIR=$T/new/sub
 	run -0 "$LOCKBOX" adaptive a true
@@ -237,6 +239,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	run -0 grep -E "signal sig=(CONT|INT) pids=$LOCKHOLD_PID\$" "$LOG"
 }
 
+# bats test_tags=privilege
 @test "as another user: a record naming a process whose fds cannot be read is not verified, nothing undelivered is logged as sent" {
 	need_root_and_nobody
 	need_lockhold
@@ -481,6 +484,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	wait_for gone "$CMD_PID"
 }
 
+# bats test_tags=privilege
 @test "exit statuses: 126, 127, 128+n, and usage errors 125" {
 	run -127 --separate-stderr "$LOCKBOX" adaptive a nosuchcommand-xyz
 	assert_stderr "adaptive: cannot run 'nosuchcommand-xyz': No such file or directory"
@@ -657,6 +661,7 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	assert_line --regexp '^  next run +in [0-9]+d'
 }
 
+# bats test_tags=privilege
 @test "status refuses what a run refuses: another user's state file in a sticky directory" {
 	need_root_and_nobody
 	local d f

@@ -6,6 +6,7 @@
 # effect.
 
 load test_helper
+# bats file_tags=packaging
 
 # expect_usage MESSAGE APPLET ARG...: status 125, the two usage lines on
 # stderr, nothing on stdout, and no lock file created.
@@ -26,6 +27,7 @@ makefile_applets() {
 
 # --- dispatch ---------------------------------------------------------
 
+# bats test_tags=lockkind
 @test "lockbox slots runs the command holding a slot" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SAY_SLOT"
 	assert_output "slot 1"
@@ -33,6 +35,7 @@ makefile_applets() {
 	assert [ -f "$F" ]
 }
 
+# bats test_tags=lockkind
 @test "a link named slots is the slots applet, and its messages say slots:" {
 	ln -s "$LOCKBOX" "$T/slots"
 	run -0 --separate-stderr "$T/slots" "$F" 2 sh -c "$SAY_SLOT"
@@ -45,6 +48,7 @@ makefile_applets() {
 	assert_line --index 0 --regexp '^usage: slots '
 }
 
+# bats test_tags=lockkind
 @test "a link named mutex is the mutex applet" {
 	ln -s "$LOCKBOX" "$T/mutex"
 	run -0 --separate-stderr "$T/mutex" "$F" sh -c "$SAY_SLOT"
@@ -68,6 +72,7 @@ makefile_applets() {
 	assert [ ! -e "$F" ]
 }
 
+# bats test_tags=lockkind
 @test "lockbox alone: usage on stderr, 125" {
 	run -125 --separate-stderr "$LOCKBOX"
 	assert_output ""
@@ -84,6 +89,7 @@ makefile_applets() {
 	done
 }
 
+# bats test_tags=lockkind
 @test "--help for every applet goes to stdout, status 0" {
 	local applet opt
 	for applet in slots mutex; do
@@ -103,6 +109,7 @@ makefile_applets() {
 	assert_output --regexp '^lockbox [0-9]+\.[0-9]+[^ ]* \((open-file-description|classic POSIX) locks\)$'
 }
 
+# bats test_tags=lockkind
 @test "--list prints exactly the applets there are, one a line" {
 	run -0 --separate-stderr "$LOCKBOX" --list
 	assert_stderr ""
@@ -128,11 +135,13 @@ makefile_applets() {
 
 # --- the exit status table --------------------------------------------
 
+# bats test_tags=lockkind
 @test "exit 0: the command succeeded" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 true
 	assert_stderr ""
 }
 
+# bats test_tags=lockkind
 @test "exit N: the command's own status passes through (it was exec'd)" {
 	run -3 --separate-stderr "$LOCKBOX" slots "$F" 1 sh -c 'exit 3'
 	assert_stderr ""
@@ -146,6 +155,7 @@ makefile_applets() {
 
 # --- closed standard fds ----------------------------------------------
 
+# bats test_tags=lockkind
 @test "stderr closed: the busy message goes nowhere, never into the lock file" {
 	start_holder "$F" 1
 	# (inside sh: bats' run would give the command a stderr of its own)
@@ -157,6 +167,7 @@ makefile_applets() {
 	assert_stderr ""
 }
 
+# bats test_tags=lockkind
 @test "stdout closed: the command's output goes nowhere, never into the lock file" {
 	# shellcheck disable=SC2016 # expanded by the sh
 	run -0 sh -c '"$1" mutex "$2" sh -c "echo hi; echo there >&2" >&-' sh "$LOCKBOX" "$F"
@@ -165,6 +176,7 @@ makefile_applets() {
 	run -1 grep -q hi "$F"
 }
 
+# bats test_tags=lockkind
 @test "stdin closed: the lock file is not the command's stdin" {
 	# shellcheck disable=SC2016 # expanded by the sh
 	run -0 sh -c '"$1" mutex "$2" sh -c '\''cat; echo "rc=$?"'\'' <&-' sh "$LOCKBOX" "$F"
@@ -172,6 +184,7 @@ makefile_applets() {
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
 }
 
+# bats test_tags=lockkind
 @test "adaptive with stdio closed keeps its state file sound" {
 	export LOCKBOX_DIR=$T/state
 	# shellcheck disable=SC2016 # expanded by the sh
@@ -181,6 +194,7 @@ makefile_applets() {
 	run -1 grep -q -e hi -e there "$T"/state/job-*.lock
 }
 
+# bats test_tags=lockkind
 @test "exit 75: busy" {
 	start_holder "$F" 1
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
@@ -188,6 +202,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "-E CODE picks the busy status, -E 0 included" {
 	start_holder "$F" 1
 	local code
@@ -207,12 +222,14 @@ makefile_applets() {
 	run -3 "$LOCKBOX" slots -E 0 "$F" 1 sh -c 'exit 3'
 }
 
+# bats test_tags=lockkind
 @test "exit 125: lockbox itself failed" {
 	run -125 --separate-stderr "$LOCKBOX" slots "$T/nodir/lock" 1 true
 	assert_stderr "slots: $T/nodir/lock: No such file or directory"
 	assert [ ! -e "$T/nodir" ]
 }
 
+# bats test_tags=lockkind,privilege
 @test "exit 126: the command is not executable" {
 	printf 'echo hi\n' >"$T/script"
 	chmod 0644 "$T/script"
@@ -226,6 +243,7 @@ makefile_applets() {
 	assert_output 0
 }
 
+# bats test_tags=lockkind
 @test "exit 127: the command is not found" {
 	run -127 --separate-stderr "$LOCKBOX" slots "$F" 1 lockbox-no-such-command
 	assert_stderr "slots: cannot run 'lockbox-no-such-command': No such file or directory"
@@ -235,6 +253,7 @@ makefile_applets() {
 	assert_output 0
 }
 
+# bats test_tags=lockkind,wait
 @test "options stop at the first positional: the command's options are its own" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 sh -c 'echo "$@"' sh -q -w 1 -E 3 --json
 	assert_output "-q -w 1 -E 3 --json"
@@ -246,6 +265,7 @@ makefile_applets() {
 
 # --- bad input: one line (+ the Try line), 125, nothing created -------
 
+# bats test_tags=lockkind
 @test "bad MAX is a usage error and creates nothing" {
 	local max
 	for max in 0 -1 abc 3abc 2.5 '' 99999999999999999999 10001 ' 2' +2 0x2; do
@@ -255,6 +275,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "bad input leaves an existing lock file unchanged" {
 	run -0 "$LOCKBOX" slots "$F" 3 true
 	local before bad nl=$'\n'
@@ -281,11 +302,13 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "the largest MAX is accepted" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 10000 sh -c "$SHOW_SLOT"
 	assert_output 1
 }
 
+# bats test_tags=lockkind,wait
 @test "missing arguments are usage errors" {
 	expect_usage "missing LOCKFILE" slots
 	expect_usage "missing MAX" slots "$F"
@@ -297,6 +320,7 @@ makefile_applets() {
 	expect_usage "missing COMMAND" mutex "$F" --
 }
 
+# bats test_tags=lockkind
 @test "a lock path in a missing directory: one line, 125, nothing created" {
 	local applet
 	for applet in slots mutex; do
@@ -307,6 +331,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind,wait
 @test "bad -w durations are usage errors" {
 	local dur
 	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d; do
@@ -318,6 +343,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind,wait
 @test "good -w durations are accepted" {
 	local dur
 	for dur in 0 5 .5 1.5s 250ms 1m 1h30m 2d; do
@@ -326,6 +352,7 @@ makefile_applets() {
 	done
 }
 
+# bats test_tags=lockkind
 @test "bad -E codes are usage errors" {
 	local code
 	for code in 256 300 -1 abc '' 1.5 0x1 +1 ' 1' 99999999999999999999; do
@@ -335,6 +362,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "unknown options and misplaced words are usage errors" {
 	expect_usage "invalid option '-z'" slots -z "$F" 2 true
 	expect_usage "invalid option '--bogus'" slots --bogus "$F" 2 true
@@ -355,6 +383,7 @@ makefile_applets() {
 
 # --- postgresql:// targets, with or without the backend ------------------
 
+# bats test_tags=lockkind
 @test "a postgresql:// target no server answers: 125, even with -E 0" {
 	# port 1 on the loopback: refused at once where the backend is built;
 	# a build without libpq says so; neither is ever a quiet skip
@@ -364,6 +393,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "no secret of a postgresql:// URL is ever printed, even when no server answers" {
 	local url='postgresql://u:pw1@127.0.0.1:1/db?password=pw2&sslpassword=pw3&%70assword=pw4&lock=x&application_name=a@b'
 	local shown='postgresql://u:***@127.0.0.1:1/db?password=***&sslpassword=***&%70assword=***&lock=x&application_name=a@b'
@@ -382,6 +412,7 @@ Try 'lockbox adaptive --help'."
 
 # --- messages quote what they were given on one line, escaped ---------
 
+# bats test_tags=lockkind,wait
 @test "control bytes and newlines in arguments are escaped in messages, one line each" {
 	run -125 --separate-stderr "$LOCKBOX" slots -w $'1\x01\e[31m' "$F" 2 true
 	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m'
@@ -401,6 +432,7 @@ Try 'lockbox slots --help'."
 
 # --- licence ----------------------------------------------------------
 
+# bats test_tags=lockkind
 @test "the tree has a LICENSE and every source file names it by SPDX id" {
 	[[ -n ${LOCKBOX_SRCDIR:-} && -f $LOCKBOX_SRCDIR/Makefile.am ]] ||
 		skip "needs the source tree (LOCKBOX_SRCDIR)"
@@ -420,6 +452,7 @@ to_full() {
 	"$@" >/dev/full
 }
 
+# bats test_tags=lockkind
 @test "stdout on a full disk: every applet's printing path that returns fails 125 with one message" {
 	local out
 	run -0 "$LOCKBOX" slots "$F" 2 true

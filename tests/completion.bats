@@ -5,6 +5,7 @@
 # With the bash-completion framework when it is installed, and without.
 
 load test_helper
+# bats file_tags=packaging
 
 setup() {
 	lockbox_setup
@@ -64,6 +65,7 @@ framework() {
 	assert_success
 }
 
+# bats test_tags=lockkind
 @test "completion: applets and lockbox's own options" {
 	run complete_words lockbox ''
 	assert_success
@@ -72,6 +74,7 @@ framework() {
 	assert_output slots
 }
 
+# bats test_tags=lockkind,wait
 @test "completion: each applet's options come from its --help" {
 	run complete_words slots --w
 	assert_output --wait
@@ -89,6 +92,7 @@ framework() {
 	assert_line none
 }
 
+# bats test_tags=lockkind,wait
 @test "completion: subcommands, lock files and the command" {
 	cd "$T"
 	: >job.lock
@@ -122,6 +126,7 @@ framework() {
 	assert_output basename
 }
 
+# bats test_tags=lockkind
 @test "completion: the command's own words go to its completion" {
 	framework
 	cd "$T"
@@ -129,6 +134,7 @@ framework() {
 	assert_line --all
 }
 
+# bats test_tags=lockkind
 @test "completion: adaptive status completes the atoms of the state directory" {
 	mkdir "$T/state"
 	"$LOCKBOX" adaptive -q -d "$T/state" nightly-sync true
@@ -155,6 +161,7 @@ framework() {
 	assert_output nightly-sync
 }
 
+# bats test_tags=lockkind,wait
 @test "completion: with the bash-completion framework too" {
 	framework
 	cd "$T"
@@ -167,6 +174,7 @@ framework() {
 	assert_output basename
 }
 
+# bats test_tags=lockkind,privilege
 @test "completion: bash-completion loads it on demand for lockbox and each applet" {
 	framework
 	local d=$T/.local/share/bash-completion/completions a

@@ -5,6 +5,7 @@
 # the cron lines run under cron's PATH against an installed lockbox.
 
 load test_helper
+# bats file_tags=packaging
 
 setup() {
 	lockbox_setup
@@ -33,6 +34,7 @@ man_literals() {
 	done
 }
 
+# bats test_tags=lockkind
 @test "examples: each line of the cron file has a user and names its programs by path" {
 	local line n=0
 	while IFS= read -r line; do
@@ -45,6 +47,7 @@ man_literals() {
 	assert_equal "$n" 4
 }
 
+# bats test_tags=lockkind
 @test "examples: systemd-analyze verify accepts the units" {
 	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
 	local f bin=/usr/bin
@@ -69,6 +72,7 @@ man_literals() {
 	grep -q '^Persistent=true$' lockbox-example-sync.timer
 }
 
+# bats test_tags=lockkind,privilege
 @test "examples: the cron lines run as printed under cron's PATH" {
 	[[ -x /usr/bin/lockbox && -L /usr/bin/slots ]] || skip "lockbox is not installed in /usr/bin"
 	local line cmd n=0 made=() p

@@ -5,6 +5,7 @@
 # and writing, and --path, which proves the fd is the file a path names.
 
 load test_helper
+# bats file_tags=lockkind
 
 # fd_holding_3: FD3 holds slot 3 of $F, alone (slots 1 and 2 taken and
 # given back), with the file's bytes in BEFORE.
@@ -33,6 +34,7 @@ only_slot_3() {
 	assert_equal "$(sha "$F")" "$BEFORE"
 }
 
+# bats test_tags=wait
 @test "acquire --fd on an fd that holds a slot above MAX takes no second slot and keeps its record" {
 	need_ofd
 	fd_holding_3
@@ -59,6 +61,7 @@ only_slot_3() {
 	exec {FD3}>&-
 }
 
+# bats test_tags=wait
 @test "acquire --fd refuses a write-only fd (9>>F, 9>F) and a read-only one, changing nothing" {
 	need_ofd
 	local w before
@@ -153,6 +156,7 @@ to_full() {
 	"$@" >/dev/full
 }
 
+# bats test_tags=wait
 @test "acquire --fd with stdout on a full disk: 125, and the slot just taken is given back" {
 	need_ofd
 	local fd

@@ -5,6 +5,7 @@
 # deleted, and uninstall leaves nothing of lockbox behind.
 
 load test_helper
+# bats file_tags=packaging
 
 setup() {
 	lockbox_setup
@@ -24,6 +25,7 @@ mkvar() {
 		--eval="lb-print-var: ; @echo \$($1)" lb-print-var
 }
 
+# bats test_tags=lockkind
 @test "install: the applet links point at lockbox, uninstall removes everything it made" {
 	local bindir comp pkgdata pkglibexec a
 	bindir=$D$(mkvar bindir)
@@ -55,6 +57,7 @@ mkvar() {
 	[[ ! -e $pkglibexec ]]
 }
 
+# bats test_tags=lockkind,privilege
 @test "install: a file lockbox did not put there is neither replaced nor deleted" {
 	local bindir comp
 	bindir=$D$(mkvar bindir)

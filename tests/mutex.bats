@@ -5,6 +5,7 @@
 # list and --json, acquire/release --fd from bash, and mutex F = slots F 1.
 
 load test_helper
+# bats file_tags=lockkind
 
 # A holder age as lockbox prints it: 850ms, 42s, 3m12s.
 AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
@@ -71,6 +72,7 @@ busy_re() {
 Try 'lockbox mutex --help'."
 }
 
+# bats test_tags=wait
 @test "-w times out with 75 and says so, naming the holder" {
 	hold_sleep mutex "$F"
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
@@ -80,6 +82,7 @@ Try 'lockbox mutex --help'."
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=wait
 @test "-w takes the lock as soon as the holder goes" {
 	hold_sleep mutex "$F"
 	# shellcheck disable=SC2016 # expanded by the child shell
@@ -94,6 +97,7 @@ Try 'lockbox mutex --help'."
 	assert_equal "$(cat "$T/ran")" 1
 }
 
+# bats test_tags=privilege
 @test "check, list and --json while held and after" {
 	hold_sleep mutex "$F"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
@@ -177,6 +181,7 @@ Try 'lockbox mutex --help'."
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=privilege
 @test "mutex F -- check runs a command named check" {
 	mkdir "$T/bin"
 	# shellcheck disable=SC2016 # expanded by the child shell
@@ -189,6 +194,7 @@ Try 'lockbox mutex --help'."
 	assert_output 0
 }
 
+# bats test_tags=wait
 @test "usage errors: 125 and two lines" {
 	run -125 --separate-stderr "$LOCKBOX" mutex
 	assert_equal "$stderr" "mutex: missing LOCKFILE
@@ -216,6 +222,7 @@ blocked_in_queue() {
 		END { print n + 0 }' /proc/locks) == $2))
 }
 
+# bats test_tags=wait
 @test "-w waiters are served in arrival order; a stopped one goes to the back, a killed one's place is skipped" {
 	hold_sleep mutex "$F"
 	local name pids=() i
@@ -276,6 +283,7 @@ blocked_on_slot() {
 		END { exit n ? 0 : 1 }' /proc/locks
 }
 
+# bats test_tags=wait
 @test "-w behind a holder that ended unreaped while its child keeps the lock: a lock request, not a spin" {
 	need_ofd	# a classic POSIX lock is not inherited: the child would not hold it
 	# perl runs the holder and never reaps it: the recorded holder stays a
@@ -301,6 +309,7 @@ blocked_on_slot() {
 # a job (which inherited the fd) and closes its own copy after a waiter
 # has set its watches; the shell, still the recorded holder, lives on. The
 # waiter must take the lock as the job ends, not when the shell does.
+# bats test_tags=wait
 @test "-w: a lock left to a job by the shell that took it is taken as the job ends" {
 	need_ofd	# --fd needs open file description locks
 	mkfifo "$T/close"
@@ -347,6 +356,7 @@ header_gen() {
 # wait (for the header, held here by another process) gets the same fd
 # numbers and the same first bell byte. LOCKBOX_TEST_RING_DELAY makes the
 # thread wait 2 s between its decision and its write (see wait.c).
+# bats test_tags=wait
 @test "-w: a futex thread cancelled as it rings never grants a later wait its lock" {
 	need_ofd	# the count the thread waits on moves at release --fd
 	[[ ${LOCKBOX_TEST_FUTEX:-} != off ]] || skip "no futex thread: LOCKBOX_TEST_FUTEX=off"
@@ -393,6 +403,7 @@ header_waited_for() {
 		END { exit n ? 0 : 1 }' /proc/locks
 }
 
+# bats test_tags=wait
 @test "-w behind a waiter that is stopped (SIGSTOP): passed once the lock is free, the stopped one served when continued" {
 	hold_sleep mutex "$F"
 	local a b t0
@@ -419,6 +430,7 @@ header_waited_for() {
 	assert_equal "$(paste -sd' ' "$T/order")" "B A"
 }
 
+# bats test_tags=wait
 @test "-w behind running waiters keeps their order; a timeout there names the holder, not the header" {
 	hold_sleep mutex "$F"
 	local a
@@ -443,6 +455,7 @@ header_waited_for() {
 
 # --- locks that lockbox did not take ----------------------------------------
 
+# bats test_tags=wait
 @test "a foreign lockf(3) lock on the whole file is one holder, named, and refuses a run at once with 75" {
 	# a run that has ended leaves its record behind
 	run -0 "$LOCKBOX" mutex "$F" true
@@ -475,6 +488,7 @@ past_seconds() {
 	((SECONDS - $1 >= $2))
 }
 
+# bats test_tags=wait
 @test "-w behind a foreign lockf(3) lock waits past the stuck bound and takes the lock as soon as it goes" {
 	local t0
 	run -0 "$LOCKBOX" mutex "$F" true

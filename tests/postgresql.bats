@@ -114,6 +114,7 @@ hold() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=privilege
 @test "check, list and --json" {
 	LOCKBOX_HOST=host-a hold mutex "$U"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" check
@@ -138,6 +139,7 @@ hold() {
 	run -0 "$LOCKBOX" mutex "$U" true
 }
 
+# bats test_tags=wait
 @test "-w: the waiter takes the slot as soon as the holder dies, queued on the server" {
 	hold mutex "$U"
 	# shellcheck disable=SC2016 # expanded by the child shell
@@ -152,6 +154,7 @@ hold() {
 	assert_equal "$(cat "$T/ran")" 1
 }
 
+# bats test_tags=wait
 @test "-w with several slots: any freed slot wakes the waiter; a timeout says so" {
 	hold slots "$U" 2
 	local a=$HOLD_PID
@@ -191,6 +194,7 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 	assert_output 0
 }
 
+# bats test_tags=privilege
 @test "server restart: the command gets SIGTERM; the lock is free once the server is back" {
 	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||
 		skip "restarting needs the cluster's directory (LOCKBOX_PG_DIR from tools/pg-cluster)"
@@ -225,6 +229,7 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 Try 'lockbox mutex --help'."
 }
 
+# bats test_tags=wait
 @test "unreachable server: 125, never turned into a skip by -E" {
 	local port
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -299,6 +304,7 @@ Try 'lockbox mutex --help'."
 	rm "$T/.standby"
 }
 
+# bats test_tags=privilege
 @test "a pooler (PgBouncer, transaction pooling) is refused" {
 	local bouncer
 	bouncer=$(type -P pgbouncer || ls /usr/sbin/pgbouncer 2>/dev/null) ||
@@ -353,6 +359,7 @@ echo $# >>"$d/counts"
 rm -f "$d/in.$$"
 rmdir "$d/slot.$LOCKBOX_SLOT"'
 
+# bats test_tags=wait
 @test "ten hosts looping on slots URL 4 never run more than 4 at once" {
 	local d=$T/sim i pids=() rounds=15
 	mkdir "$d"

@@ -67,6 +67,7 @@ magic_file() {
 	assert [ -L "$T/link" ]
 }
 
+# bats test_tags=lockkind
 @test "a symlink to an existing file is not followed: the file is unchanged" {
 	printf 'precious data\n' >"$T/target"
 	ln -s "$T/target" "$T/link"
@@ -114,6 +115,7 @@ magic_file() {
 	done
 }
 
+# bats test_tags=lockkind
 @test "an empty existing file is adopted" {
 	: >"$F"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
@@ -122,6 +124,7 @@ magic_file() {
 	assert_output "lockbox lock v1"
 }
 
+# bats test_tags=lockkind
 @test "a new lock file is created 0600, for its owner only, whatever the umask" {
 	run -0 sh -c 'umask 022 && exec "$@"' sh "$LOCKBOX" slots "$F" 1 true
 	assert_equal "$(stat -c %a "$F")" 600
@@ -131,6 +134,7 @@ magic_file() {
 	assert_equal "$(stat -c %a "$T/private")" 600
 }
 
+# bats test_tags=lockkind,wait
 @test "a corrupt header (magic intact) still works and never hangs" {
 	local fill lf
 	for fill in zero ff text; do
@@ -159,6 +163,7 @@ magic_file() {
 	done
 }
 
+# bats test_tags=lockkind
 @test "garbage holder records are never trusted over the locks" {
 	{
 		printf 'lockbox lock v1\n'
@@ -181,6 +186,7 @@ magic_file() {
 	assert_output 1
 }
 
+# bats test_tags=lockkind
 @test "a slot locked by a foreign program is held, by that program, named" {
 	need_lockhold
 	# a header and no records: the lock byte of slot 1 is locked with no
@@ -202,6 +208,7 @@ magic_file() {
 	assert_output 1
 }
 
+# bats test_tags=lockkind,privilege
 @test "check and list on a read-only file work for another user" {
 	need_root_and_nobody
 	local d before
@@ -226,6 +233,7 @@ magic_file() {
 	assert_equal "$(stat -c %u:%a "$lf")" 0:444
 }
 
+# bats test_tags=lockkind,privilege
 @test "check and list of a missing file, as another user: 0, nothing, not created" {
 	need_root_and_nobody
 	local d
@@ -246,6 +254,7 @@ magic_file() {
 
 # --- read access is enough to block a lock: foreign read locks -------------
 
+# bats test_tags=lockkind
 @test "a foreign read lock on the whole header refuses a run at once with 75, named; check and list show it" {
 	need_lockhold
 	start_holder "$F" 3
@@ -268,6 +277,7 @@ magic_file() {
 	assert_output 2
 }
 
+# bats test_tags=lockkind,privilege
 @test "a user who may only read the lock file can block it: the run is refused at once, naming that user's process" {
 	need_root_and_nobody
 	local d lf
@@ -287,6 +297,7 @@ magic_file() {
 	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"read\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
 }
 
+# bats test_tags=lockkind
 @test "a foreign read lock on a slot's byte: that slot is its holder's, named, in check, list and refusals" {
 	need_lockhold
 	run -0 "$LOCKBOX" slots "$F" 2 true
@@ -303,6 +314,7 @@ magic_file() {
 	assert_output 2
 }
 
+# bats test_tags=lockkind
 @test "a classic POSIX read lock on a slot's byte (lockf) is named the same way" {
 	run -0 "$LOCKBOX" slots "$F" 2 true
 	foreign_lockf sh "$F" 1 4096
@@ -323,6 +335,7 @@ stuck_header() {
 	kill -STOP "$LOCKHOLD_PID"
 }
 
+# bats test_tags=lockkind,wait
 @test "a header locked by a stopped process: slots gives up with 125, not hanging" {
 	stuck_header
 	local t0 t1
@@ -341,6 +354,7 @@ stuck_header() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "a header locked by a stopped process: check and list still answer" {
 	stuck_header
 	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" check
@@ -349,6 +363,7 @@ stuck_header() {
 	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
 }
 
+# bats test_tags=lockkind,privilege,wait
 @test "a header locked by a stopped process: a short -w times out, blaming the header" {
 	stuck_header
 	run -75 --separate-stderr timeout 30 "$LOCKBOX" slots -w 2 "$F" 2 touch "$T/ran"
@@ -369,6 +384,7 @@ shared_pool() {
 	start_holder_with mutex "$F"
 }
 
+# bats test_tags=lockkind,wait
 @test "a read lock on the queue's tickets by a user who may only read: -w gives 75 at once, naming it" {
 	shared_pool
 	lockhold_ro "$F" 4294967296 0
@@ -398,6 +414,7 @@ shared_pool() {
 	assert_output GOT
 }
 
+# bats test_tags=lockkind,wait
 @test "a read lock on the tickets after the head's: the second waiter gives 75 at once; the head is served" {
 	shared_pool
 	# shellcheck disable=SC2016 # expanded by the child shell
@@ -415,6 +432,7 @@ shared_pool() {
 	assert_equal "$(cat "$T/head")" HEAD
 }
 
+# bats test_tags=lockkind,wait
 @test "a read lock on the queue's join byte by a user who may only read: -w gives 75 at once, naming it" {
 	shared_pool
 	lockhold_ro "$F" 4294967295 1
@@ -435,6 +453,7 @@ shared_pool() {
 	assert_equal "$REAP_STATUS" 0
 }
 
+# bats test_tags=lockkind,wait
 @test "a forged ticket count (2^63-1, 2^64-1) starts a fresh queue: waiters join and are served in order" {
 	local v a b
 	for v in 0x7fffffffffffffff 0xffffffffffffffff 0x1000000000000; do
@@ -472,6 +491,7 @@ start_named_holder() {
 	wait_for holder_ready "$marker" "$HOLDER_PID"
 }
 
+# bats test_tags=lockkind
 @test "commands with bad UTF-8, a cut character, a newline or ESC: valid JSON, one line each, no ESC" {
 	local e2
 	# 'é' is two bytes: with one prefix byte or two, the record's cut
@@ -496,6 +516,7 @@ start_named_holder() {
 	valid_json <<<"$output"
 }
 
+# bats test_tags=lockkind
 @test "a crafted start time in a record: no overflow, an age, statuses from the table" {
 	start_holder "$F" 2
 	# the record of slot 1 at 4096: wall and boot start times (bytes 16
@@ -523,6 +544,7 @@ records_whole() {
 	((size >= 4096 && (size - 4096) % 256 == 0))
 }
 
+# bats test_tags=lockkind
 @test "a lock file with a cut record: counted right, cut back to whole records, never overrun" {
 	local cut
 	for cut in 1 4 100 255; do
@@ -550,6 +572,7 @@ records_whole() {
 # lockbox did not create gets a header only when nobody else could have put
 # it there for root to write into.
 
+# bats test_tags=lockkind,privilege,wait
 @test "a zero-size file of /proc is refused and never written: the hostname stays" {
 	((EUID == 0)) || skip "needs root for a UTS namespace of its own"
 	command -v unshare >/dev/null || skip "needs unshare"
@@ -575,6 +598,7 @@ mutex: /proc/sys/kernel/hostname: $msg
 mutex: /proc/sys/kernel/hostname: $fdmsg"
 }
 
+# bats test_tags=lockkind,wait
 @test "a zero-size file of /sys is refused, also by check" {
 	local f
 	for f in /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/profiling \
@@ -610,6 +634,7 @@ not_adopted() {
 	assert_output 0
 }
 
+# bats test_tags=lockkind,privilege
 @test "an empty file owned by another user, or with another link, is not adopted" {
 	: >"$F"
 	chown 65534 "$F" 2>/dev/null || skip "cannot give a file away"
@@ -636,6 +661,7 @@ not_adopted() {
 	assert_output "lockbox lock v1"
 }
 
+# bats test_tags=lockkind,privilege
 @test "an empty file anyone may write, in a sticky shared directory, is not adopted" {
 	mkdir "$T/shared"
 	chmod 1777 "$T/shared"
@@ -652,6 +678,7 @@ not_adopted() {
 	assert_output "lockbox lock v1"
 }
 
+# bats test_tags=lockkind,privilege
 @test "a user's own empty file in a sticky directory is adopted" {
 	need_root_and_nobody
 	local d
@@ -669,6 +696,7 @@ not_adopted() {
 # hold: a lock file is for its owner unless made to be shared (--mode), and
 # a record keeps the command's name, not its arguments (--record-args).
 
+# bats test_tags=lockkind,privilege
 @test "--mode gives a new lock file exactly that mode, and leaves an existing one alone" {
 	run -0 sh -c 'umask 077 && exec "$@"' sh "$LOCKBOX" slots --mode 0664 "$F" 2 true
 	assert_equal "$(stat -c %a "$F")" 664
@@ -681,6 +709,7 @@ not_adopted() {
 	assert_equal "$(stat -c %a "$T/shared")" 666
 }
 
+# bats test_tags=lockkind,privilege
 @test "--mode takes octal permissions the owner can read and write, and only where a file is made" {
 	local bad
 	for bad in 0444 0200 8 0x1b6 rw-r--r-- 04600 01666 '' 00000600; do
@@ -695,6 +724,7 @@ not_adopted() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind,privilege
 @test "a pool made with --mode 0666 is shared with another user; a default one is not" {
 	need_root_and_nobody
 	local d
@@ -708,6 +738,7 @@ not_adopted() {
 	assert_stderr "mutex: $d/private.lock: Permission denied"
 }
 
+# bats test_tags=lockkind
 @test "a record keeps the command's name, not its arguments; --record-args keeps them" {
 	start_holder_with slots "$F" 2 env SECRET=hunter2
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
@@ -737,6 +768,7 @@ not_adopted() {
 	stop_pid "$HOLDER_PID"
 }
 
+# bats test_tags=lockkind,privilege
 @test "--record-args goes with COMMAND or acquire" {
 	run -125 --separate-stderr "$LOCKBOX" slots --record-args "$F" list
 	assert_stderr "slots: --record-args goes with COMMAND or acquire"$'\n'"Try 'lockbox slots --help'."
@@ -774,6 +806,7 @@ flipper() {
 	' "$@"
 }
 
+# bats test_tags=lockkind,privilege
 @test "a path flipped between file, symlink and nothing by another user: nothing outside is made or written" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	need_root_and_nobody
@@ -821,6 +854,7 @@ flipper() {
 	assert_equal "$(stat -c %u:%s "$d/bait/file")" 65534:0
 }
 
+# bats test_tags=lockkind,privilege
 @test "the library refuses a FIFO, a symlink and another user's file in a sticky directory, without blocking" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	need_root_and_nobody
@@ -858,6 +892,7 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 
 # --- item: adaptive signals only the processes that hold the atom's lock
 
+# bats test_tags=lockkind
 @test "adaptive: a forged run naming a process that has the state file open, unlocked, never signals it" {
 	need_lockhold
 	local d=$T/state victim vstart f
@@ -882,6 +917,7 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 	assert_equal "$(awk '{ print $3 }' "/proc/$victim/stat")" S
 }
 
+# bats test_tags=lockkind,privilege
 @test "adaptive: a state directory others can write to is refused, 125, nothing created" {
 	local d=$T/open
 	mkdir "$d"
@@ -902,6 +938,7 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
 }
 
+# bats test_tags=lockkind,privilege
 @test "adaptive: another user's state file in a sticky directory, or their directory, is refused" {
 	need_root_and_nobody
 	local d f before
@@ -946,6 +983,7 @@ records_sha() {
 	printf '%s %s\n' "$(tail -c +4097 "$1" | sha256sum)" "$(stat -c %s "$1")"
 }
 
+# bats test_tags=lockkind,privilege
 @test "slots and mutex under a file size limit: 125 'File too large', no partial record" {
 	local applet args before
 	for applet in slots mutex; do
@@ -970,6 +1008,7 @@ records_sha() {
 	done
 }
 
+# bats test_tags=lockkind,privilege
 @test "adaptive under a file size limit: 125 'File too large'; a full log is reported once, the run goes on" {
 	local d=$T/state f before
 	run -125 --separate-stderr prlimit --fsize=4096 "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
@@ -992,6 +1031,7 @@ records_sha() {
 	assert_equal "$(stat -c %s "$T/log")" 8192
 }
 
+# bats test_tags=lockkind,privilege
 @test "under a file size limit, the command still gets SIGXFSZ as lockbox got it" {
 	local big=$T/big
 	# shellcheck disable=SC2016 # for the command's own sh
@@ -1016,6 +1056,7 @@ records_sha() {
 
 # --- item: adaptive's log is a regular file; an expiry never half-blind; status prints safely
 
+# bats test_tags=lockkind
 @test "adaptive --log: a FIFO, a symlink, a directory or a device is refused at once, 125" {
 	local target=$T/target
 	mkfifo "$T/fifo"
@@ -1059,6 +1100,7 @@ only_std_fds() {
 	exec "$@"
 }
 
+# bats test_tags=lockkind,privilege
 @test "adaptive: out of descriptors while expiring, nobody is signalled: 125, said and logged" {
 	local d=$T/state m=$T/job pid
 	# a job of nine processes, each holding the lock (they inherit it)
@@ -1083,6 +1125,7 @@ only_std_fds() {
 	done < <(cat "$m" "$m.pids")
 }
 
+# bats test_tags=lockkind
 @test "adaptive status and messages print names from a forged state file without escapes" {
 	local d=$T/state f evil
 	evil=$'\e]0;owned\a\e[31mred\nline two \xc2\x9b31m \xff'
@@ -1117,6 +1160,7 @@ no_temp() {
 	assert_output ""
 }
 
+# bats test_tags=lockkind,privilege
 @test "a new lock file whose header cannot be written is not left behind (ulimit -f)" {
 	local applet args
 	for applet in slots mutex; do
@@ -1141,6 +1185,7 @@ no_temp() {
 	assert_equal "$(head -c 16 "$F")" "lockbox lock v1"
 }
 
+# bats test_tags=lockkind,privilege
 @test "on a full disk nothing is left: no new file, an adopted empty file stays empty" {
 	((EUID == 0)) || skip "needs root to mount a small file system"
 	command -v mke2fs >/dev/null || skip "needs mke2fs"
@@ -1180,6 +1225,7 @@ no_temp() {
 	assert_equal "$entries" "empty fill lost+found"
 }
 
+# bats test_tags=lockkind,wait
 @test "creators racing for a missing file end with one valid file, all of them using it" {
 	local i
 	# shellcheck disable=SC2016 # for the command's own sh
@@ -1250,6 +1296,7 @@ C
 	[[ -e $T/seen ]] || skip "LD_PRELOAD does not reach $LOCKBOX (a static binary?)"
 }
 
+# bats test_tags=lockkind
 @test "a header write cut short is finished, or fails with its own errno and leaves nothing" {
 	short_write_lib
 	# cut short, then finished: a whole header, the run goes on
@@ -1271,6 +1318,7 @@ C
 	assert_equal "$(stat -c %s "$F")" 0
 }
 
+# bats test_tags=lockkind,privilege
 @test "a setgid lockbox ignores LOCKBOX_PG_HELPER, LOCKBOX_DIR, XDG_STATE_HOME and HOME from its caller" {
 	need_root_and_nobody
 	getent group daemon >/dev/null || skip "needs a group daemon"
@@ -1313,6 +1361,7 @@ C
 	refute_output --partial "$d/evil"
 }
 
+# bats test_tags=lockkind,privilege
 @test "--record-args: a job's arguments stay readable after it ended, until its slot is taken again (as documented)" {
 	need_root_and_nobody
 	local d f

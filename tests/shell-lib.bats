@@ -75,6 +75,7 @@ start_hold() {
 	fi
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "lockbox --shell-lib prints the library's path, in a build tree the build tree's copy" {
 	run -0 --separate-stderr "$LOCKBOX" --shell-lib
@@ -110,6 +111,7 @@ scenario_busy_then_kill() {
 	stop_pid "$HOLD_PID"
 }
 
+# bats test_tags=lockkind
 @test "a second copy fails fast with 75; after SIGKILL of the first, the next copy gets it" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_busy_then_kill
@@ -129,6 +131,7 @@ scenario_kill_with_child() {
 	start_hold
 }
 
+# bats test_tags=lockkind
 @test "after SIGKILL, a child that inherited the fd keeps the lock until it exits" {
 	need_ofd
 	both scenario_kill_with_child
@@ -154,6 +157,7 @@ EOF
 	assert_output 0
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "a script's EXIT trap set before acquiring: both it and the release run, status kept" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -187,6 +191,7 @@ EOF
 	assert_output 0
 }
 
+# bats test_tags=lockkind
 @test "a script's EXIT trap set after acquiring: both it and the release run" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_own_trap_after
@@ -213,6 +218,7 @@ EOF
 	assert_output 0
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "a script's EXIT trap that calls exit, and trap - EXIT, keep the release" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -247,6 +253,7 @@ EOF
 	run -0 "$LOCKBOX" mutex "$F" true
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "release_mutex, and exit, free the lock although a background child has the fd" {
 	need_ofd
@@ -278,6 +285,7 @@ EOF
 	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID [0-9]+ "
 }
 
+# bats test_tags=lockkind
 @test "release_mutex in a subshell keeps the parent's lock; without holding it is a no-op" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_subshell_release
@@ -309,6 +317,7 @@ EOF
 	assert_regex "$(tail -n 1 "$err")" '^waitfor: attempt [0-9]+ succeeded$'
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "waitfor TIMEOUT INTERVAL mutex acquire waits and takes the lock within one interval" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -336,6 +345,7 @@ EOF
 	assert_regex "${stderr##*$'\n'}" '^waitfor: gave up after 1s \([0-9]+ attempts\); last status 75$'
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "waitfor gives up with 75 when the holder outlives the timeout" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -372,6 +382,7 @@ waitfor: cannot run 'nosuchcommand': No such file or directory"
 	both scenario_waitfor_args
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "waitfor's usage messages are the applet's" {
 	"$LOCKBOX" --list | grep -qx waitfor || skip "no waitfor applet in this build"
@@ -428,6 +439,7 @@ EOF
 	assert_equal "$stderr" "slots: $F.slots: held (PID $SPAWN_PID)"
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "acquire_slot sets LOCKBOX_SLOT; release_slot; several locks at once" {
 	need_ofd
@@ -453,6 +465,7 @@ EOF
 	assert_equal "$stderr" ""
 }
 
+# bats test_tags=lockkind
 @test "the holder recorded is the shell that called the function" {
 	need_ofd
 	both scenario_holder_pid
@@ -489,6 +502,7 @@ EOF
 Try 'lockbox mutex --help'."
 }
 
+# bats test_tags=lockkind,privilege,wait
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "refusals: symlink, FIFO, a foreign file, a missing directory, bad usage" {
 	need_ofd
@@ -524,11 +538,13 @@ EOF
 	assert_output 1
 }
 
+# bats test_tags=lockkind,privilege,wait
 @test "the default lock file: LOCKBOX_MUTEX_FILE, else one named for the script" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_default_file
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "200 concurrent scripts count exactly to 200" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -605,6 +621,7 @@ EOF
 	assert_equal "$stderr" ""
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "waitfor's locals do not shadow the variables of the function it retries" {
 	both scenario_waitfor_scope
@@ -629,6 +646,7 @@ EOF
 waitfor: gave up after 0ms (1 attempt); last status 1"
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "waitfor with a TIMEOUT of 0 tries exactly once, as the applet does" {
 	both scenario_waitfor_zero
@@ -665,6 +683,7 @@ after 2|x|x y z"
 	assert_output 0
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "the script's own EXIT trap keeps \$1, \$# and \$@ when the library runs it" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -699,6 +718,7 @@ EOF
 	assert_equal "${lines[*]}" "1 0 slot 1 slot 1 1 0"
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "x.lock, ./x.lock and a path through a symlinked directory are one lock" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -737,6 +757,7 @@ EOF
 	assert_equal "${lines[*]}" "1 released 0 0 0 unheld 0 1"
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "a held file released by another of its names (a hard link, a moved file) is released" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -765,12 +786,14 @@ EOF
 mutex: $(re_quote "$F"): fd [0-9]+ holds slot 3 already, not the mutex's slot 1; release it first\$"
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "a slot held above a smaller MAX, or as a mutex, is refused, never taken twice" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_held_slot_above
 }
 
+# bats test_tags=lockkind,wait
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "sourced from dash or sh, the library says it needs bash and returns 125" {
 	command -v dash >/dev/null || skip "no dash here"
@@ -828,6 +851,7 @@ got"
 Try 'lockbox slots --help'."
 }
 
+# bats test_tags=lockkind,privilege,wait
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "acquire_mutex -w DUR waits in the kernel, then takes the lock or gives up with 75" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -863,12 +887,14 @@ EOF
 	assert [ ! -e "$T/symlink.$MODE" ]
 }
 
+# bats test_tags=lockkind,privilege
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "a lock file swapped between the library's check and its open is refused (--path)" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_swapped
 }
 
+# bats test_tags=lockkind,privilege,wait
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "a library holder is named for its script, not bash, and never with its arguments" {
 	need_ofd	# the library locks the fd its shell opened: --fd
@@ -932,12 +958,14 @@ EOF
 	assert_equal "$stderr" ""
 }
 
+# bats test_tags=lockkind,wait
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
 @test "mutex FILE list|check, mutex [-w DUR] FILE COMMAND and acquire --fd in a script are the program's" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_mutex_program_forms
 }
 
+# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "inherited through set -a or export -f, or with a guard in the environment, the library still locks" {
 	need_ofd	# the library locks the fd its shell opened: --fd

@@ -5,6 +5,7 @@
 # messages, waiting, killed holders, mixed MAX, and --fd from a shell.
 
 load test_helper
+# bats file_tags=lockkind
 
 # busy_pids PID...: "PID 7" or "PIDs 7, 9" as the busy messages list them.
 busy_pids() {
@@ -135,6 +136,7 @@ for x in v:
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=wait
 @test "-q silences the busy message, not the status" {
 	start_holder "$F" 1
 	run -75 --separate-stderr "$LOCKBOX" slots -q "$F" 1 touch "$T/ran"
@@ -155,6 +157,7 @@ for x in v:
 	assert_stderr "slots: $F: took slot 2 of 4"
 }
 
+# bats test_tags=wait
 @test "-E CODE with a wait that times out" {
 	start_holder "$F" 1
 	run -7 --separate-stderr "$LOCKBOX" slots -E 7 -w 200ms "$F" 1 touch "$T/ran"
@@ -164,6 +167,7 @@ for x in v:
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=wait
 @test "-w waits and takes the slot a holder frees" {
 	start_holder "$F" 1
 	local holder=$HOLDER_PID
@@ -194,6 +198,7 @@ older_than() {
 	[[ -n $age ]] && awk -v a="$age" -v s="$3" 'BEGIN { exit !(a >= s) }'
 }
 
+# bats test_tags=wait
 @test "-w: a waiter's age in list counts from when it took the slot, not from when it began to wait" {
 	start_holder "$F" 1
 	local holder=$HOLDER_PID age
@@ -211,6 +216,7 @@ older_than() {
 	awk -v a="$age" 'BEGIN { exit !(a < 2) }'
 }
 
+# bats test_tags=wait
 @test "-w times out with 75 and the timed-out message" {
 	local a b t0 t1
 	start_holder "$F" 2
@@ -246,6 +252,7 @@ older_than() {
 	assert_output "${slot[1]}"
 }
 
+# bats test_tags=wait
 @test "a waiter takes the slot of a SIGKILLed holder" {
 	local a b
 	start_holder "$F" 2
@@ -500,6 +507,7 @@ older_than() {
 	assert_output 2
 }
 
+# bats test_tags=wait
 @test "mutex busy message names the holder's PID, command and age" {
 	spawn_sleeper mutex "$F"
 	local m=$SLEEPER_PID f
@@ -511,6 +519,7 @@ older_than() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=privilege
 @test "mutex runs a command named check after --" {
 	printf '#!/bin/sh\necho "my check ran"\n' >"$T/check"
 	chmod +x "$T/check"
@@ -556,6 +565,7 @@ many_ready() {
 	return 1
 }
 
+# bats test_tags=wait
 @test "-w on a pool of 1,100 all held: a few threads, no CPU, and the slot a release --fd frees" {
 	need_ofd
 	hold_many "$F" 1100
@@ -691,6 +701,7 @@ EOF2
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=wait
 @test "a foreign lock over some slots: those slots are its, one row, and the others are taken" {
 	start_holder "$F" 4
 	# slots 2 and 3: 512 bytes from slot 2's record
@@ -714,6 +725,7 @@ EOF2
 # it opened, starts a job that inherits the fd, closes its own copy and
 # goes on. The shell stays the recorded holder and lives on; the slot
 # frees when the job ends, and a -w waiter must see that as any release.
+# bats test_tags=wait
 @test "-w: a slot left to a job by the shell that took it (sem pattern) is taken as the job ends" {
 	need_ofd	# --fd needs open file description locks
 	# shellcheck disable=SC2016 # expanded by the shell under test
@@ -756,6 +768,7 @@ EOF2
 # file is closed for the last time (the job's end). Ended right after one
 # of those looks (the header's count moves at each), the job must not
 # wait for the next.
+# bats test_tags=wait
 @test "-w: a slot of a big pool left to a job (sem pattern) is taken as the job ends, not at the next look" {
 	need_ofd	# --fd needs open file description locks
 	# shellcheck disable=SC2016 # expanded by the shell under test

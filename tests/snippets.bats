@@ -81,6 +81,7 @@ stub() {
 	chmod +x "$f"
 }
 
+# bats test_tags=lockkind
 @test "every crontab line of README.md and the man pages runs under cron's PATH" {
 	need_box
 	blocks
@@ -114,6 +115,7 @@ stub() {
 	assert [ "$n" -ge 6 ]
 }
 
+# bats test_tags=lockkind,privilege
 @test "the library scripts of README.md and lockbox-shell(7) run under cron's PATH" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	need_box
@@ -160,6 +162,7 @@ publish|critical)$' ;;
 	assert_regex "$lib" "/lockbox --shell-lib"
 }
 
+# bats test_tags=lockkind,privilege
 @test "the installed library names the installed binary; the build tree's names the build's" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	need_box

@@ -6,6 +6,7 @@
 # share a LOCKBOX_SLOT, and the pool must end empty.
 
 load test_helper
+# bats file_tags=lockkind
 
 LAUNCHES=${LOCKBOX_STRESS_LAUNCHES:-400}
 # concurrent launches, so that 2 loaded cores cope
@@ -193,6 +194,7 @@ count_status() {
 	assert_output 0
 }
 
+# bats test_tags=wait
 @test "racing launches with -w 30, some SIGKILLed: all run, never more than 3 at once" {
 	launch_fast -w 30
 	local got killed ok
@@ -216,6 +218,7 @@ all_ended() {
 	(($(cat "$T"/log/* 2>/dev/null | grep -c '^end ') == $1))
 }
 
+# bats test_tags=wait
 @test "racing launches with -w 30, holders that leave the slot to a child: never a slot held twice" {
 	need_ofd	# a classic POSIX lock is not inherited: the child would not hold it
 	HOLDER=$T/orphan
@@ -239,6 +242,7 @@ ran_through() {
 	((${#log[@]} == 2))
 }
 
+# bats test_tags=privilege,wait
 @test "-w waiters with queued ones SIGSTOPped and SIGKILLed: never more than 3 at once, every live one served" {
 	local n=30 i pid t0 pids=() stopped=() killed=() alive=()
 	: >"$T/killed"
@@ -332,6 +336,7 @@ foreign_locker() {
 	done 9<>"$T/idle"
 }
 
+# bats test_tags=privilege,wait
 @test "-w waiters while another user read-locks header, join, ticket and slot bytes: back by the deadline, no spinning, at most 3" {
 	need_root_and_nobody
 	need_lockhold

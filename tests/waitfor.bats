@@ -172,6 +172,7 @@ stderr_line() {
 	assert_stderr "waitfor: cannot run 'lockbox-no-such-command': No such file or directory"
 }
 
+# bats test_tags=privilege
 @test "command not executable: 126 at once, one line" {
 	printf 'not a program\n' >"$T/notes.txt"
 	chmod 644 "$T/notes.txt"
@@ -254,6 +255,7 @@ stderr_line() {
 	expect_usage "invalid option '-1'" -1 1 touch "$T/ran"
 }
 
+# bats test_tags=lockkind
 @test "bad --retry-on lists are usage errors" {
 	local bad
 	for bad in '' x 256 1,300 '1,' ,1 1,,2 -1 ' 1' 1.5 0x4b 99999999999999999999999; do
@@ -299,6 +301,7 @@ waitfor: gave up after 0ms (1 attempt); last status 3"
 	assert_equal "$(stderr_line 3)" "waitfor: gave up after 1.5s (3 attempts); last status 1"
 }
 
+# bats test_tags=privilege
 @test "-v: a killed attempt, and a status not to retry" {
 	run -137 --separate-stderr "$LOCKBOX" waitfor -v 0 0 sh -c 'kill -KILL $$'
 	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 killed by signal 9 (status 137); out of time"
@@ -404,6 +407,7 @@ EOF
 	assert_equal "$(tail -n 1 "$SPAWN_OUT")" "signal 2"
 }
 
+# bats test_tags=lockkind
 @test "each attempt starts with the signal mask and dispositions waitfor got" {
 	# in the foreground
 	local direct
@@ -423,6 +427,7 @@ EOF
 
 # --- with mutex -------------------------------------------------------------
 
+# bats test_tags=lockkind
 @test "waitfor + mutex: waits while the lock is held, gets it soon after release" {
 	mkfifo "$T/fifo"
 	# shellcheck disable=SC2016 # expanded by the holder's sh
@@ -445,6 +450,7 @@ EOF
 	assert_regex "$(tail -n 1 "$SPAWN_ERR")" '^waitfor: attempt [0-9]+ succeeded$'
 }
 
+# bats test_tags=lockkind
 @test "waitfor + mutex: gives up with 75 when the holder outlives the timeout" {
 	start_holder_with mutex "$F"
 	run -75 --separate-stderr "$LOCKBOX" waitfor 2s 200ms "$LOCKBOX" mutex -q "$F" true
