@@ -106,11 +106,21 @@ static int fill_std_fds(void)
 
 int main(int argc, char **argv)
 {
+	static char outbuf[64 * 1024];
 	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	size_t i;
 
 	if (fill_std_fds() != 0)
 		return LB_EXIT_FAIL;
+	/*
+	 * Output that is not for a terminal is written at the end, in one
+	 * go, as glibc does by default: musl line-buffers stdout until its
+	 * first write, which then fails inside printf, and the final flush
+	 * that reports a full disk could no longer say why. (musl's own
+	 * buffer is 1 KiB, less than a --help.)
+	 */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	lb_exec_setup();
 	lb_pool_set_argv(argv);
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
