@@ -103,6 +103,33 @@ makefile_applets() {
 	assert_output --regexp '^lockbox [0-9]+\.[0-9]+[^ ]* \((open-file-description|classic POSIX) locks\)$'
 }
 
+@test "-V and every applet's --version print the same version line, status 0" {
+	local want args
+	run -0 --separate-stderr "$LOCKBOX" --version
+	want=$output
+	for args in "-V" "slots --version" "mutex --version" "waitfor --version" \
+	    "adaptive --version" "slots -q --version" "mutex -v --version"; do
+		# shellcheck disable=SC2086 # the words of $args are the arguments
+		run -0 --separate-stderr "$LOCKBOX" $args
+		assert_stderr ""
+		assert_output "$want"
+	done
+	# through the applets' links too
+	run -0 --separate-stderr "$LOCKBOX_BUILDDIR/slots" --version
+	assert_output "$want"
+	assert [ ! -e "$F" ]
+}
+
+@test "an unknown option of lockbox's own: usage error with the Try line, 125" {
+	local opt
+	for opt in --nosuch -x --vers -; do
+		run -125 --separate-stderr "$LOCKBOX" "$opt" slots "$F" 1 true
+		assert_output ""
+		assert_stderr "lockbox: invalid option '$opt'"$'\n'"Try 'lockbox --help'."
+	done
+	assert [ ! -e "$F" ]
+}
+
 @test "--list prints exactly the applets there are, one a line" {
 	run -0 --separate-stderr "$LOCKBOX" --list
 	assert_stderr ""

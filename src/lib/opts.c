@@ -82,6 +82,17 @@ void lb_help(const char *usage, const char *rest)
 	exit(LB_EXIT_OK);
 }
 
+void lb_version(void)
+{
+#ifdef HAVE_OFD_LOCKS
+	printf("%s %s (open-file-description locks)\n", PACKAGE, VERSION);
+#else
+	printf("%s %s (classic POSIX locks)\n", PACKAGE, VERSION);
+#endif
+	lb_close_stdout();
+	exit(LB_EXIT_OK);
+}
+
 /* the signals a user may name */
 static const struct {
 	const char *name;

@@ -33,7 +33,8 @@ struct opts {
 	int record_args;	/* --record-args: the whole command line in the record */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
+	OPT_VERSION };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
@@ -46,6 +47,7 @@ static const struct option longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -94,6 +96,8 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 		case OPT_RECORD_ARGS:
 			o->record_args = 1;
 			break;
+		case OPT_VERSION:
+			lb_version();
 		}
 	}
 	return optind;
