@@ -98,7 +98,7 @@ magic_file() {
 	} | tr 'l' 'L' >"$T/other-case"
 	for name in text random newline short-magic other-version other-case; do
 		before=$(sha "$T/$name")
-		refused "not a lockbox lock file; refusing to touch it" "$T/$name"
+		refused "not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)" "$T/$name"
 		assert_equal "$(sha "$T/$name")" "$before"
 	done
 }
@@ -108,7 +108,7 @@ magic_file() {
 	for size in 1 16 4096 5000; do
 		head -c "$size" /dev/zero >"$T/zeros"
 		before=$(sha "$T/zeros")
-		refused "not a lockbox lock file; refusing to touch it" "$T/zeros"
+		refused "not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)" "$T/zeros"
 		assert_equal "$(sha "$T/zeros")" "$before"
 		assert_equal "$(stat -c %s "$T/zeros")" "$size"
 	done
@@ -218,7 +218,7 @@ magic_file() {
 	valid_json <<<"$output"
 	# taking a slot needs write access: a clear refusal, no change
 	run -125 --separate-stderr as_nobody "$LOCKBOX" slots "$lf" 2 true
-	assert_stderr "slots: $lf: Permission denied"
+	assert_stderr "slots: $lf: Permission denied: the file is UID 0's, mode 0444; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it"
 	assert_equal "$(sha "$lf")" "$before"
 	assert_equal "$(stat -c %u:%a "$lf")" 0:444
 }
@@ -525,10 +525,11 @@ not_adopted() {
 	run -0 "$LOCKBOX" mutex --mode 0666 "$d/shared.lock" true
 	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/shared.lock" true
 	run -0 "$LOCKBOX" mutex "$d/private.lock" true
+	# the refusal says how a lock is shared
 	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" true
-	assert_stderr "mutex: $d/private.lock: Permission denied"
+	assert_stderr "mutex: $d/private.lock: Permission denied: the file is UID 0's, mode 0600; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it"
 	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" list
-	assert_stderr "mutex: $d/private.lock: Permission denied"
+	assert_stderr "mutex: $d/private.lock: Permission denied: the file is UID 0's, mode 0600; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it"
 }
 
 @test "a record keeps the command's name, not its arguments; --record-args keeps them" {

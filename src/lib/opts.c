@@ -59,7 +59,8 @@ int64_t lb_opt_duration(const char *arg, int64_t bare_unit)
 	int64_t ns;
 
 	if (lb_parse_duration(arg, bare_unit, &ns) != 0)
-		lb_usage_error("invalid duration '%s'", arg);
+		lb_usage_error("invalid duration '%s': expected a number of %s, or with units (ms s m h d) such as 90s or 1h30m",
+		    arg, bare_unit == LB_NS_PER_MIN ? "minutes" : "seconds");
 	return ns;
 }
 

@@ -103,6 +103,32 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 	return optind;
 }
 
+/*
+ * WORD, found after LOCKFILE, is one of the options: parsing stopped at
+ * LOCKFILE (so that COMMAND's options stay COMMAND's), and the user meant
+ * it for lockbox. Say where it goes rather than run a command named -w.
+ */
+static void misplaced(const char *word)
+{
+	const struct option *lo;
+	size_t n;
+
+	if (word == NULL || word[0] != '-' || word[1] == '\0' || strcmp(word, "--") == 0)
+		return;
+	if (word[1] != '-') {
+		if (strchr("Ehqvw", word[1]) == NULL)
+			return;
+	} else {
+		n = strcspn(word + 2, "=");
+		for (lo = longopts; lo->name != NULL; lo++)
+			if (strlen(lo->name) == n && strncmp(lo->name, word + 2, n) == 0)
+				break;
+		if (lo->name == NULL)
+			return;
+	}
+	lb_usage_error("option '%s' after LOCKFILE: options go before LOCKFILE", word);
+}
+
 static unsigned parse_max(const struct lb_poolcmd *cmd, const char *s)
 {
 	uint64_t v;
@@ -111,6 +137,7 @@ static unsigned parse_max(const struct lb_poolcmd *cmd, const char *s)
 		return (unsigned)cmd->fixed_max;
 	if (s == NULL)
 		lb_usage_error("missing MAX");
+	misplaced(s);
 	if (lb_parse_uint(s, 1, LB_POOL_MAX_SLOTS, &v) != 0)
 		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
 		    s, LB_POOL_MAX_SLOTS);
@@ -209,6 +236,8 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 
 	if (command[0] != NULL && strcmp(command[0], "--") == 0)
 		command++;
+	else
+		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
 	if (o->json || o->fd >= 0)
@@ -500,8 +529,10 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 	path = argv[i++];
 	word = i < argc ? argv[i] : NULL;
 	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
-		if (i + 1 < argc)
+		if (i + 1 < argc) {
+			misplaced(argv[i + 1]);
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		}
 		if (o.mode != 0)
 			lb_usage_error("--mode does not go with check or list");
 		if (o.record_args)
@@ -509,8 +540,10 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 		return look(&o, path, word[0] == 'c');
 	}
 	if (word != NULL && strcmp(word, "create") == 0) {
-		if (i + 1 < argc)
+		if (i + 1 < argc) {
+			misplaced(argv[i + 1]);
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		}
 		if (o.json || o.record_args || o.fd >= 0 || o.wait >= 0)
 			lb_usage_error("create takes no option but --mode");
 		return create(&o, path);
