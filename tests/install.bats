@@ -4,6 +4,8 @@
 # and removed, a file lockbox did not put there is never replaced nor
 # deleted, and uninstall leaves nothing of lockbox behind.
 
+# bats file_tags=packaging
+
 load test_helper
 
 setup() {
