@@ -117,6 +117,6 @@ mkvar() {
 	command -v man >/dev/null || skip "no man(1)"
 	run env MANPAGER=cat MANWIDTH=80 man -M "$D$(mkvar mandir)" slots
 	assert_success
-	assert_line --regexp '^SLOTS\(1\) '
+	assert_line --regexp '^SLOTS\(1\) +General Commands Manual +SLOTS\(1\)$'
 	assert_line --regexp "^$version +"
 }
