@@ -13,6 +13,7 @@
 #include "err.h"
 #include "exec.h"
 #include "exitcodes.h"
+#include "opts.h"
 #include "pool.h"
 
 #define USAGE \
@@ -48,6 +49,9 @@ static int run(const char *name, int argc, char **argv)
 		return LB_EXIT_NOTFOUND;
 	}
 	lb_prog = a->name;
+	/* every applet's --version, also waitfor's and adaptive's */
+	if (argc > 1 && strcmp(argv[1], "--version") == 0)
+		lb_version();
 	/*
 	 * Every applet's returning path goes through here: what it printed
 	 * must have reached stdout, or the run failed (applets that exec a
@@ -106,11 +110,21 @@ static int fill_std_fds(void)
 
 int main(int argc, char **argv)
 {
+	static char outbuf[64 * 1024];
 	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	size_t i;
 
 	if (fill_std_fds() != 0)
 		return LB_EXIT_FAIL;
+	/*
+	 * Output that is not for a terminal is written at the end, in one
+	 * go, as glibc does by default: musl line-buffers stdout until its
+	 * first write, which then fails inside printf, and the final flush
+	 * that reports a full disk could no longer say why. (musl's own
+	 * buffer is 1 KiB, less than a --help.)
+	 */
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	lb_exec_setup();
 	lb_pool_set_argv(argv);
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
@@ -130,15 +144,8 @@ int main(int argc, char **argv)
 		lb_close_stdout();
 		return LB_EXIT_OK;
 	}
-	if (strcmp(argv[1], "--version") == 0) {
-#ifdef HAVE_OFD_LOCKS
-		printf("%s %s (open-file-description locks)\n", PACKAGE, VERSION);
-#else
-		printf("%s %s (classic POSIX locks)\n", PACKAGE, VERSION);
-#endif
-		lb_close_stdout();
-		return LB_EXIT_OK;
-	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+		lb_version();
 	if (strcmp(argv[1], "--shell-lib") == 0)
 		return shell_lib();
 	if (strcmp(argv[1], "--list") == 0) {
@@ -147,5 +154,8 @@ int main(int argc, char **argv)
 		lb_close_stdout();
 		return LB_EXIT_OK;
 	}
+	/* an applet's name never starts with '-': this is a usage error, as timeout(1) has it */
+	if (argv[1][0] == '-')
+		lb_usage_error("invalid option '%s'", argv[1]);
 	return run(argv[1], argc - 1, argv + 1);
 }

@@ -382,7 +382,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	# truncated inside the magic: not a lockbox file, refused untouched
 	truncate -s 10 "$f"
 	run -125 --separate-stderr ad -e 0 c true
-	assert_stderr "adaptive: $f: not a lockbox lock file; refusing to touch it"
+	assert_stderr "adaptive: $f: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
 	assert_equal "$(stat -c %s "$f")" 10
 	# emptied: adopted afresh
 	truncate -s 0 "$f"
@@ -497,8 +497,8 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 		"missing NAME|"
 		"missing COMMAND|a"
 		"missing COMMAND|a --"
-		"invalid duration '1x'|-e 1x a true"
-		"invalid duration 'x'|-x x a true"
+		"invalid duration '1x': expected a number of minutes, or with units (ms s m h d) such as 90s or 1h30m|-e 1x a true"
+		"invalid duration 'x': expected a number of minutes, or with units (ms s m h d) such as 90s or 1h30m|-x x a true"
 		"invalid exit code '300': expected 0 to 255|-E 300 a true"
 		"invalid option '-z'|-z a true"
 		"invalid option '--bogus'|--bogus a true"
@@ -515,7 +515,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 		assert_stderr "adaptive: $msg"$'\n'"Try 'lockbox adaptive --help'."
 	done
 	run -125 --separate-stderr "$LOCKBOX" adaptive -g '' a true
-	assert_stderr "adaptive: invalid duration ''"$'\n'"Try 'lockbox adaptive --help'."
+	assert_stderr "adaptive: invalid duration '': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m"$'\n'"Try 'lockbox adaptive --help'."
 	run -125 --separate-stderr "$LOCKBOX" adaptive "" true
 	assert_stderr "adaptive: invalid NAME '': expected 1 to 256 bytes"$'\n'"Try 'lockbox adaptive --help'."
 	run -0 "$LOCKBOX" adaptive --help

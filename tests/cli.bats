@@ -110,6 +110,35 @@ makefile_applets() {
 }
 
 # bats test_tags=lockkind
+@test "-V and every applet's --version print the same version line, status 0" {
+	local want args
+	run -0 --separate-stderr "$LOCKBOX" --version
+	want=$output
+	for args in "-V" "slots --version" "mutex --version" "waitfor --version" \
+	    "adaptive --version" "slots -q --version" "mutex -v --version"; do
+		# shellcheck disable=SC2086 # the words of $args are the arguments
+		run -0 --separate-stderr "$LOCKBOX" $args
+		assert_stderr ""
+		assert_output "$want"
+	done
+	# through the applets' links too
+	run -0 --separate-stderr "$LOCKBOX_BUILDDIR/slots" --version
+	assert_output "$want"
+	assert [ ! -e "$F" ]
+}
+
+# bats test_tags=lockkind
+@test "an unknown option of lockbox's own: usage error with the Try line, 125" {
+	local opt
+	for opt in --nosuch -x --vers -; do
+		run -125 --separate-stderr "$LOCKBOX" "$opt" slots "$F" 1 true
+		assert_output ""
+		assert_stderr "lockbox: invalid option '$opt'"$'\n'"Try 'lockbox --help'."
+	done
+	assert [ ! -e "$F" ]
+}
+
+# bats test_tags=lockkind
 @test "--list prints exactly the applets there are, one a line" {
 	run -0 --separate-stderr "$LOCKBOX" --list
 	assert_stderr ""
@@ -225,7 +254,7 @@ makefile_applets() {
 # bats test_tags=lockkind
 @test "exit 125: lockbox itself failed" {
 	run -125 --separate-stderr "$LOCKBOX" slots "$T/nodir/lock" 1 true
-	assert_stderr "slots: $T/nodir/lock: No such file or directory"
+	assert_stderr "slots: $T/nodir/lock: no such directory $T/nodir; lockbox creates the lock file, not its directory"
 	assert [ ! -e "$T/nodir" ]
 }
 
@@ -325,18 +354,36 @@ makefile_applets() {
 	local applet
 	for applet in slots mutex; do
 		run -125 --separate-stderr "$LOCKBOX" "$applet" "$T/nodir/lock" 1 touch "$T/ran"
-		assert_stderr "$applet: $T/nodir/lock: No such file or directory"
+		assert_stderr "$applet: $T/nodir/lock: no such directory $T/nodir; lockbox creates the lock file, not its directory"
 	done
 	assert [ ! -e "$T/nodir" ]
 	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=lockkind,privilege,wait
+@test "an option after LOCKFILE: a usage error that says options go first, nothing run" {
+	local w="after LOCKFILE: options go before LOCKFILE"
+	expect_usage "option '--json' $w" slots "$F" 2 --json list
+	expect_usage "option '--json' $w" slots "$F" --json check
+	expect_usage "option '--json' $w" slots "$F" check --json
+	expect_usage "option '--mode=0666' $w" slots "$F" create --mode=0666
+	expect_usage "option '--json' $w" mutex "$F" --json list
+	expect_usage "option '-w' $w" mutex "$F" -w 1 touch "$T/ran"
+	expect_usage "option '-qv' $w" slots "$F" 2 -qv touch "$T/ran"
+	assert [ ! -e "$T/ran" ]
+	# after --, or not one of lockbox's options, it is the command's name
+	run -127 --separate-stderr "$LOCKBOX" mutex "$F" -- -w 1 true
+	assert_stderr "mutex: cannot run '-w': No such file or directory"
+	run -127 --separate-stderr "$LOCKBOX" mutex "$F" -z
+	assert_stderr "mutex: cannot run '-z': No such file or directory"
 }
 
 # bats test_tags=lockkind,wait
 @test "bad -w durations are usage errors" {
 	local dur
 	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d; do
-		expect_usage "invalid duration '$dur'" slots -w "$dur" "$F" 2 touch "$T/ran"
-		expect_usage "invalid duration '$dur'" mutex --wait "$dur" "$F" touch "$T/ran"
+		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m" slots -w "$dur" "$F" 2 touch "$T/ran"
+		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m" mutex --wait "$dur" "$F" touch "$T/ran"
 	done
 	expect_usage "option '-w' needs an argument" slots -w
 	expect_usage "option '--wait' needs an argument" slots --wait
@@ -415,7 +462,7 @@ Try 'lockbox adaptive --help'."
 # bats test_tags=lockkind,wait
 @test "control bytes and newlines in arguments are escaped in messages, one line each" {
 	run -125 --separate-stderr "$LOCKBOX" slots -w $'1\x01\e[31m' "$F" 2 true
-	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m'
+	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
 Try 'lockbox slots --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -E $'1\n2\\3\t\r' "$F" true
 	assert_stderr "mutex: invalid exit code '1\\n2\\\\3\\t\\r': expected 0 to 255
@@ -426,7 +473,7 @@ Try 'lockbox mutex --help'."
 Try 'lockbox slots --help'."
 	# a lock file's name in an error message, too
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/no"$'\n'"dir/lock" true
-	assert_stderr "mutex: $T/no\\ndir/lock: No such file or directory"
+	assert_stderr "mutex: $T/no\\ndir/lock: no such directory $T/no\\ndir; lockbox creates the lock file, not its directory"
 	assert [ ! -e "$F" ]
 }
 

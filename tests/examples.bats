@@ -21,7 +21,7 @@ man_literals() {
 
 @test "examples: lockbox-systemd(7) prints each unit as shipped" {
 	local f lits line
-	lits=$(man_literals "$SRC/man/lockbox-systemd.7")
+	lits=$(man_literals "$SRC/man/lockbox-systemd.7.in")
 	for f in "$EX"/*.service "$EX"/*.timer; do
 		while IFS= read -r line; do
 			# the units' comments are the man page's prose

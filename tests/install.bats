@@ -4,6 +4,7 @@
 # and removed, a file lockbox did not put there is never replaced nor
 # deleted, and uninstall leaves nothing of lockbox behind.
 
+
 load test_helper
 # bats file_tags=packaging
 
@@ -91,4 +92,34 @@ mkvar() {
 	run find "$D" ! -type d
 	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" \
 		"$(printf '%s\n' "$bindir/adaptive" "$bindir/mutex" "$bindir/waitfor" "$comp/slots" | sort)"
+}
+
+# bats test_tags=lockkind
+@test "install: the man pages carry this build's version and paths, and man finds them" {
+	local man1 pkglibexec pkgdata version p
+	man1=$D$(mkvar mandir)/man1
+	pkglibexec=$(mkvar pkglibexecdir)
+	pkgdata=$(mkvar pkgdatadir)
+	version=$(mkvar PACKAGE_STRING)
+	run mk install
+	assert_success
+	for p in "$man1"/*.1 "$D$(mkvar mandir)"/man7/*.7; do
+		run grep -x "\.Os $version" "$p"
+		assert_success
+		run grep -E '@[A-Z_]+@|[$]Mdocdate' "$p"
+		assert_failure
+	done
+	run grep -x "\.It Pa $pkglibexec/lockbox-pg" "$man1/lockbox.1"
+	assert_success
+	run grep -x "\.It Pa $pkgdata/lockbox.bash" "$man1/lockbox.1"
+	assert_success
+	if command -v mandoc >/dev/null; then
+		run mandoc -Tlint -Wwarning "$man1"/*.1 "$D$(mkvar mandir)"/man7/*.7
+		assert_success
+	fi
+	command -v man >/dev/null || skip "no man(1)"
+	run env MANPAGER=cat MANWIDTH=80 man -M "$D$(mkvar mandir)" slots
+	assert_success
+	assert_line --regexp '^SLOTS\(1\) +General Commands Manual +SLOTS\(1\)$'
+	assert_line --regexp "^$version +"
 }

@@ -489,11 +489,11 @@ EOF
 	printf 'precious\n' >"$T/text.$MODE"
 	run -0 --separate-stderr "${CMD[@]}" "$T/text.$MODE"
 	assert_output 125
-	assert_equal "$stderr" "mutex: $T/text.$MODE: not a lockbox lock file; refusing to touch it"
+	assert_equal "$stderr" "mutex: $T/text.$MODE: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
 	assert_equal "$(cat "$T/text.$MODE")" precious
 	run -0 --separate-stderr "${CMD[@]}" "$T/nodir/x.lock"
 	assert_output 125
-	assert_equal "$stderr" "mutex: $T/nodir/x.lock: No such file or directory"
+	assert_equal "$stderr" "mutex: $T/nodir/x.lock: no such directory $T/nodir; lockbox creates the lock file, not its directory"
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; mutex grab; echo "$?"'
 	assert_output 125
@@ -847,7 +847,7 @@ got"
 	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait-kernel.$MODE")\$"
 	assert_equal "$(sed -n 4p "$out")" "bad 125"
 	assert_regex "$(sed -n 1p "$err")" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $holder \\(sleep, $AGE_RE\\)\$"
-	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x'
+	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
 Try 'lockbox slots --help'."
 }
 

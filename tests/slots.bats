@@ -464,7 +464,7 @@ older_than() {
 	assert_stderr "slots: fd 987: Bad file descriptor"
 	exec {other}<>"$T/other"
 	run -125 --separate-stderr "$LOCKBOX" slots acquire --fd "$other" 2
-	assert_stderr "slots: $T/other: not a lockbox lock file; refusing to touch it"
+	assert_stderr "slots: $T/other: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
 	run -125 --separate-stderr "$LOCKBOX" slots release --fd "$other"
 	assert_stderr "slots: $T/other: not a lockbox lock file; refusing to touch it"
 	exec {other}>&-

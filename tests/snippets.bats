@@ -56,8 +56,9 @@ box() {
 blocks() {
 	local f name
 	mkdir -p "$T/snip"
-	for f in "$SRC/README.md" "$SRC"/man/*.[1-8]; do
+	for f in "$SRC/README.md" "$SRC"/man/*.[1-8].in; do
 		name=${f##*/}
+		name=${name%.in}
 		awk -v out="$T/snip/$name" '
 			/^```/ { if (inb) { inb = 0; close(f) } else { inb = 1; f = out "." ++n }; next }
 			/^\.Bd -literal/ { inb = 1; f = out "." ++n; next }

@@ -36,6 +36,7 @@ static const struct lb_poolcmd mutex = {
 	    "      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n"
 	    "                      TERM; none: do not) when the server connection is lost\n"
 	    "  -h, --help          this help\n"
+	    "      --version       print lockbox's version and lock kind\n"
 	    "\n"
 	    "create makes LOCKFILE (or checks the one there) without taking it:\n"
 	    "0 when it is a lock file lockbox may use, 125 otherwise.\n"

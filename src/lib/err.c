@@ -98,7 +98,10 @@ void lb_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(0, 0, fmt, ap);
 	va_end(ap);
-	n = snprintf(hint, sizeof hint, "Try 'lockbox %s --help'.\n", lb_prog);
+	/* lockbox's own options have no applet name to repeat */
+	n = strcmp(lb_prog, PACKAGE) == 0 ?
+	    snprintf(hint, sizeof hint, "Try 'lockbox --help'.\n") :
+	    snprintf(hint, sizeof hint, "Try 'lockbox %s --help'.\n", lb_prog);
 	if (n > 0 && (size_t)n < sizeof hint)
 		while (write(STDERR_FILENO, hint, (size_t)n) < 0 && errno == EINTR)
 			;

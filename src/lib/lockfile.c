@@ -382,6 +382,36 @@ static int open_writable(int dfd, const char *base, int flags, mode_t mode,
 	}
 }
 
+/*
+ * Why PATH could not be opened, with what to do about it where lockbox
+ * knows: a missing directory is named as the directory (lockbox makes
+ * the lock file, not its directory), and a user denied another user's
+ * private lock file learns about --mode. DFD is PATH's directory or -1.
+ */
+static void warn_open(const char *path, int dfd, const char *base, int in_dir)
+{
+	const char *slash = strrchr(path, '/');
+	int e = errno;
+	struct stat st;
+
+	if (e == ELOOP) {
+		lb_warnx("%s: is a symbolic link; refusing to follow it", path);
+	} else if (e == EISDIR) {
+		lb_warnx("%s: not a regular file", path);
+	} else if (in_dir && e == ENOENT && slash != NULL && slash != path) {
+		lb_warnx("%s: no such directory %.*s; lockbox creates the lock file, not its directory",
+		    path, (int)(slash - path), path);
+	} else if (e == EACCES && geteuid() != 0 &&
+	    (dfd >= 0 ? fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) : lstat(path, &st)) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
+		lb_warnx("%s: %s: the file is UID %u's, mode %04o; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it",
+		    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	} else {
+		errno = e;
+		lb_warn("%s", path);
+	}
+}
+
 int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 {
 	/*
@@ -391,7 +421,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	 * refuses it like any other non-regular file.
 	 */
 	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-	const char *base;
+	const char *base = path;
 	struct stat dir, st;
 	int dfd = -1, fd, created = 0, e;
 
@@ -406,23 +436,21 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 		fd = -1;
 	else
 		fd = open_writable(dfd, base, flags, mode, path, &created);
-	e = errno;
-	if (dfd >= 0)
-		close(dfd);
-	errno = e;
 	if (fd < 0) {
-		if (created < 0)
-			return -1;	/* reported */
-		if (errno == ENOENT && !writable)
-			return LB_OPEN_MISSING;
-		if (errno == ELOOP)
-			lb_warnx("%s: is a symbolic link; refusing to follow it", path);
-		else if (errno == EISDIR)
-			lb_warnx("%s: not a regular file", path);
-		else
-			lb_warn("%s", path);
+		e = errno;
+		if (created < 0 || (e == ENOENT && !writable)) {
+			if (dfd >= 0)
+				close(dfd);
+			/* reported, or nobody holds a missing file */
+			return created < 0 ? -1 : LB_OPEN_MISSING;
+		}
+		warn_open(path, dfd, base, writable && dfd < 0);
+		if (dfd >= 0)
+			close(dfd);
 		return -1;
 	}
+	if (dfd >= 0)
+		close(dfd);
 	if (check_stat(fd, path, 0, &st) != 0 ||
 	    (writable && !created && sticky_rule(fd, &st, &dir, path) != 0)) {
 		close(fd);
@@ -525,7 +553,8 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 		return -1;
 	}
 	if (n != LB_MAGIC_LEN || memcmp(hdr, LB_MAGIC, LB_MAGIC_LEN) != 0) {
-		lb_warnx("%s: not a lockbox lock file; refusing to touch it", name);
+		lb_warnx("%s: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)",
+		    name);
 		return -1;
 	}
 	return st.st_size;

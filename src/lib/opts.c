@@ -59,7 +59,8 @@ int64_t lb_opt_duration(const char *arg, int64_t bare_unit)
 	int64_t ns;
 
 	if (lb_parse_duration(arg, bare_unit, &ns) != 0)
-		lb_usage_error("invalid duration '%s'", arg);
+		lb_usage_error("invalid duration '%s': expected a number of %s, or with units (ms s m h d) such as 90s or 1h30m",
+		    arg, bare_unit == LB_NS_PER_MIN ? "minutes" : "seconds");
 	return ns;
 }
 
@@ -78,6 +79,17 @@ unsigned lb_opt_mode(const char *arg)
 void lb_help(const char *usage, const char *rest)
 {
 	printf("%s\n%s", usage, rest);
+	lb_close_stdout();
+	exit(LB_EXIT_OK);
+}
+
+void lb_version(void)
+{
+#ifdef HAVE_OFD_LOCKS
+	printf("%s %s (open-file-description locks)\n", PACKAGE, VERSION);
+#else
+	printf("%s %s (classic POSIX locks)\n", PACKAGE, VERSION);
+#endif
 	lb_close_stdout();
 	exit(LB_EXIT_OK);
 }

@@ -29,4 +29,7 @@ unsigned lb_opt_mode(const char *arg);	/* --mode: octal, the owner's rw in it */
 /* --help: the usage line(s), then the rest, on stdout; exit 0. */
 _Noreturn void lb_help(const char *usage, const char *rest);
 
+/* --version: the package, its version and the kind of lock, on stdout; exit 0. */
+_Noreturn void lb_version(void);
+
 #endif

@@ -33,7 +33,8 @@ struct opts {
 	int record_args;	/* --record-args: the whole command line in the record */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
+	OPT_VERSION };
 
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
@@ -46,6 +47,7 @@ static const struct option longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -94,9 +96,37 @@ static int parse_opts(const struct lb_poolcmd *cmd, struct opts *o, int argc,
 		case OPT_RECORD_ARGS:
 			o->record_args = 1;
 			break;
+		case OPT_VERSION:
+			lb_version();
 		}
 	}
 	return optind;
+}
+
+/*
+ * WORD, found after LOCKFILE, is one of the options: parsing stopped at
+ * LOCKFILE (so that COMMAND's options stay COMMAND's), and the user meant
+ * it for lockbox. Say where it goes rather than run a command named -w.
+ */
+static void misplaced(const char *word)
+{
+	const struct option *lo;
+	size_t n;
+
+	if (word == NULL || word[0] != '-' || word[1] == '\0' || strcmp(word, "--") == 0)
+		return;
+	if (word[1] != '-') {
+		if (strchr("Ehqvw", word[1]) == NULL)
+			return;
+	} else {
+		n = strcspn(word + 2, "=");
+		for (lo = longopts; lo->name != NULL; lo++)
+			if (strlen(lo->name) == n && strncmp(lo->name, word + 2, n) == 0)
+				break;
+		if (lo->name == NULL)
+			return;
+	}
+	lb_usage_error("option '%s' after LOCKFILE: options go before LOCKFILE", word);
 }
 
 static unsigned parse_max(const struct lb_poolcmd *cmd, const char *s)
@@ -107,6 +137,7 @@ static unsigned parse_max(const struct lb_poolcmd *cmd, const char *s)
 		return (unsigned)cmd->fixed_max;
 	if (s == NULL)
 		lb_usage_error("missing MAX");
+	misplaced(s);
 	if (lb_parse_uint(s, 1, LB_POOL_MAX_SLOTS, &v) != 0)
 		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
 		    s, LB_POOL_MAX_SLOTS);
@@ -254,6 +285,8 @@ static int run(const struct lb_poolcmd *cmd, const struct opts *o,
 
 	if (command[0] != NULL && strcmp(command[0], "--") == 0)
 		command++;
+	else
+		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
 	if (o->json || o->fd >= 0)
@@ -598,8 +631,10 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 	path = argv[i++];
 	word = i < argc ? argv[i] : NULL;
 	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
-		if (i + 1 < argc)
+		if (i + 1 < argc) {
+			misplaced(argv[i + 1]);
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		}
 		if (o.mode != 0)
 			lb_usage_error("--mode does not go with check or list");
 		if (o.record_args)
@@ -607,8 +642,10 @@ int lb_poolcmd_main(const struct lb_poolcmd *cmd, int argc, char **argv)
 		return look(&o, path, word[0] == 'c');
 	}
 	if (word != NULL && strcmp(word, "create") == 0) {
-		if (i + 1 < argc)
+		if (i + 1 < argc) {
+			misplaced(argv[i + 1]);
 			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+		}
 		if (o.json || o.record_args || o.fd >= 0 || o.wait >= 0)
 			lb_usage_error("create takes no option but --mode");
 		return create(&o, path);

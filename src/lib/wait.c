@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "futex.h"
 #include "lockfile.h"
 #include "parse.h"
 #include "proc.h"
