@@ -915,6 +915,29 @@ static int find_foreign(struct filepool *p, int records)
 		    (s != 0 && records && state(p, s) != LB_REC_HELD))
 			v[k++] = v[i];
 	}
+	/*
+	 * A held slot without a record is another program's too, though this
+	 * read of the table may have missed its line (a lock taken or dropped
+	 * anywhere on the host between two reads shifts the lines after it):
+	 * the kernel names its lock when asked about that byte alone.
+	 */
+	for (i = 0; records && i < p->held.n; i++) {
+		long long at = (long long)lb_slot_offset(p->held.v[i]);
+		struct lb_lockinfo l, *grown;
+		size_t j;
+
+		if (state(p, p->held.v[i]) == LB_REC_HELD)
+			continue;
+		for (j = 0; j < k && !(v[j].lo <= at && (v[j].hi < 0 || at <= v[j].hi)); j++)
+			;
+		if (j < k || lb_lock_conflict(p->cfd, F_WRLCK, (off_t)at, 1, &l) != 1)
+			continue;
+		grown = realloc(v, (k + 1) * sizeof *v);
+		if (grown == NULL)
+			continue;	/* then it counts as a holder of its slot, unnamed */
+		v = grown;
+		v[k++] = l;
+	}
 	lb_lock_owners(p->cfd, v, k);
 	for (i = n = 0; i < k; i++)
 		if (!(lb_lock_is_lockbox(&v[i]) && !v[i].write && v[i].pid != 0 &&
