@@ -122,7 +122,7 @@ makefile_applets() {
 		assert_output "$want"
 	done
 	# through the applets' links too
-	run -0 --separate-stderr "$LOCKBOX_BUILDDIR/slots" --version
+	run -0 --separate-stderr "${LOCKBOX%/*}/slots" --version
 	assert_output "$want"
 	assert [ ! -e "$F" ]
 }

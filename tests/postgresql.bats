@@ -16,6 +16,9 @@ AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 setup() {
 	[[ -n ${LOCKBOX_PG_URL:-} ]] ||
 		skip "no PostgreSQL server: set LOCKBOX_PG_URL (eval \"\$(tools/pg-cluster start)\")"
+	# a build without libpq (the static musl one) has no helper to run
+	[[ -z ${LOCKBOX_PG_HELPER:-} || -x $LOCKBOX_PG_HELPER ]] ||
+		skip "this build has no PostgreSQL helper ($LOCKBOX_PG_HELPER)"
 	lockbox_setup
 	SRC=${LOCKBOX_SRCDIR:-$BATS_TEST_DIRNAME/..}
 	# a lock of its own for every test, so tests never see each other
