@@ -806,9 +806,9 @@ older_than() {
 	run -0 grep -c ' starve starving: the last 3 runs were killed before they finished; ExpireAfter 1ms, longest run none completed$' "$LOG"
 	assert_output 1
 	run -0 grep -c '^adaptive: starve: starving: the last 3 runs were killed before they finished; ExpireAfter 1ms, longest run none completed$' "$SPAWN_ERR"
-	# each further expiry says it again
-	run -0 --separate-stderr ad -q -e 0 -x 1ms -g 300ms starve true
-	assert_stderr 'adaptive: starve: starving: the last 4 runs were killed before they finished; ExpireAfter 1ms, longest run none completed'
+	# each further expiry says it again, -q or not; with auto, that it rises
+	run -0 --separate-stderr ad -q -e 0 -x auto:1ms -g 300ms starve true
+	assert_stderr 'adaptive: starve: starving: the last 4 runs were killed before they finished; ExpireAfter 1ms, longest run none completed (auto: raised, at most 1ms)'
 	# a run that completes ends it
 	run -0 "$LOCKBOX" adaptive status starve
 	refute_line --partial starving

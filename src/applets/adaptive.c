@@ -212,7 +212,7 @@ static int foreign(struct lb_runctx *r)
  */
 static void starving(struct lb_runctx *r)
 {
-	char x[32], y[32];
+	char x[32], y[32], b[32], raised[64] = "";
 	int64_t longest = lb_atom_longest_completed(&r->last);
 
 	lb_format_duration(r->expire_in_force, x);
@@ -220,11 +220,14 @@ static void starving(struct lb_runctx *r)
 		lb_format_duration(longest, y);
 	else
 		snprintf(y, sizeof y, "none completed");
+	if (r->o->expire_auto)
+		snprintf(raised, sizeof raised, " (auto: raised, at most %s)",
+		    lb_format_duration(r->o->expireafter, b));
 	lb_joblog(LOG_ERR, r->name,
 	    "starving: the last %u runs were killed before they finished; ExpireAfter %s, longest run %s%s",
-	    r->streak, x, y, r->o->expire_auto ? " (auto: raised within its bound)" : "");
+	    r->streak, x, y, raised);
 	lb_warnx("%s: starving: the last %u runs were killed before they finished; ExpireAfter %s, longest run %s%s",
-	    r->name, r->streak, x, y, r->o->expire_auto ? " (auto: raised within its bound)" : "");
+	    r->name, r->streak, x, y, raised);
 }
 
 /* ---- supervision ---- */
@@ -406,8 +409,6 @@ static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 		if (lb_run_begin(&r) < 0) {
 			status = LB_EXIT_FAIL;
 		} else if (r.foreign || r.too_soon) {
-			if (r.expired && r.streak >= LB_STARVING)
-				starving(&r);
 			lb_pool_release(r.pool, getpid());
 			status = r.foreign ? foreign(&r) : too_soon(&r);
 		} else {
