@@ -708,3 +708,167 @@ Try 'lockbox adaptive --help'."
 	assert_equal "${lines[0]}" -x
 	assert_line --regexp '^  runs +1 '
 }
+
+# --- a learned EXPIREAFTER (-x auto) and starvation
+
+S=1000000000
+
+# forge_history NAME DURATION:STATUS...: the atom's ring of runs, oldest first
+# (durations in ns, statuses as stored: -2 expired), as a forger would
+# write it into the state an earlier run left.
+forge_history() {
+	local f i=0 e
+	f=$(state_file "$1")
+	shift
+	for e in "$@"; do
+		poke "$f" $((448 + 24 * i)) "$(le 8 $(($(date +%s) * S)))$(le 8 "${e%%:*}")$(le 4 "${e##*:}")"
+		i=$((i + 1))
+	done
+	poke "$f" 182 "$(le 2 "$i")$(le 2 $((i % 64)))"
+	reseal "$f"
+}
+
+# older_than NAME SECONDS: status says its run has lasted at least SECONDS.
+older_than() {
+	local age
+	age=$("$LOCKBOX" adaptive --json status "$1" | grep -oE '"age_seconds":[0-9.]+' | cut -d: -f2)
+	[[ -n $age ]] && awk -v a="$age" -v s="$2" 'BEGIN { exit !(a >= s) }'
+}
+
+@test "-x auto: runs of 1s learn an EXPIREAFTER of about 2s, and a hung run is expired then" {
+	local i
+	for i in 1 2 3 4; do
+		run -0 ad -e 0 -x auto learn sleep 1
+	done
+	run -0 "$LOCKBOX" adaptive status learn
+	assert_line --regexp '^  expire after +2h \(the bound, 2h: 4 of 5 completed runs needed to learn\)$'
+	run -0 ad -e 0 -x auto learn sleep 1
+	run -0 "$LOCKBOX" adaptive status learn
+	assert_line --regexp '^  expire after +2(\.[0-9]+)?s \(learned from 5 runs: p95 1(\.[0-9]+)?s x 2\)$'
+	run -0 "$LOCKBOX" adaptive --json status learn
+	valid_json <<<"$output"
+	assert_output --regexp '"expire_after_seconds":2\.[0-9]+,"expire_after_learned":true,"expire_after_bound_seconds":7200\.000,"expire_after_why":"learned from 5 runs: p95 1(\.[0-9]+)?s x 2","starving":false,"expired_in_a_row":0'
+	# a hung run: overdue after about 2s, not 120 minutes
+	start_run learn '' -x auto
+	wait_for -t 30 overdue learn
+	run -0 --separate-stderr ad -e 0 -x auto -g 300ms learn touch "$T/took"
+	assert [ -e "$T/took" ]
+	run -0 grep -c " learn expired pid=$RUN_PID " "$LOG"
+	# the expired run does not shorten it
+	run -0 "$LOCKBOX" adaptive status learn
+	assert_line --regexp '^  expire after +2(\.[0-9]+)?s \(learned from 6 runs: p95 1(\.[0-9]+)?s x 2\)$'
+	# a bound caps it; auto:0 and junk are usage errors
+	run -0 ad -e 0 -x auto:1500ms learn true
+	run -0 "$LOCKBOX" adaptive status learn
+	assert_line --regexp '^  expire after +1s \(learned from 7 runs: p95 1(\.[0-9]+)?s x 2, capped by the bound, 1s\)$'
+	run -125 --separate-stderr ad -x auto:0 learn true
+	assert_stderr_regex "invalid bound '0'"
+	run -125 --separate-stderr ad -x autox learn true
+	run -125 --separate-stderr ad -x auto:x learn true
+}
+
+@test "-x auto: a job that slowed from 1s to 3s is not expired once a slow run has completed" {
+	run -0 ad -e 0 -x auto slow true
+	forge_history slow $S:0 $S:0 $S:0 $S:0 $S:0
+	run -0 "$LOCKBOX" adaptive status slow
+	assert_line --regexp '^  expire after +2s \(learned from 5 runs: p95 1s x 2\)$'
+	# the first slow run completes undisturbed; now p95 is 3s
+	run -0 ad -e 0 -x auto slow sleep 3
+	run -0 "$LOCKBOX" adaptive status slow
+	assert_line --regexp '^  expire after +6(\.[0-9]+)?s \(learned from 6 runs: p95 3(\.[0-9]+)?s x 2\)$'
+	# the next is past the old 2s: busy, not expired
+	start_run slow '' -x auto
+	wait_for -t 30 older_than slow 2.2
+	run -75 --separate-stderr ad -e 0 -x auto slow true
+	assert_stderr_regex "^adaptive: slow: already running \\(PID $RUN_PID, "
+	kill -0 "$CMD_PID"
+	run -1 grep ' slow expire' "$LOG"
+}
+
+@test "three expiries in a row: status and --json say starving, and the log and stderr say it" {
+	local i
+	start_run starve
+	for i in 1 2; do
+		start_run starve '' -x 1ms -g 300ms
+	done
+	# two in a row: not yet
+	run -0 "$LOCKBOX" adaptive status starve
+	refute_line --partial starving
+	run -1 grep starving "$LOG"
+	start_run starve '' -x 1ms -g 300ms
+	run -0 grep -c ' starve expired pid=' "$LOG"
+	assert_output 3
+	run -0 "$LOCKBOX" adaptive status starve
+	assert_line '  starving       yes: the last 3 runs were killed before they finished'
+	run -0 "$LOCKBOX" adaptive --json status starve
+	valid_json <<<"$output"
+	assert_output --partial '"expire_after_why":"fixed","starving":true,"expired_in_a_row":3'
+	run -0 grep -c ' starve starving: the last 3 runs were killed before they finished; ExpireAfter 1ms, longest run none completed$' "$LOG"
+	assert_output 1
+	run -0 grep -c '^adaptive: starve: starving: the last 3 runs were killed before they finished; ExpireAfter 1ms, longest run none completed$' "$SPAWN_ERR"
+	# each further expiry says it again, -q or not; with auto, that it rises
+	run -0 --separate-stderr ad -q -e 0 -x auto:1ms -g 300ms starve true
+	assert_stderr 'adaptive: starve: starving: the last 4 runs were killed before they finished; ExpireAfter 1ms, longest run none completed (auto: raised, at most 1ms)'
+	# a run that completes ends it
+	run -0 "$LOCKBOX" adaptive status starve
+	refute_line --partial starving
+}
+
+@test "-x auto: a forged history is clamped: never 0, never past the bound; expiries only raise it" {
+	local max=$(((1 << 63) - 1)) e=() i
+	run -0 ad -e 0 -x auto forged true
+	# durations of 0: the floor, 1s
+	forge_history forged 0:0 0:0 0:0 0:0 0:0
+	run -0 --separate-stderr "$LOCKBOX" adaptive status forged
+	assert_line '  expire after   1s (learned from 5 runs: p95 0ms x 2, raised to the floor, 1s)'
+	# INT64_MAX: the bound
+	for i in $(seq 64); do e+=("$max:0"); done
+	forge_history forged "${e[@]}"
+	run -0 --separate-stderr "$LOCKBOX" adaptive status forged
+	assert_stderr ""
+	assert_line --regexp '^  expire after +2h \(learned from 64 runs: p95 [0-9]+d.* x 2, capped by the bound, 2h\)$'
+	# negative durations, and expired runs, are no completions to learn from
+	forge_history forged -5:0 -5:0 -5:0 $S:-2 $S:-2 $S:0
+	run -0 "$LOCKBOX" adaptive status forged
+	assert_line '  expire after   2h (the bound, 2h: 1 of 5 completed runs needed to learn)'
+	# starving with auto: twice the longest expired run, within the bound
+	forge_history forged $S:0 $S:0 $S:0 $S:0 $S:0 $((5 * S)):-2 $((3 * S)):-2 $((4 * S)):-2
+	run -0 "$LOCKBOX" adaptive status forged
+	assert_line '  expire after   10s (learned from 5 runs: p95 1s x 2; starving, 3 expired in a row: 10s)'
+	# a forged bound of 0 in the state: shown as it is, nothing learned under it
+	poke "$(state_file forged)" 168 "$(le 8 0)"
+	reseal "$(state_file forged)"
+	run -0 --separate-stderr "$LOCKBOX" adaptive status forged
+	assert_stderr ""
+	assert_line '  expire after   0ms'
+	# a run decides with its own bound, whatever the state says
+	run -0 --separate-stderr ad -e 0 -x auto:1h forged touch "$T/ran"
+	assert [ -e "$T/ran" ]
+}
+
+@test "CFEngine's ifelapsed_and_expireafter cases, with fixed IfElapsed 1s and ExpireAfter 2s: unchanged" {
+	# a second run within IfElapsed is skipped; after it, it runs
+	run -0 ad -e 1s -x 2s cf touch "$T/1"
+	run -75 --separate-stderr ad -e 1s -x 2s cf touch "$T/2"
+	assert_stderr_regex '^adaptive: cf: too soon; next run allowed in (1s|[0-9]+ms)$'
+	assert [ ! -e "$T/2" ]
+	wait_for -t 10 ad -q -e 1s -x 2s cf touch "$T/2"
+	# a holder younger than ExpireAfter: busy, left alone
+	start_run cf2 '' -x 2s
+	run -75 --separate-stderr ad -e 1s -x 2s cf2 true
+	assert_stderr_regex "^adaptive: cf2: already running \\(PID $RUN_PID, "
+	kill -0 "$CMD_PID"
+	# older than ExpireAfter: killed, and this run takes over
+	wait_for -t 30 overdue cf2
+	run -0 --separate-stderr ad -e 1s -x 2s -g 300ms cf2 touch "$T/3"
+	assert [ -e "$T/3" ]
+	wait_for gone "$CMD_PID"
+	run -0 "$LOCKBOX" adaptive --json status cf2
+	assert_output --partial '"expire_after_seconds":2.000,"expire_after_learned":false,"expire_after_bound_seconds":null,"expire_after_why":"fixed","starving":false,"expired_in_a_row":0'
+	run -0 "$LOCKBOX" adaptive status cf2
+	assert_line '  expire after   2s'
+	assert_line --regexp '^  runs +2 \(1 expired\)'
+	# its end is the completion IfElapsed counts from
+	run -75 --separate-stderr ad -e 1m -x 2s cf2 true
+	assert_stderr_regex '^adaptive: cf2: too soon; next run allowed in (1m|[0-9]+s)$'
+}

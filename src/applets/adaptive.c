@@ -29,8 +29,8 @@
 #include "supervise.h"
 
 #define USAGE \
-	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER] [-g GRACE] [-d DIR] [-E CODE]\n" \
-	"                [--on-loss SIG] [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
+	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER | auto[:BOUND]] [-g GRACE] [-d DIR]\n" \
+	"                [-E CODE] [--on-loss SIG] [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
 	"       adaptive [-d DIR] [--json] status [NAME...]"
 
 #define HELP \
@@ -45,7 +45,8 @@
 	"  -e, --if-elapsed DUR   least time from the last completed run's end to\n" \
 	"                         the next start (bare number: minutes; default 1m)\n" \
 	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
-	"                         minutes; default 2h)\n" \
+	"                         minutes; default 2h); auto[:BOUND]: learned from\n" \
+	"                         the completed runs, at most BOUND (default 2h)\n" \
 	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
 	"                         default 5s)\n" \
 	"  -d, --dir DIR          state directory (default $LOCKBOX_DIR, else\n" \
@@ -91,6 +92,21 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* -x: a duration, or auto[:BOUND] (learned; bound CFEngine's default unless given) */
+static void expire_after(struct lb_run_opts *o, const char *arg)
+{
+	o->expire_auto = strncmp(arg, "auto", 4) == 0 && (arg[4] == '\0' || arg[4] == ':');
+	if (!o->expire_auto) {
+		o->expireafter = lb_opt_duration(arg, LB_NS_PER_MIN);
+		return;
+	}
+	o->expireafter = arg[4] == ':' ? lb_opt_duration(arg + 5, LB_NS_PER_MIN) :
+	    DEFAULT_EXPIREAFTER;
+	if (o->expireafter <= 0)
+		lb_usage_error("invalid bound '%s': a learned EXPIREAFTER needs one above 0",
+		    arg + 5);
+}
+
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(struct lb_run_opts *o, int argc, char **argv)
 {
@@ -122,7 +138,7 @@ static int parse_opts(struct lb_run_opts *o, int argc, char **argv)
 			o->verbose = 1;
 			break;
 		case 'x':
-			o->expireafter = lb_opt_duration(optarg, LB_NS_PER_MIN);
+			expire_after(o, optarg);
 			break;
 		case OPT_JSON:
 			o->json = 1;
@@ -187,6 +203,31 @@ static int foreign(struct lb_runctx *r)
 	lb_warnx("%s: %s belongs to the atom '%s'; refusing to share it", r->name,
 	    r->path, r->foreign_name);
 	return LB_EXIT_FAIL;
+}
+
+/*
+ * The paper's starvation: the run just expired was the LB_STARVING-th or
+ * later in a row, so the job may never finish. Told on standard error and
+ * in the log at error level whatever -q says: someone has to act.
+ */
+static void starving(struct lb_runctx *r)
+{
+	char x[32], y[32], b[32], raised[64] = "";
+	int64_t longest = lb_atom_longest_completed(&r->last);
+
+	lb_format_duration(r->expire_in_force, x);
+	if (longest >= 0)
+		lb_format_duration(longest, y);
+	else
+		snprintf(y, sizeof y, "none completed");
+	if (r->o->expire_auto)
+		snprintf(raised, sizeof raised, " (auto: raised, at most %s)",
+		    lb_format_duration(r->o->expireafter, b));
+	lb_joblog(LOG_ERR, r->name,
+	    "starving: the last %u runs were killed before they finished; ExpireAfter %s, longest run %s%s",
+	    r->streak, x, y, raised);
+	lb_warnx("%s: starving: the last %u runs were killed before they finished; ExpireAfter %s, longest run %s%s",
+	    r->name, r->streak, x, y, raised);
 }
 
 /* ---- supervision ---- */
@@ -301,8 +342,9 @@ static int take(struct lb_runctx *r, int *status)
 			*status = too_soon(r);
 		else if (h.n == 0 || !h.v[0].known)
 			*status = busy(r, h.n ? &h.v[0] : NULL);
-		else if (holder = h.v[0], (!r->remote && !lb_ident_local(&holder.who)) ||
-		    lb_holder_age(&r->last, &r->last_now, &holder.who) < r->o->expireafter)
+		else if (holder = h.v[0], r->expire_in_force = lb_run_expireafter(r),
+		    (!r->remote && !lb_ident_local(&holder.who)) ||
+		    lb_holder_age(&r->last, &r->last_now, &holder.who) < r->expire_in_force)
 			*status = busy(r, &holder);
 		else if ((x = r->remote ? lb_expire_session(r, &holder) : lb_expire(r, &holder)) == 1)
 			got = 1;
@@ -370,6 +412,8 @@ static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 			lb_pool_release(r.pool, getpid());
 			status = r.foreign ? foreign(&r) : too_soon(&r);
 		} else {
+			if (r.expired && r.streak >= LB_STARVING)
+				starving(&r);
 			status = run_command(&r, command);
 		}
 	}

@@ -111,11 +111,30 @@ static int64_t view_age(const struct view *v)
 	return lb_holder_age(v->known ? &v->a : NULL, &v->now, &v->who);
 }
 
+/* The EXPIREAFTER in force, learned (into *L) or fixed, as the last start chose it. */
+static int64_t expire_after(const struct view *v, struct lb_learned *l)
+{
+	/* a bound of 0 (forged, or never written) leaves nothing to learn under */
+	if (v->known && v->a.expire_auto && v->a.expireafter > 0)
+		return lb_atom_learn(&v->a, v->a.expireafter, l);
+	return v->a.expireafter;
+}
+
+static int learned(const struct view *v)
+{
+	return v->known && v->a.expire_auto && v->a.expireafter > 0;
+}
+
+static int starving(const struct view *v)
+{
+	return v->known && lb_atom_expired_streak(&v->a) >= LB_STARVING;
+}
+
 static const char *state_of(const struct view *v)
 {
 	if (!v->running)
 		return "idle";
-	if (v->who_known && v->a.expireafter > 0 && view_age(v) >= v->a.expireafter)
+	if (v->who_known && expire_after(v, NULL) > 0 && view_age(v) >= expire_after(v, NULL))
 		return "overdue";
 	return "running";
 }
@@ -129,8 +148,8 @@ static int64_t next_run(const struct view *v)
 
 	if (since >= 0 && since < v->a.ifelapsed)
 		left = v->a.ifelapsed - since;
-	if (v->running && v->who_known && v->a.expireafter > 0) {
-		int64_t x = v->a.expireafter - view_age(v);
+	if (v->running && v->who_known && expire_after(v, NULL) > 0) {
+		int64_t x = expire_after(v, NULL) - view_age(v);
 
 		if (x > left)
 			left = x;
@@ -151,7 +170,8 @@ static const char *status_word(int32_t s, char buf[32])
 static void print_text(const struct view *v, int first)
 {
 	const struct lb_atom *a = &v->a;
-	char b1[32], b2[32], b3[32];
+	struct lb_learned l;
+	char b1[32], b2[32], b3[32], why[160];
 	int64_t longest, median, left;
 	size_t n;
 
@@ -188,7 +208,16 @@ static void print_text(const struct view *v, int first)
 		printf("  %-14s %s\n", "next run", "now");
 	if (v->known) {
 		printf("  %-14s %s\n", "if elapsed", lb_format_duration(a->ifelapsed, b1));
-		printf("  %-14s %s\n", "expire after", lb_format_duration(a->expireafter, b1));
+		if (learned(v)) {
+			lb_format_duration(expire_after(v, &l), b1);
+			printf("  %-14s %s (%s)\n", "expire after", b1,
+			    lb_learned_text(&l, why, sizeof why));
+		} else {
+			printf("  %-14s %s\n", "expire after", lb_format_duration(a->expireafter, b1));
+		}
+		if (starving(v))
+			printf("  %-14s yes: the last %u runs were killed before they finished\n",
+			    "starving", lb_atom_expired_streak(a));
 		n = lb_atom_stats(a, &longest, &median);
 		if (n > 0)
 			printf("  %-14s %u (%u expired); last %zu: median %s, longest %s\n",
@@ -231,6 +260,8 @@ static void json_status(int32_t s)
 static void print_json(const struct view *v, int first)
 {
 	const struct lb_atom *a = &v->a;
+	struct lb_learned l;
+	char why[160];
 	int64_t longest, median;
 	unsigned i, k;
 	size_t n;
@@ -256,7 +287,19 @@ static void print_json(const struct view *v, int first)
 	json_secs("last_duration_seconds", a->duration, ended && a->duration >= 0);
 	json_secs("next_run_seconds", next_run(v), 1);
 	json_secs("if_elapsed_seconds", a->ifelapsed, v->known);
-	json_secs("expire_after_seconds", a->expireafter, v->known);
+	json_secs("expire_after_seconds", expire_after(v, &l), v->known);
+	if (learned(v)) {
+		printf(",\"expire_after_learned\":%s", l.why == LB_LEARN_FEW ? "false" : "true");
+		json_secs("expire_after_bound_seconds", l.bound, 1);
+		printf(",\"expire_after_why\":");
+		lb_json_string(stdout, lb_learned_text(&l, why, sizeof why));
+	} else {
+		printf(",\"expire_after_learned\":false");
+		json_secs("expire_after_bound_seconds", 0, 0);
+		printf(",\"expire_after_why\":%s", v->known ? "\"fixed\"" : "null");
+	}
+	printf(",\"starving\":%s,\"expired_in_a_row\":%u", starving(v) ? "true" : "false",
+	    v->known ? lb_atom_expired_streak(a) : 0);
 	printf(",\"runs\":%u,\"expiries\":%u", (unsigned)a->runs, (unsigned)a->expiries);
 	n = lb_atom_stats(a, &longest, &median);
 	json_secs("median_duration_seconds", median, n > 0);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "clock.h"
 #include "hash.h"
 #include "le.h"
+#include "parse.h"
 #include "pool.h"
 #include "proc.h"
 
@@ -19,7 +21,7 @@ enum {
 	A_DURATION = 64, A_STATUS = 72, A_CMD_PID = 76, A_CMD_START = 80,
 	A_CMD_PGID = 88, A_RUNS = 92, A_IFELAPSED = 96, A_EXPIREAFTER = 104,
 	A_EXPIRIES = 112, A_NAME_LEN = 116, A_NRING = 118, A_RING_NEXT = 120,
-	A_EXPIRY_SIG = 122, A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
+	A_EXPIRY_SIG = 122, A_EXPIRE_FLAGS = 123, A_NAME = 128, A_RING = A_NAME + LB_ATOM_NAME_MAX, A_ENTRY = 24
 };
 _Static_assert(A_RING + LB_ATOM_RING * A_ENTRY == LB_ATOM_USED, "atom layout");
 _Static_assert(LB_ATOM_USED <= LB_POOL_ATOM_SIZE, "atom area size");
@@ -91,6 +93,8 @@ int lb_atom_decode(const unsigned char *area, size_t len, struct lb_atom *a,
 		a->expiry_sig = area[A_EXPIRY_SIG];
 		break;
 	}
+	/* unknown bits are ignored: a newer version's, or a forger's */
+	a->expire_auto = (area[A_EXPIRE_FLAGS] & LB_EXPIRE_AUTO) != 0;
 	a->name_len = get16(area + A_NAME_LEN);
 	memcpy(a->name, area + A_NAME, a->name_len);
 	a->name[a->name_len] = '\0';
@@ -130,6 +134,7 @@ void lb_atom_encode(unsigned char *area, size_t len, const struct lb_atom *a)
 	lb_put64(area + A_EXPIREAFTER, (uint64_t)a->expireafter);
 	lb_put32(area + A_EXPIRIES, a->expiries);
 	area[A_EXPIRY_SIG] = (unsigned char)a->expiry_sig;
+	area[A_EXPIRE_FLAGS] = a->expire_auto ? LB_EXPIRE_AUTO : 0;
 	put16(area + A_NAME_LEN, (unsigned)name_len);
 	put16(area + A_NRING, a->nring);
 	put16(area + A_RING_NEXT, a->ring_next);
@@ -269,4 +274,144 @@ size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median)
 	*median = n % 2 ? d[n / 2] :
 	    d[n / 2 - 1] / 2 + d[n / 2] / 2 + (d[n / 2 - 1] % 2 + d[n / 2] % 2) / 2;
 	return n;
+}
+
+/* The ring's Ith run counting back from the latest (0: the latest). */
+static const struct lb_run *back(const struct lb_atom *a, unsigned i)
+{
+	unsigned k = a->nring < LB_ATOM_RING ? a->nring - 1 - i :
+	    (a->ring_next + 2 * LB_ATOM_RING - 1 - i) % LB_ATOM_RING;
+
+	return &a->ring[k];
+}
+
+/* A run that ended by itself, with a duration: what learning counts. */
+static int completed(const struct lb_run *x)
+{
+	return x->status >= 0 && x->duration >= 0;
+}
+
+unsigned lb_atom_expired_streak(const struct lb_atom *a)
+{
+	unsigned i;
+
+	for (i = 0; i < a->nring && back(a, i)->status == LB_STATUS_EXPIRED; i++)
+		;
+	return i;
+}
+
+int64_t lb_atom_longest_completed(const struct lb_atom *a)
+{
+	int64_t longest = -1;
+	unsigned i;
+
+	for (i = 0; i < a->nring; i++)
+		if (completed(&a->ring[i]) && a->ring[i].duration > longest)
+			longest = a->ring[i].duration;
+	return longest;
+}
+
+static int64_t times_factor(int64_t d)
+{
+	return d > INT64_MAX / LB_LEARN_FACTOR ? INT64_MAX : d * LB_LEARN_FACTOR;
+}
+
+int64_t lb_atom_learn(const struct lb_atom *a, int64_t bound, struct lb_learned *out)
+{
+	struct lb_learned l;
+	int64_t d[LB_ATOM_RING], v;
+	unsigned i;
+	size_t n = 0;
+
+	memset(&l, 0, sizeof l);
+	l.bound = bound;
+	l.pct = l.longest = l.raised = -1;
+	for (i = 0; i < a->nring; i++)
+		if (completed(&a->ring[i]))
+			d[n++] = a->ring[i].duration;
+	l.runs = n;
+	if (n > 0) {
+		qsort(d, n, sizeof *d, cmp_i64);
+		/* nearest rank: the smallest duration with LB_LEARN_PCT % at or below it */
+		l.pct = d[(n * LB_LEARN_PCT + 99) / 100 - 1];
+		l.longest = d[n - 1];
+	}
+	l.streak = lb_atom_expired_streak(a);
+	if (n < LB_LEARN_RUNS) {
+		l.why = LB_LEARN_FEW;
+		l.value = bound;
+		goto done;
+	}
+	v = times_factor(l.pct);
+	l.why = LB_LEARN_PCT_RULE;
+	if (v < l.longest) {
+		v = l.longest;
+		l.why = LB_LEARN_LONGEST;
+	}
+	if (v < LB_LEARN_FLOOR) {
+		v = LB_LEARN_FLOOR;
+		l.why = LB_LEARN_FLOORED;
+	}
+	/*
+	 * Starving: every recent run was killed at about the value in force,
+	 * so the job needs more than its history says. Expired runs only
+	 * ever raise the value, never lower it.
+	 */
+	if (l.streak >= LB_STARVING) {
+		int64_t x = 0;
+
+		for (i = 0; i < l.streak; i++)
+			if (back(a, i)->duration > x)
+				x = back(a, i)->duration;
+		l.raised = times_factor(x);
+		if (l.raised > v) {
+			v = l.raised;
+			l.why = LB_LEARN_RAISED;
+		}
+	}
+	if (v > bound) {
+		v = bound;
+		l.why = LB_LEARN_CAPPED;
+	}
+	l.value = v;
+done:
+	if (out != NULL)
+		*out = l;
+	return l.value;
+}
+
+const char *lb_learned_text(const struct lb_learned *l, char *buf, size_t size)
+{
+	char b1[32], b2[32], b3[32];
+	size_t len;
+
+	if (l->why == LB_LEARN_FEW) {
+		snprintf(buf, size, "the bound, %s: %zu of %d completed runs needed to learn",
+		    lb_format_duration(l->bound, b1), l->runs, LB_LEARN_RUNS);
+		return buf;
+	}
+	snprintf(buf, size, "learned from %zu runs: p%d %s x %d", l->runs, LB_LEARN_PCT,
+	    lb_format_duration(l->pct, b1), LB_LEARN_FACTOR);
+	len = strlen(buf);
+	switch (l->why) {
+	case LB_LEARN_LONGEST:
+		snprintf(buf + len, size - len, ", raised to the longest, %s",
+		    lb_format_duration(l->longest, b2));
+		break;
+	case LB_LEARN_FLOORED:
+		snprintf(buf + len, size - len, ", raised to the floor, %s",
+		    lb_format_duration(LB_LEARN_FLOOR, b2));
+		break;
+	case LB_LEARN_RAISED:
+		snprintf(buf + len, size - len, "; starving, %u expired in a row: %s",
+		    l->streak, lb_format_duration(l->raised, b2));
+		break;
+	case LB_LEARN_CAPPED:
+		snprintf(buf + len, size - len, ", capped by the bound, %s",
+		    lb_format_duration(l->bound, b3));
+		break;
+	default:
+		break;
+	}
+	return buf;
 }

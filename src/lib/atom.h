@@ -40,7 +40,9 @@
  *   118   2  entries in the ring (0..64)
  *   120   2  ring slot the next entry goes to (0..63)
  *   122   1  strongest signal an expiry has sent the last run (0: none)
- *   123   5  zero
+ *   123   1  flags of EXPIREAFTER: bit 0 learned (-x auto), the field at
+ *            104 is then its bound (older versions read it as fixed)
+ *   124   4  zero
  *   128 256  NAME, exactly as given (not NUL-terminated when 256 bytes)
  *   384  24  x 64 ring of recent runs, oldest overwritten first, each:
  *            +0 start wall (8), +8 duration (8, -1 unknown),
@@ -58,6 +60,22 @@
 
 #define LB_ATOM_RUNNING		UINT32_C(1)
 #define LB_ATOM_EXPIRING	UINT32_C(2)
+
+#define LB_EXPIRE_AUTO		1	/* byte 123, bit 0 */
+
+/*
+ * A learned EXPIREAFTER (-x auto[:BOUND], see adaptive(1)): with at least
+ * LB_LEARN_RUNS completed runs in the ring, LB_LEARN_FACTOR times the
+ * LB_LEARN_PCT-th percentile (nearest rank) of their durations, never
+ * below the longest of them nor LB_LEARN_FLOOR, never above the bound.
+ * LB_STARVING expiries in a row make the atom starving; the learned value
+ * is then at least LB_LEARN_FACTOR times the longest of those expired runs.
+ */
+#define LB_LEARN_RUNS		5
+#define LB_LEARN_PCT		95
+#define LB_LEARN_FACTOR		2
+#define LB_LEARN_FLOOR		INT64_C(1000000000)
+#define LB_STARVING		3
 
 #define LB_STATUS_UNKNOWN	(-1)
 #define LB_STATUS_EXPIRED	(-2)
@@ -83,6 +101,7 @@ struct lb_atom {
 	int64_t ifelapsed, expireafter;
 	uint32_t expiries;
 	int expiry_sig;		/* 0, or SIGCONT, SIGINT, SIGTERM, SIGKILL */
+	int expire_auto;	/* expireafter is a learned value's bound */
 	char name[LB_ATOM_NAME_MAX + 1];	/* NUL-terminated here */
 	size_t name_len;
 	unsigned nring, ring_next;
@@ -133,5 +152,33 @@ int64_t lb_atom_last_end(const struct lb_atom *a);
 
 /* Longest and median of the known durations in the ring: count of them. */
 size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median);
+
+/* How many of the latest runs in the ring were expired, in a row. */
+unsigned lb_atom_expired_streak(const struct lb_atom *a);
+
+/* How an EXPIREAFTER in force came about. */
+struct lb_learned {
+	int64_t value;		/* in force */
+	int64_t bound;
+	size_t runs;		/* completed runs in the ring */
+	int64_t pct, longest;	/* of those; -1 when none */
+	unsigned streak;	/* expiries in a row */
+	int64_t raised;		/* LB_LEARN_FACTOR x the longest of those, or -1 */
+	enum { LB_LEARN_FEW, LB_LEARN_PCT_RULE, LB_LEARN_LONGEST, LB_LEARN_FLOORED,
+	    LB_LEARN_RAISED, LB_LEARN_CAPPED } why;
+};
+
+/*
+ * The EXPIREAFTER that A's history gives under BOUND (> 0), into *L when
+ * not NULL: any ring, forged ones too, gives a value in 1..BOUND (BOUND
+ * itself when below the floor).
+ */
+int64_t lb_atom_learn(const struct lb_atom *a, int64_t bound, struct lb_learned *l);
+
+/* Say *L as "learned from 37 runs: p95 4m10s x 2" into BUF. */
+const char *lb_learned_text(const struct lb_learned *l, char *buf, size_t size);
+
+/* Longest duration of a run in the ring that ended by itself; -1: none. */
+int64_t lb_atom_longest_completed(const struct lb_atom *a);
 
 #endif

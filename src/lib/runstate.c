@@ -122,6 +122,7 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 		}
 		lb_atom_push(a, a->start_wall, a->duration, a->status);
 	}
+	r->streak = lb_atom_expired_streak(a);
 	/* what to put back should the command not start at all */
 	r->before = *a;
 	r->start_wall = now->wall;
@@ -137,10 +138,18 @@ static int begin_fn(unsigned char *area, size_t len, const struct lb_atom_clock 
 	a->runs++;
 	a->ifelapsed = r->o->ifelapsed;
 	a->expireafter = r->o->expireafter;
+	a->expire_auto = r->o->expire_auto;
 	a->name_len = strlen(r->name);
 	memcpy(a->name, r->name, a->name_len + 1);
 	lb_atom_encode(area, len, a);
 	return 1;
+}
+
+int64_t lb_run_expireafter(const struct lb_runctx *r)
+{
+	/* learned from the state read under the lock, bounded by this run's option */
+	return r->o->expire_auto ? lb_atom_learn(&r->last, r->o->expireafter, NULL) :
+	    r->o->expireafter;
 }
 
 /* Whether the area decodes to this run's own state, into A. */

@@ -13,7 +13,8 @@
 
 /* adaptive's options */
 struct lb_run_opts {
-	int64_t ifelapsed, expireafter, grace;
+	int64_t ifelapsed, expireafter, grace;	/* with expire_auto, expireafter bounds it */
+	int expire_auto;		/* -x auto: EXPIREAFTER learned from the history */
 	const char *dir;
 	const char *log;
 	int busy_status;
@@ -40,6 +41,8 @@ struct lb_runctx {
 	struct lb_atom before;		/* the state before this run's start */
 	/* this run */
 	int expired;			/* the lock was taken over from an expired run */
+	int64_t expire_in_force;	/* the EXPIREAFTER that expired it */
+	unsigned streak;		/* expiries in a row, that one included */
 	int64_t start_wall;		/* on the state's clock */
 	int64_t local_start;		/* on this host's boot clock, for the log */
 	pid_t child;
@@ -62,6 +65,9 @@ int lb_run_begin(struct lb_runctx *r);
 int lb_run_started(struct lb_runctx *r);
 int lb_run_end(struct lb_runctx *r);
 int lb_run_unstart(struct lb_runctx *r);
+
+/* The EXPIREAFTER in force for a run found in the state last read (r->last). */
+int64_t lb_run_expireafter(const struct lb_runctx *r);
 
 /* Mark OLD's run as being expired (ON), or take the mark back. */
 void lb_run_mark_expiring(struct lb_runctx *r, const struct lb_ident *old, int on);
