@@ -35,7 +35,8 @@ struct lb_pool_ops {
 	void (*close)(struct lb_pool *);	/* frees the backend's part */
 };
 
-/* Fill in the common part; NAME is copied. 0, or -1 (reported). */
+/* Fill in the common part; NAME is copied. 0, or -1 (reported). (poolbase.c,
+ * with lb_pool_close, which a backend may call on its own failed open) */
 int lb_pool_init(struct lb_pool *pool, const struct lb_pool_ops *ops, const char *name);
 
 /* The lock-file backend. */

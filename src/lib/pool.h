@@ -65,10 +65,13 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 int lb_pool_is_pg(const char *target);
 
 /*
- * The program's own argv, from main: a build whose binary lacks a backend
- * runs the helper that has it (lockbox-pg) with the same command line.
+ * Opening a target whose backend this binary lacks (postgresql:// in a
+ * lockbox without libpq) calls FN, set by main, which may hand the whole
+ * run to a program that has it; FN returns only when it could not, having
+ * said why, and the open fails. Without FN the open fails with a message.
  */
-void lb_pool_set_argv(char **argv);
+typedef void lb_pool_handoff_fn(const char *target);
+void lb_pool_set_handoff(lb_pool_handoff_fn *fn);
 
 /*
  * Adopt a lock file's fd the caller opened read-write (acquire/release
