@@ -3,7 +3,7 @@
 #include "config.h"
 
 #include "applets.h"
-#include "poolcmd.h"
+#include "slots.h"
 
 #define USAGE \
 	"usage: mutex [-qv] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE [--] COMMAND [ARG...]\n" \
@@ -12,7 +12,7 @@
 	"       mutex acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD\n" \
 	"       mutex release [--path PATH] --fd FD"
 
-static const struct lb_poolcmd mutex = {
+static const struct poolcmd mutex = {
 	.usage = USAGE,
 	.help =
 	    "\n"
@@ -50,5 +50,5 @@ static const struct lb_poolcmd mutex = {
 
 int mutex_main(int argc, char **argv)
 {
-	return lb_poolcmd_main(&mutex, argc, argv);
+	return poolcmd_main(&mutex, argc, argv);
 }
