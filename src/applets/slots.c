@@ -80,6 +80,35 @@ struct opts {
 enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
 	OPT_VERSION };
 
+/* What the command line asks for: LOCKFILE [MAX] COMMAND, check or list, create, acquire, release. */
+enum mode { RUN, LOOK, CREATE, ACQUIRE, RELEASE };
+#define M(mode)		(1u << (mode))
+
+/* The options a mode may refuse or need. */
+enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32 };
+
+/*
+ * Which options go with which mode, checked in this order by check_mode;
+ * the first rule broken is the usage error (its %s: the mode's word).
+ * Options no rule names go with every mode.
+ */
+static const struct rule {
+	unsigned modes;		/* the modes it applies to */
+	unsigned opts;		/* the options it is about */
+	int need;		/* 1: the mode needs one of them; 0: it takes none */
+	const char *msg;
+} rules[] = {
+	{ M(ACQUIRE) | M(RELEASE), HAS_FD, 1, "%s needs --fd FD" },
+	{ M(ACQUIRE) | M(RELEASE), HAS_MODE, 0, "--mode goes with COMMAND: the caller made FD's file" },
+	{ M(RELEASE), HAS_RECORD, 0, "--record-args goes with COMMAND or acquire" },
+	{ M(RUN) | M(LOOK) | M(CREATE), HAS_PATH, 0, "--path goes with acquire or release --fd" },
+	{ M(LOOK), HAS_MODE, 0, "--mode does not go with check or list" },
+	{ M(LOOK), HAS_RECORD, 0, "--record-args goes with COMMAND or acquire" },
+	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, "create takes no option but --mode" },
+	{ M(RUN), HAS_JSON, 0, "--json goes with check or list" },
+	{ M(RUN), HAS_FD, 0, "--json and --fd do not go with COMMAND" },
+};
+
 static const struct option longopts[] = {
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "fd", required_argument, NULL, OPT_FD },
@@ -145,6 +174,19 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		}
 	}
 	return optind;
+}
+
+static void check_mode(const struct opts *o, enum mode mode, const char *word)
+{
+	unsigned given = (o->wait >= 0 ? HAS_WAIT : 0) | (o->json ? HAS_JSON : 0) |
+	    (o->fd >= 0 ? HAS_FD : 0) | (o->path != NULL ? HAS_PATH : 0) |
+	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0);
+	size_t i;
+
+	for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
+		if ((rules[i].modes & M(mode)) != 0 &&
+		    ((given & rules[i].opts) != 0) != rules[i].need)
+			lb_usage_error(rules[i].msg, word);
 }
 
 /*
@@ -333,8 +375,6 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
-	if (o->json || o->fd >= 0)
-		lb_usage_error("--json and --fd do not go with COMMAND");
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
@@ -406,12 +446,7 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 	ssize_t n;
 	int status;
 
-	if (o->fd < 0)
-		lb_usage_error("%s needs --fd FD", argv[0]);
-	if (o->mode != 0)
-		lb_usage_error("--mode goes with COMMAND: the caller made FD's file");
-	if (release && o->record_args)
-		lb_usage_error("--record-args goes with COMMAND or acquire");
+	check_mode(o, release ? RELEASE : ACQUIRE, argv[0]);
 	if (release || cmd->fixed_max) {
 		if (max_arg != NULL)
 			lb_usage_error("unexpected argument '%s'", max_arg);
@@ -665,37 +700,27 @@ int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv)
 	};
 	int i = parse_opts(cmd, &o, argc, argv);
 	const char *path, *word;
+	enum mode mode = RUN;
 
 	if (i >= argc)
 		lb_usage_error("missing LOCKFILE");
 	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
 		return by_fd(cmd, &o, argc - i, argv + i);
-	if (o.path != NULL)
-		lb_usage_error("--path goes with acquire or release --fd");
 	path = argv[i++];
 	word = i < argc ? argv[i] : NULL;
-	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0)) {
-		if (i + 1 < argc) {
-			misplaced(argv[i + 1]);
-			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
-		}
-		if (o.mode != 0)
-			lb_usage_error("--mode does not go with check or list");
-		if (o.record_args)
-			lb_usage_error("--record-args goes with COMMAND or acquire");
+	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0))
+		mode = LOOK;
+	else if (word != NULL && strcmp(word, "create") == 0)
+		mode = CREATE;
+	check_mode(&o, mode, word);
+	if (mode != RUN && i + 1 < argc) {
+		misplaced(argv[i + 1]);
+		lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+	}
+	if (mode == LOOK)
 		return look(&o, path, word[0] == 'c');
-	}
-	if (word != NULL && strcmp(word, "create") == 0) {
-		if (i + 1 < argc) {
-			misplaced(argv[i + 1]);
-			lb_usage_error("unexpected argument '%s'", argv[i + 1]);
-		}
-		if (o.json || o.record_args || o.fd >= 0 || o.wait >= 0)
-			lb_usage_error("create takes no option but --mode");
+	if (mode == CREATE)
 		return create(&o, path);
-	}
-	if (o.json)
-		lb_usage_error("--json goes with check or list");
 	if (cmd->fixed_max)
 		return run(cmd, &o, path, NULL, argv + i);
 	return run(cmd, &o, path, word, argv + i + (word != NULL));
