@@ -271,7 +271,7 @@ static void report_busy(const struct poolcmd *cmd, const struct opts *o,
     const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
 {
 	const char *why;
-	int at_once;
+	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
 	char msg[512], age[32], waited[48] = "";
 	size_t i, n = 0, foreign = 0;
 	int r;
@@ -300,8 +300,8 @@ static void report_busy(const struct poolcmd *cmd, const struct opts *o,
 	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
 		/* a server's holders may be on any host */
 		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
-		    (int)h->v[0].who.pid, lb_pool_is_pg(name) ? " on " : "",
-		    lb_pool_is_pg(name) ? h->v[0].who.host : "", h->v[0].who.command,
+		    (int)h->v[0].who.pid, hosts ? " on " : "", hosts ? h->v[0].who.host : "",
+		    h->v[0].who.command,
 		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
 		return;
 	}
@@ -579,16 +579,14 @@ static void print_count(const struct opts *o, const char *path, size_t n)
 	}
 }
 
-static void print_holders(const struct opts *o, const char *path,
-    const struct lb_holders *h)
+/* HOSTS: the holders may be on any host (a server's), and a HOST column says which. */
+static void print_holders(const struct opts *o, int hosts, const struct lb_holders *h)
 {
-	int remote = lb_pool_is_pg(path);
 	char age[32];
 	size_t i;
 
 	if (!o->json) {
-		/* a server's holders may be on any host: a HOST column says which */
-		if (remote)
+		if (hosts)
 			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
 		else
 			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
@@ -600,10 +598,10 @@ static void print_holders(const struct opts *o, const char *path,
 			} else if (x->known) {
 				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
 				    lb_format_duration(lb_ident_age(&x->who), age));
-				if (remote)
+				if (hosts)
 					printf("%-16s ", x->who.host);
 				print_text(x->who.command);
-			} else if (remote) {
+			} else if (hosts) {
 				printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
 			} else {
 				printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
@@ -653,7 +651,7 @@ static int look(const struct opts *o, const char *path, int count_only)
 	if (count_only) {
 		print_count(o, lb_pool_name(pool), n);
 	} else {
-		print_holders(o, lb_pool_name(pool), &h);
+		print_holders(o, (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0, &h);
 		lb_holders_free(&h);
 	}
 	lb_pool_close(pool);
@@ -688,7 +686,7 @@ static int create(const struct opts *o, const char *path)
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	/* a server's locks need no file: reaching it is all there is to check */
-	r = lb_pool_is_pg(path) ? 0 : lb_pool_atom(pool, unchanged, NULL);
+	r = lb_pool_caps(pool) & LB_POOL_IN_FS ? lb_pool_atom(pool, unchanged, NULL) : 0;
 	lb_pool_close(pool);
 	return r == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
 }

@@ -15,6 +15,7 @@ struct lb_pool {
 	 * than the holders (see lb_pool_why); empty otherwise */
 	char why[256];
 	int why_at_once;
+	unsigned caps;	/* lb_pool_caps; set by pool.c */
 };
 
 /* The operations of pool.h, with the same contracts. */

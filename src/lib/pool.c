@@ -23,6 +23,27 @@ int lb_pool_is_pg(const char *target)
 	    strncmp(target, "postgres://", 11) == 0;
 }
 
+/* the one place that knows what each backend's locks are like */
+#define FILE_CAPS	(LB_POOL_IN_FS | LB_POOL_PROCESSES)
+#define PG_CAPS		(LB_POOL_HOSTS | LB_POOL_LOSS)
+
+unsigned lb_pool_target_caps(const char *target)
+{
+	return lb_pool_is_pg(target) ? PG_CAPS : FILE_CAPS;
+}
+
+unsigned lb_pool_caps(const struct lb_pool *p)
+{
+	return p->caps;
+}
+
+static struct lb_pool *with_caps(struct lb_pool *p, unsigned caps)
+{
+	if (p != NULL)
+		p->caps = caps;
+	return p;
+}
+
 static struct lb_pool *pg_open(const char *target, int access,
     const struct lb_pool_opts *opts)
 {
@@ -51,17 +72,18 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 	static const struct lb_pool_opts defaults = { 0, 0 };
 
 	if (lb_pool_is_pg(target))
-		return pg_open(target, access, opts != NULL ? opts : &defaults);
+		return with_caps(pg_open(target, access, opts != NULL ? opts : &defaults), PG_CAPS);
 	if (access == LB_POOL_LIST) {
 		lb_warnx("%s: not a server: nothing to list", target);
 		return NULL;
 	}
-	return lb_filepool_open(target, access, opts != NULL ? opts : &defaults);
+	return with_caps(lb_filepool_open(target, access, opts != NULL ? opts : &defaults),
+	    FILE_CAPS);
 }
 
 struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path)
 {
-	return lb_filepool_from_fd(fd, name, path);
+	return with_caps(lb_filepool_from_fd(fd, name, path), FILE_CAPS);
 }
 
 const char *lb_pool_name(const struct lb_pool *p)

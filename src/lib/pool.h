@@ -65,6 +65,19 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 int lb_pool_is_pg(const char *target);
 
 /*
+ * What a pool's locks are like: front ends ask this, never which backend
+ * a target names. lb_pool_target_caps tells it from a name, before opening.
+ */
+enum {
+	LB_POOL_IN_FS = 1 << 0,		/* a file: a directory holds it, create makes it */
+	LB_POOL_HOSTS = 1 << 1,		/* holders may be on any host: messages name it */
+	LB_POOL_LOSS = 1 << 2,		/* a held lock can be lost (opts.on_loss tells) */
+	LB_POOL_PROCESSES = 1 << 3,	/* holders are processes, proven and ended on their host */
+};
+unsigned lb_pool_caps(const struct lb_pool *pool);
+unsigned lb_pool_target_caps(const char *target);
+
+/*
  * Opening a target whose backend this binary lacks (postgresql:// in a
  * lockbox without libpq) calls FN, set by main, which may hand the whole
  * run to a program that has it; FN returns only when it could not, having
