@@ -286,7 +286,7 @@ static int take(struct lb_runctx *r, int *status)
 	struct lb_holders h = { NULL, 0 };
 	struct lb_holder holder;
 	unsigned slot;
-	int got = lb_pool_acquire(r->pool, 1, 0, &r->who, &slot, &h), x;
+	int got = lb_pool_acquire(r->pool, 1, LB_NO_WAIT, &r->who, &slot, &h), x;
 	int processes = (lb_pool_caps(r->pool) & LB_POOL_PROCESSES) != 0;
 
 	/* a skip's status may be 0 or 1 (-E), so it is never the return value */

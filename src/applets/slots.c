@@ -232,7 +232,7 @@ static unsigned parse_max(const struct poolcmd *cmd, const char *s)
 
 static int64_t deadline_of(const struct opts *o)
 {
-	return o->wait > 0 ? lb_deadline_after(o->wait) : 0;
+	return o->wait > 0 ? lb_deadline_after(o->wait) : LB_NO_WAIT;
 }
 
 /*

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "clock.h"
 #include "proc.h"
 
 /* The largest MAX any backend takes, and the size of a pool's atom area. */
@@ -98,7 +99,7 @@ const char *lb_pool_name(const struct lb_pool *pool);
 
 /*
  * Take one slot among MAX: 1 (taken, *slot set), 0 (all busy until DEADLINE
- * on CLOCK_MONOTONIC, 0 meaning no wait; *busy then lists the holders if
+ * on CLOCK_MONOTONIC, or LB_NO_WAIT; *busy then lists the holders if
  * busy is not NULL), -1 (error, reported). WHO is recorded as the holder.
  */
 int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
