@@ -693,11 +693,11 @@ int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv)
 		mode = LOOK;
 	else if (word != NULL && strcmp(word, "create") == 0)
 		mode = CREATE;
-	check_mode(&o, mode, word);
 	if (mode != RUN && i + 1 < argc) {
 		misplaced(argv[i + 1]);
 		lb_usage_error("unexpected argument '%s'", argv[i + 1]);
 	}
+	check_mode(&o, mode, word);
 	if (mode == LOOK)
 		return look(&o, path, word[0] == 'c');
 	if (mode == CREATE)
