@@ -15,6 +15,7 @@
 #include "exitcodes.h"
 #include "opts.h"
 #include "pool.h"
+#include "text.h"
 
 #define USAGE \
 	"usage: lockbox APPLET [ARG...]\n" \
@@ -34,6 +35,39 @@ static const struct applet applets[] = {
 };
 
 #define NAPPLETS (sizeof applets / sizeof applets[0])
+
+#if defined(HAVE_LIBPQ) && !defined(LOCKBOX_PG_BACKEND)
+static char **main_argv;
+
+/*
+ * lockbox is static and has no libpq; lockbox-pg is the same program with
+ * it. Nothing has been locked or opened yet when a target is opened, so
+ * running the helper on the very same argv is the same run, only with
+ * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's;
+ * secure_getenv, so that a setuid, setgid or capability-raised lockbox
+ * runs only the installed helper, never a program its caller names.
+ */
+static void pg_handoff(const char *target)
+{
+	const char *helper = secure_getenv("LOCKBOX_PG_HELPER");
+	char *shown;
+	int e;
+
+	if (helper == NULL || *helper == '\0')
+		helper = LOCKBOX_PG_HELPER;
+	fflush(NULL);
+	/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
+	lb_exec_restore();
+	execv(helper, main_argv);
+	e = errno;
+	/* a message never shows the URL's secrets */
+	shown = lb_url_mask(target);
+	errno = e;
+	lb_warn("%s: cannot run the PostgreSQL helper %s", shown != NULL ? shown : "postgresql://",
+	    helper);
+	free(shown);
+}
+#endif
 
 static int by_name(const void *key, const void *elem)
 {
@@ -126,7 +160,11 @@ int main(int argc, char **argv)
 	if (!isatty(STDOUT_FILENO))
 		setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	lb_exec_setup();
-	lb_pool_set_argv(argv);
+#if defined(HAVE_LIBPQ) && !defined(LOCKBOX_PG_BACKEND)
+	/* the PostgreSQL backend is lockbox-pg's: a postgresql:// target goes there */
+	main_argv = argv;
+	lb_pool_set_handoff(pg_handoff);
+#endif
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
 	/* lockbox-pg, the PostgreSQL helper, is a multicall name too */
 	if (strcmp(base, PACKAGE) != 0 && strcmp(base, PACKAGE "-pg") != 0)

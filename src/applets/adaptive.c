@@ -267,7 +267,7 @@ static int run_command(struct lb_runctx *r, char **command)
 
 	/* the command leads a group of its own, which gets what we are sent */
 	if (lb_super_init(&job, forwarded, sizeof forwarded / sizeof forwarded[0], own,
-	    r->remote ? 1 : 0, LB_SUPER_GROUP) != 0) {
+	    lb_pool_caps(r->pool) & LB_POOL_LOSS ? 1 : 0, LB_SUPER_GROUP) != 0) {
 		lb_warn("cannot set up signals");
 		return LB_EXIT_FAIL;
 	}
@@ -327,7 +327,8 @@ static int take(struct lb_runctx *r, int *status)
 	struct lb_holders h = { NULL, 0 };
 	struct lb_holder holder;
 	unsigned slot;
-	int got = lb_pool_acquire(r->pool, 1, 0, &r->who, &slot, &h), x;
+	int got = lb_pool_acquire(r->pool, 1, LB_NO_WAIT, &r->who, &slot, &h), x;
+	int processes = (lb_pool_caps(r->pool) & LB_POOL_PROCESSES) != 0;
 
 	/* a skip's status may be 0 or 1 (-E), so it is never the return value */
 	*status = LB_EXIT_FAIL;
@@ -343,10 +344,10 @@ static int take(struct lb_runctx *r, int *status)
 		else if (h.n == 0 || !h.v[0].known)
 			*status = busy(r, h.n ? &h.v[0] : NULL);
 		else if (holder = h.v[0], r->expire_in_force = lb_run_expireafter(r),
-		    (!r->remote && !lb_ident_local(&holder.who)) ||
+		    (processes && !lb_ident_local(&holder.who)) ||
 		    lb_holder_age(&r->last, &r->last_now, &holder.who) < r->expire_in_force)
 			*status = busy(r, &holder);
-		else if ((x = r->remote ? lb_expire_session(r, &holder) : lb_expire(r, &holder)) == 1)
+		else if ((x = processes ? lb_expire(r, &holder) : lb_expire_session(r, &holder)) == 1)
 			got = 1;
 		else
 			*status = x == 0 ? busy(r, &holder) : x;
@@ -360,22 +361,22 @@ static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 	struct lb_pool_opts popts = { 0, 0 };
 	struct lb_runctx r;
 	char *dir;
-	int status = LB_EXIT_FAIL, dirfd, shared = 0;
+	int status = LB_EXIT_FAIL, dirfd, shared = 0, in_fs;
 
 	memset(&r, 0, sizeof r);
 	r.o = o;
 	r.name = name;
 	dir = lb_state_dir(o->dir);
-	r.remote = lb_pool_is_pg(dir);
-	if (!r.remote && lb_make_dirs(dir, geteuid() == 0 ? 0755 : 0700) != 0) {
+	in_fs = (lb_pool_target_caps(dir) & LB_POOL_IN_FS) != 0;
+	if (in_fs && lb_make_dirs(dir, geteuid() == 0 ? 0755 : 0700) != 0) {
 		free(dir);
 		return LB_EXIT_FAIL;
 	}
 	r.path = lb_atom_path(dir, name);
 	/* a server keeps its own state: there is no directory to trust */
-	dirfd = r.remote ? -1 : lb_state_dir_open(dir, &shared);
+	dirfd = in_fs ? lb_state_dir_open(dir, &shared) : -1;
 	free(dir);
-	if (!r.remote && dirfd < 0) {
+	if (in_fs && dirfd < 0) {
 		free((char *)r.path);
 		return LB_EXIT_FAIL;
 	}

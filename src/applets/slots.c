@@ -1,9 +1,27 @@
-/* slots: run COMMAND in one of at most MAX slots of a lock file. */
+/* slots: run COMMAND in one of at most MAX slots of a lock file; the front end mutex shares. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <fcntl.h>
+#include <getopt.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "applets.h"
-#include "poolcmd.h"
+#include "clock.h"
+#include "err.h"
+#include "exec.h"
+#include "exitcodes.h"
+#include "json.h"
+#include "opts.h"
+#include "parse.h"
+#include "pool.h"
+#include "slots.h"
 
 #define USAGE \
 	"usage: slots [-qv] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
@@ -12,7 +30,7 @@
 	"       slots acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD MAX\n" \
 	"       slots release [--path PATH] --fd FD"
 
-static const struct lb_poolcmd slots = {
+static const struct poolcmd slots = {
 	.usage = USAGE,
 	.help =
 	    "\n"
@@ -25,30 +43,671 @@ static const struct lb_poolcmd slots = {
 	    "                      exit with CODE instead of 75 when no slot is taken\n"
 	    "  -q, --quiet         no message when no slot is taken\n"
 	    "  -v, --verbose       say which slot was taken\n"
-	    "      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n"
-	    "                      default 0600 (less the umask): for the owner only\n"
-	    "      --record-args   record the holder's whole command line, not only\n"
-	    "                      its name (anyone who can read LOCKFILE sees it)\n"
-	    "      --json          check/list output as JSON\n"
-	    "      --fd FD         acquire/release: lock on FD, which the caller opened\n"
-	    "      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n"
-	    "      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n"
-	    "                      TERM; none: do not) when the server connection is lost\n"
-	    "  -h, --help          this help\n"
-	    "      --version       print lockbox's version and lock kind\n"
-	    "\n"
-	    "create makes LOCKFILE (or checks the one there) without taking it:\n"
-	    "0 when it is a lock file lockbox may use, 125 otherwise.\n"
-	    "\n"
+	    POOLCMD_HELP_OPTIONS
 	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
-	    "LOCKFILE may be postgresql://HOST/DB?lock=NAME: a lock on a PostgreSQL\n"
-	    "server, shared between hosts; see lockbox-postgresql(7).\n"
-	    "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n"
-	    "126 COMMAND not executable, 127 COMMAND not found. See slots(1).\n",
+	    POOLCMD_HELP_TAIL "See slots(1).\n",
 	.fixed_max = 0,
 };
 
+struct opts {
+	int64_t wait;		/* -w, ns; -1: do not wait */
+	int busy_status;	/* -E */
+	int quiet, verbose, json;
+	int fd;			/* --fd; -1: none */
+	const char *path;	/* --path: the file FD must be; NULL: none */
+	int on_loss;		/* --on-loss: a signal, 0 for none */
+	unsigned mode;		/* --mode: of a file created now; 0: the default */
+	int record_args;	/* --record-args: the whole command line in the record */
+};
+
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
+	OPT_VERSION };
+
+/* What the command line asks for: LOCKFILE [MAX] COMMAND, check or list, create, acquire, release. */
+enum mode { RUN, LOOK, CREATE, ACQUIRE, RELEASE };
+#define M(mode)		(1u << (mode))
+
+/* The options a mode may refuse or need. */
+enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32 };
+
+/*
+ * Which options go with which mode, checked in this order by check_mode;
+ * the first rule broken is the usage error (its %s: the mode's word).
+ * Options no rule names go with every mode.
+ */
+static const struct rule {
+	unsigned modes;		/* the modes it applies to */
+	unsigned opts;		/* the options it is about */
+	int need;		/* 1: the mode needs one of them; 0: it takes none */
+	const char *msg;
+} rules[] = {
+	{ M(ACQUIRE) | M(RELEASE), HAS_FD, 1, "%s needs --fd FD" },
+	{ M(ACQUIRE) | M(RELEASE), HAS_MODE, 0, "--mode goes with COMMAND: the caller made FD's file" },
+	{ M(RELEASE), HAS_RECORD, 0, "--record-args goes with COMMAND or acquire" },
+	{ M(RUN) | M(LOOK) | M(CREATE), HAS_PATH, 0, "--path goes with acquire or release --fd" },
+	{ M(LOOK), HAS_MODE, 0, "--mode does not go with check or list" },
+	{ M(LOOK), HAS_RECORD, 0, "--record-args goes with COMMAND or acquire" },
+	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, "create takes no option but --mode" },
+	{ M(RUN), HAS_JSON, 0, "--json goes with check or list" },
+	{ M(RUN), HAS_FD, 0, "--json and --fd do not go with COMMAND" },
+};
+
+static const struct option longopts[] = {
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "fd", required_argument, NULL, OPT_FD },
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "path", required_argument, NULL, OPT_PATH },
+	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "wait", required_argument, NULL, 'w' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* Options stop at the first positional word: COMMAND's own are never read. */
+static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
+    char **argv)
+{
+	uint64_t v;
+	int c;
+
+	lb_getopt_reset();
+	while ((c = lb_getopt(argc, argv, "+:E:hqvw:", longopts)) != -1) {
+		switch (c) {
+		case 'E':
+			o->busy_status = lb_opt_exit_code(optarg);
+			break;
+		case 'h':
+			lb_help(cmd->usage, cmd->help);
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			break;
+		case 'w':
+			o->wait = lb_opt_duration(optarg, LB_NS_PER_S);
+			break;
+		case OPT_FD:
+			if (lb_parse_uint(optarg, 0, INT_MAX, &v) != 0)
+				lb_usage_error("invalid file descriptor '%s'", optarg);
+			o->fd = (int)v;
+			break;
+		case OPT_JSON:
+			o->json = 1;
+			break;
+		case OPT_MODE:
+			o->mode = lb_opt_mode(optarg);
+			break;
+		case OPT_PATH:
+			o->path = optarg;
+			break;
+		case OPT_ON_LOSS:
+			o->on_loss = lb_opt_signal(optarg);
+			break;
+		case OPT_RECORD_ARGS:
+			o->record_args = 1;
+			break;
+		case OPT_VERSION:
+			lb_version();
+		}
+	}
+	return optind;
+}
+
+static void check_mode(const struct opts *o, enum mode mode, const char *word)
+{
+	unsigned given = (o->wait >= 0 ? HAS_WAIT : 0) | (o->json ? HAS_JSON : 0) |
+	    (o->fd >= 0 ? HAS_FD : 0) | (o->path != NULL ? HAS_PATH : 0) |
+	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0);
+	size_t i;
+
+	for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
+		if ((rules[i].modes & M(mode)) != 0 &&
+		    ((given & rules[i].opts) != 0) != rules[i].need)
+			lb_usage_error(rules[i].msg, word);
+}
+
+/*
+ * WORD, found after LOCKFILE, is one of the options: parsing stopped at
+ * LOCKFILE (so that COMMAND's options stay COMMAND's), and the user meant
+ * it for lockbox. Say where it goes rather than run a command named -w.
+ */
+static void misplaced(const char *word)
+{
+	const struct option *lo;
+	size_t n;
+
+	if (word == NULL || word[0] != '-' || word[1] == '\0' || strcmp(word, "--") == 0)
+		return;
+	if (word[1] != '-') {
+		if (strchr("Ehqvw", word[1]) == NULL)
+			return;
+	} else {
+		n = strcspn(word + 2, "=");
+		for (lo = longopts; lo->name != NULL; lo++)
+			if (strlen(lo->name) == n && strncmp(lo->name, word + 2, n) == 0)
+				break;
+		if (lo->name == NULL)
+			return;
+	}
+	lb_usage_error("option '%s' after LOCKFILE: options go before LOCKFILE", word);
+}
+
+static unsigned parse_max(const struct poolcmd *cmd, const char *s)
+{
+	uint64_t v;
+
+	if (cmd->fixed_max)
+		return (unsigned)cmd->fixed_max;
+	if (s == NULL)
+		lb_usage_error("missing MAX");
+	misplaced(s);
+	if (lb_parse_uint(s, 1, LB_POOL_MAX_SLOTS, &v) != 0)
+		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
+		    s, LB_POOL_MAX_SLOTS);
+	return (unsigned)v;
+}
+
+static int64_t deadline_of(const struct opts *o)
+{
+	return o->wait > 0 ? lb_deadline_after(o->wait) : LB_NO_WAIT;
+}
+
+/*
+ * Another program's locks only: "mutex: F: locked by another program:
+ * PID 4242 (python3)", each process as the kernel names it.
+ */
+static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
+{
+	char msg[512];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		const struct lb_ident *w = &h->v[i].who;
+
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (w->pid == 0)
+			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found)", i ? ", " : "");
+		else if (w->command[0] == '\0')
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d (%s)", i ? ", " : "",
+			    (int)w->pid, w->command);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
+}
+
+/* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
+static void report_busy(const struct poolcmd *cmd, const struct opts *o,
+    const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
+{
+	const char *why;
+	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
+	char msg[512], age[32], waited[48] = "";
+	size_t i, n = 0, foreign = 0;
+	int r;
+
+	if (o->quiet)
+		return;
+	if (o->wait > 0)
+		snprintf(waited, sizeof waited, "timed out after %s; ",
+		    lb_format_duration_ms(o->wait, age));
+	why = lb_pool_why(pool, &at_once);
+	if (why != NULL) {	/* not the holders: the backend says what */
+		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
+		return;
+	}
+	if (h->n == 0) {	/* the header itself stayed locked */
+		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
+		    name, waited);
+		return;
+	}
+	for (i = 0; i < h->n; i++)
+		foreign += h->v[i].foreign != 0;
+	if (foreign == h->n) {
+		report_foreign(name, waited, h);
+		return;
+	}
+	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
+		/* a server's holders may be on any host */
+		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
+		    (int)h->v[0].who.pid, hosts ? " on " : "", hosts ? h->v[0].who.host : "",
+		    h->v[0].who.command,
+		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
+		return;
+	}
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (h->v[i].foreign && h->v[i].who.pid != 0)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d (another program)", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else if (h->v[i].foreign)
+			r = snprintf(msg + n, sizeof msg - n, "%s? (another program)", i ? ", " : "");
+		else if (h->v[i].known)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%s?", i ? ", " : "");
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (max == 1)
+		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
+	else
+		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
+		    h->n == 1 ? "" : "s", msg);
+}
+
+/*
+ * 1 when the slot is taken; else 0 with the status to exit with. That
+ * status is the user's -E when busy and may well be 0, so it never
+ * doubles as "taken".
+ */
+static int take(const struct poolcmd *cmd, const struct opts *o,
+    struct lb_pool *pool, const char *name, unsigned max,
+    const struct lb_ident *who, unsigned *slot, int *status)
+{
+	struct lb_holders busy = { NULL, 0 };
+	int r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
+
+	if (r < 0) {
+		*status = LB_EXIT_FAIL;
+		return 0;
+	}
+	if (r == 0) {
+		report_busy(cmd, o, name, max, &busy, pool);
+		lb_holders_free(&busy);
+		*status = o->busy_status;
+		return 0;
+	}
+	if (o->verbose)
+		lb_warnx("%s: took slot %u of %u", name, *slot, max);
+	*status = LB_EXIT_OK;
+	return 1;
+}
+
+static int run(const struct poolcmd *cmd, const struct opts *o,
+    const char *path, const char *max_arg, char **command)
+{
+	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss };
+	struct lb_ident who;
+	struct lb_pool *pool;
+	unsigned max = parse_max(cmd, max_arg), slot;
+	char env[16];
+	int status;
+
+	if (command[0] != NULL && strcmp(command[0], "--") == 0)
+		command++;
+	else
+		misplaced(command[0]);
+	if (command[0] == NULL)
+		lb_usage_error("missing COMMAND");
+	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	lb_ident_fill(&who, getpid(), command, o->record_args);
+	/* the pool's name: a server URL's password is not repeated */
+	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
+		lb_pool_close(pool);
+		return status;
+	}
+	if (lb_pool_keep_on_exec(pool) != 0)
+		return LB_EXIT_FAIL;
+	snprintf(env, sizeof env, "%u", slot);
+	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
+		lb_die(LB_EXIT_FAIL, "setenv");
+	/* the slot's lock lives on in the fd the command inherits */
+	lb_exec(command);
+}
+
+/*
+ * acquire takes an fd open for reading and writing, as the library opens
+ * it. A write-only one comes from flock(1)'s habits, 9>>FILE or 9>FILE,
+ * and the second truncates the lock file, wiping every holder's record,
+ * before lockbox sees it: refusing write-only fds makes that mistake fail
+ * the first time a script runs, not quietly on every run. Read-only fds
+ * are refused where the pool adopts the fd ("not open for writing").
+ */
+static int check_access(int fd, const char *name)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0) {
+		lb_warn("%s", name);
+		return -1;
+	}
+	if ((fl & O_ACCMODE) == O_WRONLY) {
+		lb_warnx("%s: fd %d is not open for reading and writing; open it with %d<>FILE",
+		    name, fd, fd);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The fd holds slot OWN already, above MAX: another slot would make one
+ * open file two holders (and the caller's idea of its slot wrong), so
+ * refuse, and leave that slot and its record as they are.
+ */
+static int held_above(const struct poolcmd *cmd, const char *name, int fd,
+    unsigned own, unsigned max)
+{
+	if (cmd->fixed_max == 1)
+		lb_warnx("%s: fd %d holds slot %u already, not the mutex's slot 1; release it first",
+		    name, fd, own);
+	else
+		lb_warnx("%s: fd %d holds slot %u already, above MAX %u; release it first",
+		    name, fd, own, max);
+	return LB_EXIT_FAIL;
+}
+
+static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **argv)
+{
+	int release = strcmp(argv[0], "release") == 0;
+	int i = parse_opts(cmd, o, argc, argv);
+	const char *max_arg = i < argc ? argv[i++] : NULL;
+	struct lb_pool *pool;
+	struct lb_ident who;
+	unsigned max = 0, slot;
+	char link[64], name[PATH_MAX];
+	ssize_t n;
+	int status;
+
+	check_mode(o, release ? RELEASE : ACQUIRE, argv[0]);
+	if (release || cmd->fixed_max) {
+		if (max_arg != NULL)
+			lb_usage_error("unexpected argument '%s'", max_arg);
+		max = (unsigned)cmd->fixed_max;
+	} else {
+		max = parse_max(cmd, max_arg);
+	}
+	if (i < argc)
+		lb_usage_error("unexpected argument '%s'", argv[i]);
+	/* messages name the file the caller opened, as it knows it */
+	if (o->path != NULL) {
+		snprintf(name, sizeof name, "%s", o->path);
+	} else {
+		snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
+		n = readlink(link, name, sizeof name - 1);
+		if (n > 0 && name[0] == '/')
+			name[n] = '\0';
+		else
+			snprintf(name, sizeof name, "fd %d", o->fd);
+	}
+	if (!release && check_access(o->fd, name) != 0)
+		return LB_EXIT_FAIL;
+	/*
+	 * --path: the caller opened PATH and passed the fd, but between its
+	 * check and its open a symlink or another file may have been put in
+	 * PATH's place. Checked here, after the open, the fd must be the
+	 * regular file that PATH names now, PATH itself not a symlink: then
+	 * what the caller meant to lock is what gets locked. (PATH changing
+	 * after this check is harmless: the lock is on the file the fd is
+	 * open on, as for any holder.)
+	 */
+	pool = lb_pool_from_fd(o->fd, name, o->path);
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	/* the lock belongs to the caller's open file: the caller is its holder */
+	if (release) {
+		status = lb_pool_release(pool, getppid()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
+	} else {
+		/* taking again what the fd holds changes nothing */
+		slot = lb_pool_own_slot(pool);
+		lb_ident_fill(&who, getppid(), NULL, o->record_args);
+		if (slot > max) {
+			status = held_above(cmd, name, o->fd, slot, max);
+		} else if (slot != 0) {
+			if (o->verbose)
+				lb_warnx("%s: holds slot %u already", name, slot);
+			printf("%u\n", slot);
+			status = LB_EXIT_OK;
+		} else if (take(cmd, o, pool, name, max, &who, &slot, &status)) {
+			/*
+			 * The caller learns its slot only from stdout: a slot
+			 * whose number did not get there is given back, not
+			 * left held by a caller that cannot know it (main's
+			 * exit funnel reports the write error, 125).
+			 */
+			printf("%u\n", slot);
+			if (lb_flush_stdout() != 0) {
+				lb_pool_release(pool, getppid());
+				status = LB_EXIT_FAIL;
+			}
+		}
+	}
+	lb_pool_close(pool);
+	return status;
+}
+
+/* A command with a newline or escape in it must not break the table. */
+static void print_text(const char *s)
+{
+	for (; *s != '\0'; s++)
+		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	putchar('\n');
+}
+
+/*
+ * Another program's lock: "-  4242  ?  another program: python3" (the
+ * slot when it locks just one; its age is not known).
+ */
+static void print_foreign(const struct lb_holder *x)
+{
+	char slot[16] = "-", pid[16] = "?";
+
+	if (x->slot != 0)
+		snprintf(slot, sizeof slot, "%u", x->slot);
+	if (x->who.pid != 0)
+		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
+	printf("%-5s %-8s %-7s another program", slot, pid, "?");
+	if (x->who.pid != 0 && x->who.command[0] != '\0') {
+		printf(": ");
+		print_text(x->who.command);
+	} else {
+		putchar('\n');
+	}
+}
+
+/* {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
+static void print_foreign_json(const struct lb_holder *x, size_t i)
+{
+	printf("%s{\"slot\":", i ? "," : "");
+	if (x->slot != 0)
+		printf("%u", x->slot);
+	else
+		printf("null");
+	if (x->who.pid != 0)
+		printf(",\"pid\":%d", (int)x->who.pid);
+	else
+		printf(",\"pid\":null");
+	printf(",\"foreign\":true,\"lock\":\"%s\",\"start\":%lld,\"end\":",
+	    x->foreign_write ? "write" : "read", x->lock_lo);
+	if (x->lock_hi < 0)
+		printf("null");
+	else
+		printf("%lld", x->lock_hi);
+	printf(",\"command\":");
+	if (x->who.pid != 0)
+		lb_json_string(stdout, x->who.command);
+	else
+		printf("null");
+	printf("}");
+}
+
+static void print_count(const struct opts *o, const char *path, size_t n)
+{
+	if (o->json) {
+		printf("{\"file\":");
+		lb_json_string(stdout, path);
+		printf(",\"held\":%zu}\n", n);
+	} else {
+		printf("%zu\n", n);
+	}
+}
+
+/* HOSTS: the holders may be on any host (a server's), and a HOST column says which. */
+static void print_holders(const struct opts *o, int hosts, const struct lb_holders *h)
+{
+	char age[32];
+	size_t i;
+
+	if (!o->json) {
+		if (hosts)
+			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
+		else
+			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
+		for (i = 0; i < h->n; i++) {
+			const struct lb_holder *x = &h->v[i];
+
+			if (x->foreign) {
+				print_foreign(x);
+			} else if (x->known) {
+				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
+				    lb_format_duration(lb_ident_age(&x->who), age));
+				if (hosts)
+					printf("%-16s ", x->who.host);
+				print_text(x->who.command);
+			} else if (hosts) {
+				printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
+			} else {
+				printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
+			}
+		}
+		return;
+	}
+	printf("[");
+	for (i = 0; i < h->n; i++) {
+		const struct lb_holder *x = &h->v[i];
+
+		if (x->foreign) {
+			print_foreign_json(x, i);
+			continue;
+		}
+		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
+		if (x->known) {
+			printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
+			    (int)x->who.pid, x->who.uid,
+			    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
+			    (long long)(x->who.wall_ns / LB_NS_PER_S));
+			lb_json_string(stdout, x->who.host);
+			printf(",\"command\":");
+			lb_json_string(stdout, x->who.command);
+		} else {
+			printf(",\"pid\":null");
+		}
+		printf("}");
+	}
+	printf("]\n");
+}
+
+static int look(const struct opts *o, const char *path, int count_only)
+{
+	struct lb_holders h;
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ, NULL);
+	size_t n;
+	int r;
+
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	r = count_only ? lb_pool_count(pool, &n) : lb_pool_holders(pool, &h);
+	if (r != 0) {
+		lb_pool_close(pool);
+		return LB_EXIT_FAIL;
+	}
+	if (count_only) {
+		print_count(o, lb_pool_name(pool), n);
+	} else {
+		print_holders(o, (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0, &h);
+		lb_holders_free(&h);
+	}
+	lb_pool_close(pool);
+	lb_close_stdout();
+	return LB_EXIT_OK;
+}
+
+/* Changes nothing: create only wants the file identified under the header lock. */
+static int unchanged(unsigned char *area, size_t len, const struct lb_atom_clock *now,
+    void *arg)
+{
+	(void)area;
+	(void)len;
+	(void)now;
+	(void)arg;
+	return 0;
+}
+
+/*
+ * create: make the lock file, or check the one there, as taking a slot
+ * would (no symlink, a regular file of a real file system, the sticky
+ * directory rule, a header written into a new or safely adopted empty
+ * file, the magic otherwise), and take nothing. The shell library runs
+ * it so that bash never has to create the file itself.
+ */
+static int create(const struct opts *o, const char *path)
+{
+	struct lb_pool_opts popts = { (mode_t)o->mode, 0 };
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
+	int r;
+
+	if (pool == NULL)
+		return LB_EXIT_FAIL;
+	/* a server's locks need no file: reaching it is all there is to check */
+	r = lb_pool_caps(pool) & LB_POOL_IN_FS ? lb_pool_atom(pool, unchanged, NULL) : 0;
+	lb_pool_close(pool);
+	return r == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
+}
+
+int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv)
+{
+	struct opts o = {
+		.wait = -1, .busy_status = LB_EXIT_BUSY, .fd = -1, .on_loss = SIGTERM
+	};
+	int i = parse_opts(cmd, &o, argc, argv);
+	const char *path, *word;
+	enum mode mode = RUN;
+
+	if (i >= argc)
+		lb_usage_error("missing LOCKFILE");
+	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
+		return by_fd(cmd, &o, argc - i, argv + i);
+	path = argv[i++];
+	word = i < argc ? argv[i] : NULL;
+	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0))
+		mode = LOOK;
+	else if (word != NULL && strcmp(word, "create") == 0)
+		mode = CREATE;
+	if (mode != RUN && i + 1 < argc) {
+		misplaced(argv[i + 1]);
+		lb_usage_error("unexpected argument '%s'", argv[i + 1]);
+	}
+	check_mode(&o, mode, word);
+	if (mode == LOOK)
+		return look(&o, path, word[0] == 'c');
+	if (mode == CREATE)
+		return create(&o, path);
+	if (cmd->fixed_max)
+		return run(cmd, &o, path, NULL, argv + i);
+	return run(cmd, &o, path, word, argv + i + (word != NULL));
+}
+
 int slots_main(int argc, char **argv)
 {
-	return lb_poolcmd_main(&slots, argc, argv);
+	return poolcmd_main(&slots, argc, argv);
 }

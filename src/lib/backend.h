@@ -15,6 +15,7 @@ struct lb_pool {
 	 * than the holders (see lb_pool_why); empty otherwise */
 	char why[256];
 	int why_at_once;
+	unsigned caps;	/* lb_pool_caps; set by pool.c */
 };
 
 /* The operations of pool.h, with the same contracts. */
@@ -35,7 +36,8 @@ struct lb_pool_ops {
 	void (*close)(struct lb_pool *);	/* frees the backend's part */
 };
 
-/* Fill in the common part; NAME is copied. 0, or -1 (reported). */
+/* Fill in the common part; NAME is copied. 0, or -1 (reported). (poolbase.c,
+ * with lb_pool_close, which a backend may call on its own failed open) */
 int lb_pool_init(struct lb_pool *pool, const struct lb_pool_ops *ops, const char *name);
 
 /* The lock-file backend. */

@@ -216,7 +216,7 @@ int lb_expire(struct lb_runctx *r, struct lb_holder *h)
 }
 
 /*
- * The server's path, chosen by r->remote; kept apart as it is until ending
+ * The server's path, chosen when holders are not local processes (the pool's capabilities); kept apart as it is until ending
  * a holder becomes one pool operation for both kinds of lock.
  *
  * Expiry of a run whose lock is a server's session lock. No process of
@@ -262,7 +262,7 @@ int lb_expire_session(struct lb_runctx *r, struct lb_holder *h)
 		lb_run_mark_expiring(r, &old, 0);
 	}
 	/* the server frees the lock as the session's process exits: wait for that, event-driven */
-	got = lb_pool_acquire(r->pool, 1, ended == 1 ? lb_deadline_after(r->o->grace) : 0,
+	got = lb_pool_acquire(r->pool, 1, ended == 1 ? lb_deadline_after(r->o->grace) : LB_NO_WAIT,
 	    &r->who, &slot, &now);
 	if (got == 1) {
 		lb_joblog(LOG_NOTICE, r->name, "expired pid=%d after=session-end", (int)old.pid);

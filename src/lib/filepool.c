@@ -1598,7 +1598,7 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 		lb_warn("%s: cannot unlock", p->name);
 		rc = -1;
 	}
-	r = enter(p, 0, &size);
+	r = enter(p, LB_NO_WAIT, &size);
 	if (r != 1) {
 		if (r == 0)
 			warn_foreign(p);
@@ -1745,7 +1745,7 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	unsigned char area[LB_ATOM_SIZE];
 	struct lb_atom_clock now;
 	off_t size;
-	int r = enter(p, 0, &size);
+	int r = enter(p, LB_NO_WAIT, &size);
 
 	if (r != 1) {
 		if (r == 0)

@@ -3,21 +3,18 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "err.h"
-#include "exec.h"
 #include "text.h"
 
-static char **main_argv;
+static lb_pool_handoff_fn *handoff;
 
-void lb_pool_set_argv(char **argv)
+void lb_pool_set_handoff(lb_pool_handoff_fn *fn)
 {
-	main_argv = argv;
+	handoff = fn;
 }
 
 int lb_pool_is_pg(const char *target)
@@ -26,73 +23,48 @@ int lb_pool_is_pg(const char *target)
 	    strncmp(target, "postgres://", 11) == 0;
 }
 
+/* the one place that knows what each backend's locks are like */
+#define FILE_CAPS	(LB_POOL_IN_FS | LB_POOL_PROCESSES)
+#define PG_CAPS		(LB_POOL_HOSTS | LB_POOL_LOSS)
+
+unsigned lb_pool_target_caps(const char *target)
+{
+	return lb_pool_is_pg(target) ? PG_CAPS : FILE_CAPS;
+}
+
+unsigned lb_pool_caps(const struct lb_pool *p)
+{
+	return p->caps;
+}
+
+static struct lb_pool *with_caps(struct lb_pool *p, unsigned caps)
+{
+	if (p != NULL)
+		p->caps = caps;
+	return p;
+}
+
+static struct lb_pool *pg_open(const char *target, int access,
+    const struct lb_pool_opts *opts)
+{
 #if defined(LOCKBOX_PG_BACKEND)
-static struct lb_pool *pg_open(const char *target, int access,
-    const struct lb_pool_opts *opts)
-{
 	return lb_pgpool_open(target, access, opts);
-}
-#elif defined(HAVE_LIBPQ)
-/*
- * lockbox is static and has no libpq; lockbox-pg is the same program with
- * it. Nothing has been locked or opened yet when a target is opened, so
- * running the helper on the very same argv is the same run, only with
- * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's;
- * secure_getenv, so that a setuid, setgid or capability-raised lockbox
- * runs only the installed helper, never a program its caller names.
- */
-static struct lb_pool *pg_open(const char *target, int access,
-    const struct lb_pool_opts *opts)
-{
-	const char *helper = secure_getenv("LOCKBOX_PG_HELPER");
-	char *shown;
-	int e;
-
-	(void)access;
-	(void)opts;
-	if (helper == NULL || *helper == '\0')
-		helper = LOCKBOX_PG_HELPER;
-	if (main_argv != NULL) {
-		fflush(NULL);
-		/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
-		lb_exec_restore();
-		execv(helper, main_argv);
-	}
-	e = main_argv != NULL ? errno : 0;
-	/* a message never shows the URL's secrets */
-	shown = lb_url_mask(target);
-	errno = e;
-	if (e == 0)
-		lb_warnx("%s: no command line to hand to %s", shown != NULL ? shown : "postgresql://", helper);
-	else
-		lb_warn("%s: cannot run the PostgreSQL helper %s", shown != NULL ? shown : "postgresql://", helper);
-	free(shown);
-	return NULL;
-}
 #else
-static struct lb_pool *pg_open(const char *target, int access,
-    const struct lb_pool_opts *opts)
-{
-	char *shown = lb_url_mask(target);
+	char *shown;
 
 	(void)access;
 	(void)opts;
+	/* main's to decide: another program of this build may have the backend */
+	if (handoff != NULL) {
+		handoff(target);
+		return NULL;
+	}
+	shown = lb_url_mask(target);
 	lb_warnx("%s: this lockbox was built without PostgreSQL support (configure --with-libpq)",
 	    shown != NULL ? shown : "postgresql://");
 	free(shown);
 	return NULL;
-}
 #endif
-
-int lb_pool_init(struct lb_pool *p, const struct lb_pool_ops *ops, const char *name)
-{
-	p->ops = ops;
-	p->name = strdup(name);
-	if (p->name == NULL) {
-		lb_warn("%s", name);
-		return -1;
-	}
-	return 0;
 }
 
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts)
@@ -100,17 +72,18 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 	static const struct lb_pool_opts defaults = { 0, 0 };
 
 	if (lb_pool_is_pg(target))
-		return pg_open(target, access, opts != NULL ? opts : &defaults);
+		return with_caps(pg_open(target, access, opts != NULL ? opts : &defaults), PG_CAPS);
 	if (access == LB_POOL_LIST) {
 		lb_warnx("%s: not a server: nothing to list", target);
 		return NULL;
 	}
-	return lb_filepool_open(target, access, opts != NULL ? opts : &defaults);
+	return with_caps(lb_filepool_open(target, access, opts != NULL ? opts : &defaults),
+	    FILE_CAPS);
 }
 
 struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path)
 {
-	return lb_filepool_from_fd(fd, name, path);
+	return with_caps(lb_filepool_from_fd(fd, name, path), FILE_CAPS);
 }
 
 const char *lb_pool_name(const struct lb_pool *p)
@@ -212,14 +185,6 @@ int lb_pool_lock_site(struct lb_pool *p, unsigned slot, struct lb_lock_site *sit
 int lb_pool_keep_on_exec(struct lb_pool *p)
 {
 	return p->ops->keep_on_exec(p);
-}
-
-void lb_pool_close(struct lb_pool *p)
-{
-	if (p == NULL)
-		return;
-	free(p->name);
-	p->ops->close(p);
 }
 
 void lb_holders_free(struct lb_holders *h)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "clock.h"
 #include "proc.h"
 
 /* The largest MAX any backend takes, and the size of a pool's atom area. */
@@ -65,10 +66,26 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 int lb_pool_is_pg(const char *target);
 
 /*
- * The program's own argv, from main: a build whose binary lacks a backend
- * runs the helper that has it (lockbox-pg) with the same command line.
+ * What a pool's locks are like: front ends ask this, never which backend
+ * a target names. lb_pool_target_caps tells it from a name, before opening.
  */
-void lb_pool_set_argv(char **argv);
+enum {
+	LB_POOL_IN_FS = 1 << 0,		/* a file: a directory holds it, create makes it */
+	LB_POOL_HOSTS = 1 << 1,		/* holders may be on any host: messages name it */
+	LB_POOL_LOSS = 1 << 2,		/* a held lock can be lost (opts.on_loss tells) */
+	LB_POOL_PROCESSES = 1 << 3,	/* holders are processes, proven and ended on their host */
+};
+unsigned lb_pool_caps(const struct lb_pool *pool);
+unsigned lb_pool_target_caps(const char *target);
+
+/*
+ * Opening a target whose backend this binary lacks (postgresql:// in a
+ * lockbox without libpq) calls FN, set by main, which may hand the whole
+ * run to a program that has it; FN returns only when it could not, having
+ * said why, and the open fails. Without FN the open fails with a message.
+ */
+typedef void lb_pool_handoff_fn(const char *target);
+void lb_pool_set_handoff(lb_pool_handoff_fn *fn);
 
 /*
  * Adopt a lock file's fd the caller opened read-write (acquire/release
@@ -82,7 +99,7 @@ const char *lb_pool_name(const struct lb_pool *pool);
 
 /*
  * Take one slot among MAX: 1 (taken, *slot set), 0 (all busy until DEADLINE
- * on CLOCK_MONOTONIC, 0 meaning no wait; *busy then lists the holders if
+ * on CLOCK_MONOTONIC, or LB_NO_WAIT; *busy then lists the holders if
  * busy is not NULL), -1 (error, reported). WHO is recorded as the holder.
  */
 int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,

@@ -27,7 +27,6 @@ struct lb_runctx {
 	const struct lb_run_opts *o;
 	const char *name;
 	const char *path;		/* the state's lock file, or its server's URL */
-	int remote;			/* the state and the lock are a server's */
 	struct lb_pool *pool;
 	struct lb_ident who;		/* this supervisor, as the lock records it */
 	int warned;			/* corrupt state reported once */
