@@ -216,8 +216,9 @@ int lb_expire(struct lb_runctx *r, struct lb_holder *h)
 }
 
 /*
- * The server's path, chosen when holders are not local processes (the pool's capabilities); kept apart as it is until ending
- * a holder becomes one pool operation for both kinds of lock.
+ * The server's path, chosen when holders are not local processes (the
+ * pool's capabilities); kept apart as it is until ending a holder becomes
+ * one pool operation for both kinds of lock.
  *
  * Expiry of a run whose lock is a server's session lock. No process of
  * that run can be shown to be one to signal: it may be on another host,
