@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <string.h>
 #include <sys/stat.h>
 
 #include "err.h"
@@ -26,19 +25,19 @@
  * shell closing its own copy and living on) does not: its end says nothing,
  * and the slot frees when the last of the others lets go. Whether it holds
  * is asked of the kernel (its fdinfo) once, when it is first pinned; a
- * holder whose descriptors we may not read is trusted as before. BOOT is
- * this host's boot id, NULL when unknown; ST the lock file's, NULL when
- * unknown. 1 pinned, 0 not (the caller asks for the lock instead).
+ * holder whose descriptors we may not read is trusted as before. ST is
+ * the lock file's, NULL when unknown. 1 pinned, 0 not (the caller asks
+ * for the lock instead).
  */
 static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
-    const uint8_t *boot, const struct stat *st)
+    const struct stat *st)
 {
 	struct lb_ident who;
 
 	if (fp_state(p, s) != LB_REC_HELD)
 		return 0;
 	lb_record_decode(fp_record(p, s), &who);
-	if (boot == NULL || memcmp(who.boot_id, boot, 16) != 0)
+	if (!lb_ident_local(&who))
 		return 0;
 	if (!lb_wait_has_pid(w, who.pid) && st != NULL &&
 	    lb_proc_holds(who.pid, st->st_dev, st->st_ino, lb_slot_offset(s)) == 0)
@@ -74,8 +73,7 @@ static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
  */
 static int watch(struct filepool *p, struct lb_wait *w, int *word)
 {
-	uint8_t boot[16];
-	int all = 1, have_boot = lb_boot_id(boot) == 0;
+	int all = 1;
 	size_t i, npinned = 0, pinned[LB_WAIT_HELPERS];
 	struct stat st;
 	int have_st = fstat(p->cfd, &st) == 0;
@@ -89,7 +87,7 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
 
-		if (pin_holder(p, w, s, have_boot ? boot : NULL, have_st ? &st : NULL)) {
+		if (pin_holder(p, w, s, have_st ? &st : NULL)) {
 			if (npinned < LB_WAIT_HELPERS)
 				pinned[npinned++] = i;
 			continue;

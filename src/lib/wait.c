@@ -549,12 +549,7 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 		return 1;
 	if (fd_room(w) != 0)
 		return -1;
-#ifdef SYS_pidfd_open
-	fd = (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	fd = -1;
-	errno = ENOSYS;
-#endif
+	fd = lb_pidfd_open(pid);
 	if (fd < 0)
 		return errno == ESRCH ? 0 : -1;
 	/*
