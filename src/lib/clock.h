@@ -8,8 +8,15 @@
 
 int64_t lb_now(clockid_t clock);	/* nanoseconds on that clock */
 
-/* A deadline on CLOCK_MONOTONIC; 0 means "do not wait at all". */
+/* A deadline on CLOCK_MONOTONIC (ns), or LB_NO_WAIT. */
 int64_t lb_deadline_after(int64_t ns);
+
+/*
+ * The deadline that has passed already: try once, never wait for holders.
+ * (A lock held only for a moment, a lock file's header, is still waited
+ * for while its holder makes progress, within the header-stuck bound.)
+ */
+#define LB_NO_WAIT	INT64_C(0)
 int64_t lb_remaining(int64_t deadline);	/* ns left, never negative */
 
 #endif

@@ -60,6 +60,7 @@ uint64_t fp_read_count(struct filepool *p, off_t off);
 int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what, int readers_foreign);
 void fp_warn_foreign(struct filepool *p);
+/* DEADLINE LB_NO_WAIT: a header held by lockbox is still waited for while it makes progress */
 int fp_enter(struct filepool *p, int64_t deadline, off_t *size);
 void fp_header_unlock(struct filepool *p);
 int fp_load(struct filepool *p, off_t size);

@@ -187,7 +187,7 @@ static int foreign_reader(struct filepool *p, off_t start, off_t len)
 /*
  * Write-lock [START, START+LEN) for a short change, such as the header or
  * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first
- * or, with no DEADLINE, another program holds it, -1 error (reported).
+ * or, with LB_NO_WAIT, another program holds it, -1 error (reported).
  * Many processes may queue for it; what tells a busy lock from one held
  * by a stopped process is progress: every holder moves the header count
  * at PROGRESS on, so a waiter gives up only when it stood still for
@@ -206,6 +206,12 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 {
 	uint64_t gen, now;
 	char stuck[32];
+	/*
+	 * Two waits in one: for lockbox's holders while they make progress,
+	 * always (bounded by HEADER_STUCK), and for other holders only up to
+	 * a deadline of the caller's own; LB_NO_WAIT has none.
+	 */
+	int waits = deadline != LB_NO_WAIT;
 	int r = lb_lock_try(p->cfd, type, start, len);
 
 	p->reader = 0;
@@ -220,12 +226,12 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 	if (readers_foreign && foreign_reader(p, start, len))
 		return 0;
 	/* one test of the lock in the way: lockbox's hold it for microseconds */
-	if (blocked_by_foreign(p, type, start, len, 0) && deadline == 0)
+	if (blocked_by_foreign(p, type, start, len, 0) && !waits)
 		return 0;
 	gen = fp_read_count(p, progress);
 	for (;;) {
 		int64_t bound = lb_deadline_after(header_stuck());
-		int64_t until = deadline != 0 && deadline < bound ? deadline : bound;
+		int64_t until = waits && deadline < bound ? deadline : bound;
 		int r = lb_lock_wait(p->cfd, type, start, len, until);
 
 		if (r == 1) {
@@ -248,7 +254,7 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		/* no progress: a stopped lockbox process, or a foreign lock behind it */
 		if (!blocked_by_foreign(p, type, start, len, 1))
 			break;
-		if (deadline == 0)
+		if (!waits)
 			return 0;
 	}
 	lb_warnx("%s: %s locked for %s by a stuck process (stopped?); giving up",

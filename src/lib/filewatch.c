@@ -142,7 +142,7 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		fp_header_unlock(p);
 		all = watch(p, &w, &word);
 		gone.n = 0;
-		r = lb_wait_run(&w, deadline, all ? 0 : RECHECK_MS, &ev);
+		r = lb_wait_run(&w, deadline, all ? LB_NO_RECHECK : RECHECK_MS, &ev);
 		if (r != 1 || ev.kind == LB_EV_STOP) {
 			if (r < 0)
 				lb_warn("%s: cannot wait", p->name);

@@ -853,7 +853,7 @@ int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 		lb_wait_done(&w);
 		return -1;
 	}
-	r = lb_wait_run(&w, deadline, 0, &ev);
+	r = lb_wait_run(&w, deadline, LB_NO_RECHECK, &ev);
 	if (r == 1 && ev.err != 0) {
 		err = ev.err;
 		r = -1;
