@@ -70,6 +70,11 @@ int fp_scan(struct filepool *p, int locked);
 int fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
 
+/* fileforeign.c: locks lockbox did not take */
+unsigned fp_slot_of(const struct lb_lockinfo *l);
+int fp_find_foreign(struct filepool *p, int records);
+int fp_maybe_foreign(struct filepool *p, int locked);
+
 /* filequeue.c: the wait queue */
 int fp_queue_busy(struct filepool *p);
 int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket);
