@@ -16,6 +16,7 @@
 #include "lockfile.h"
 #include "lockscan.h"
 #include "parse.h"
+#include "procfs.h"
 
 /* the slot bytes: after the header, before the queue */
 #define SLOTS_END	lb_slot_offset(LB_SLOT_LIMIT + 1)
@@ -84,163 +85,13 @@ static int add_range(struct lb_slotset *s, long long lo, long long hi)
 	return 0;
 }
 
-/*
- * The whole of a small /proc file (it has no size to stat), read CHUNK
- * bytes at a time (0: as much as fits). NUL-terminated.
- */
-static char *slurp(const char *path, size_t chunk, size_t *len)
-{
-	size_t cap = 64 * 1024, n = 0;
-	char *buf = malloc(cap), *grown;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || buf == NULL) {
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-		return NULL;
-	}
-	for (;;) {
-		if (cap - n < 4096) {
-			grown = realloc(buf, cap * 2);
-			if (grown == NULL)
-				break;
-			buf = grown;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, chunk != 0 && chunk < cap - n - 1 ? chunk : cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (r < 0 || cap - n < 4096) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
-/* The next word of [*at, end): its start, and *at past it; NULL at the end. */
-static const char *word(const char **at, const char *end, size_t *len)
-{
-	const char *w = *at;
-
-	while (w < end && (*w == ' ' || *w == '\t' || *w == '\n'))
-		w++;
-	*at = w;
-	while (*at < end && **at != ' ' && **at != '\t' && **at != '\n')
-		(*at)++;
-	*len = (size_t)(*at - w);
-	return *len != 0 ? w : NULL;
-}
-
-static int word_is(const char *w, size_t len, const char *lit)
-{
-	return w != NULL && len == strlen(lit) && memcmp(w, lit, len) == 0;
-}
-
-/* A whole decimal number of [w, w+len), at most MAX: 0, or -1. */
-static int word_num(const char *w, size_t len, uint64_t max, uint64_t *v)
-{
-	char buf[32];
-
-	if (w == NULL || len >= sizeof buf)
-		return -1;
-	memcpy(buf, w, len);
-	buf[len] = '\0';
-	return lb_parse_uint(buf, 0, max, v);
-}
-
-/* A device number's half, in hex as the kernel prints it: 0, or -1. */
-static int word_hex(const char *w, size_t len, uint64_t *v)
-{
-	size_t i;
-
-	*v = 0;
-	for (i = 0; i < len && i < 8; i++) {
-		int d = w[i] >= '0' && w[i] <= '9' ? w[i] - '0' :
-		    w[i] >= 'a' && w[i] <= 'f' ? w[i] - 'a' + 10 : -1;
-
-		if (d < 0)
-			return -1;
-		*v = *v * 16 + (uint64_t)d;
-	}
-	return len != 0 && i == len ? 0 : -1;
-}
-
-/*
- * One line of /proc/locks, or of a "lock:" line of fdinfo, [line, end):
- *   1: OFDLCK ADVISORY  WRITE -1 fe:00:1234 4096 4096
- *   2: -> POSIX  ADVISORY  WRITE 311 fe:00:1234 4352 4352   (blocked: not held)
- * Returns 1 and fills in *L when the line is a held fcntl lock (OFD or
- * POSIX, read or write) on DEV/INO; *seen is set for any line about the
- * file.
- */
-static int parse_lock(const char *line, const char *end, dev_t dev, ino_t ino,
-    struct lb_lockinfo *l, int *seen)
-{
-	const char *at = line, *w, *kind, *access = NULL, *pidw = NULL, *c1, *c2;
-	size_t len, klen, alen = 0, plen = 0;
-	uint64_t maj, mnr, i, a, b, pid;
-	int n, blocked, eof;
-
-	w = word(&at, end, &len);	/* "1:", or "lock:" has been cut */
-	if (w != NULL && w[len - 1] == ':')
-		w = word(&at, end, &len);
-	blocked = word_is(w, len, "->");
-	kind = blocked ? word(&at, end, &klen) : w;
-	klen = blocked ? klen : len;
-	/* the access word is the one before the PID, two before DEV:INO */
-	for (n = 0; n < 3 && (w = word(&at, end, &len)) != NULL; n++)
-		if (n == 1) {
-			access = w;
-			alen = len;
-		} else if (n == 2) {
-			pidw = w;
-			plen = len;
-		}
-	w = word(&at, end, &len);	/* MAJ:MIN:INO */
-	if (n != 3 || w == NULL || (c1 = memchr(w, ':', len)) == NULL ||
-	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
-	    word_hex(w, (size_t)(c1 - w), &maj) != 0 ||
-	    word_hex(c1 + 1, (size_t)(c2 - c1 - 1), &mnr) != 0 ||
-	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), UINT64_MAX, &i) != 0 ||
-	    maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
-		return 0;
-	*seen = 1;
-	if (blocked || !(word_is(kind, klen, "OFDLCK") || word_is(kind, klen, "POSIX")) ||
-	    !(word_is(access, alen, "WRITE") || word_is(access, alen, "READ")))
-		return 0;
-	w = word(&at, end, &len);
-	if (word_num(w, len, LLONG_MAX, &a) != 0)
-		return 0;
-	w = word(&at, end, &len);
-	b = 0;
-	eof = word_is(w, len, "EOF");
-	if (!eof && word_num(w, len, LLONG_MAX, &b) != 0)
-		return 0;
-	l->lo = (long long)a;
-	l->hi = eof ? -1 : (long long)b;
-	l->write = access[0] == 'W';
-	l->ofd = kind[0] == 'O';
-	/* an OFD lock's PID is -1: it belongs to an open file, not a process */
-	l->pid = word_num(pidw, plen, INT_MAX, &pid) == 0 ? (pid_t)pid : 0;
-	return 1;
-}
-
-/* As parse_lock, for held write locks only: their range. */
+/* As lb_procfs_lock_line, for held write locks only: their range. */
 static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
     long long *lo, long long *hi, int *seen)
 {
 	struct lb_lockinfo l;
 
-	if (!parse_lock(line, end, dev, ino, &l, seen) || !l.write)
+	if (!lb_procfs_lock_line(line, end, dev, ino, &l, seen) || !l.write)
 		return 0;
 	*lo = l.lo;
 	*hi = l.hi;
@@ -256,7 +107,7 @@ static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
 static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
 {
 	size_t len, nlen;
-	char *text = slurp("/proc/locks", chunk, &len), needle[32];
+	char *text = lb_procfs_slurp("/proc/locks", chunk, &len), needle[32];
 	const char *at, *line, *end, *stop;
 	long long lo, hi;
 	int seen = 0, rc = 0;
@@ -465,32 +316,25 @@ int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out
 	return 0;
 }
 
+/* A held write lock of the caller's own open file: its slots into the set ARG. */
+static int add_own(const struct lb_lockinfo *l, void *arg)
+{
+	if (!l->write || (l->hi >= 0 && l->hi < LB_HDR_SIZE) || l->lo >= (long long)SLOTS_END)
+		return 0;
+	return add_range(arg, l->lo, l->hi);
+}
+
 int lb_scan_own(int fd, struct lb_slotset *out)
 {
-	char path[64], *text;
-	const char *line, *end, *stop;
+	char path[64];
 	struct stat st;
-	long long lo, hi;
-	size_t len;
-	int seen = 0, rc = 0;
+	int rc;
 
 	out->n = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
 	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-	text = slurp(path, 0, &len);
-	if (text == NULL)
-		return -1;
-	stop = text + len;
-	for (line = text; rc == 0 && line < stop; line = end) {
-		end = memchr(line, '\n', (size_t)(stop - line));
-		end = end != NULL ? end + 1 : stop;
-		if ((size_t)(end - line) > 5 && memcmp(line, "lock:", 5) == 0 &&
-		    parse_line(line + 5, end, st.st_dev, st.st_ino, &lo, &hi, &seen) &&
-		    (hi < 0 || hi >= LB_HDR_SIZE) && lo < (long long)SLOTS_END)
-			rc = add_range(out, lo, hi);
-	}
-	free(text);
+	rc = lb_procfs_fdinfo_locks(path, st.st_dev, st.st_ino, add_own, out);
 	lb_slotset_sort(out);
 	return rc;
 }
@@ -566,7 +410,7 @@ int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
 	*n = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	text = slurp("/proc/locks", 0, &len);
+	text = lb_procfs_slurp("/proc/locks", 0, &len);
 	if (text == NULL)
 		return 0;
 	stop = text + len;
@@ -577,7 +421,7 @@ int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
 			line--;
 		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
 		end = end != NULL ? end + 1 : stop;
-		if (!parse_lock(line, end, st.st_dev, st.st_ino, &l, &seen))
+		if (!lb_procfs_lock_line(line, end, st.st_dev, st.st_ino, &l, &seen))
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 16;
@@ -654,47 +498,40 @@ pid_t lb_scan_locker(int fd, off_t byte, short type)
 /* descriptors looked at, at most, to name the processes of OFD locks */
 #define OWNER_FDS_MAX	65536
 
+/* The locks still without a process, and the process whose fdinfo is read. */
+struct owners {
+	struct lb_lockinfo *v;
+	size_t n, *left;
+	pid_t pid;
+};
+
+/* A lock in that fdinfo: the process of the locks of o->v it matches. 1 when none is left. */
+static int owner_of(const struct lb_lockinfo *l, void *arg)
+{
+	struct owners *o = arg;
+	size_t i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->v[i].pid == 0 && o->v[i].ofd == l->ofd && o->v[i].write == l->write &&
+		    o->v[i].lo == l->lo && o->v[i].hi == l->hi) {
+			o->v[i].pid = o->pid;
+			(*o->left)--;
+		}
+	return *o->left == 0;
+}
+
 /* Name the locks of V without a process that the fdinfo file PATH lists. */
 static void owners_in(const char *path, pid_t pid, const struct stat *st,
     struct lb_lockinfo *v, size_t n, size_t *left)
 {
-	char head[4096], *text;
-	const char *line, *end, *stop;
-	struct lb_lockinfo l;
-	ssize_t r;
-	size_t len, i;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), seen = 0;
+	struct owners o = { v, n, left, pid };
+	char head[4096];
+	ssize_t r = lb_procfs_read(path, head, sizeof head);
 
-	if (fd < 0)
-		return;
-	do
-		r = read(fd, head, sizeof head - 1);
-	while (r < 0 && errno == EINTR);
-	close(fd);
-	if (r <= 0)
-		return;
-	head[r] = '\0';
 	/* most descriptors hold no lock: their few lines say so */
-	if ((size_t)r < sizeof head - 1 && strstr(head, "\nlock:") == NULL)
+	if (r <= 0 || ((size_t)r < sizeof head - 1 && strstr(head, "\nlock:") == NULL))
 		return;
-	text = slurp(path, 0, &len);
-	if (text == NULL)
-		return;
-	stop = text + len;
-	for (line = text; *left > 0 && line < stop; line = end) {
-		end = memchr(line, '\n', (size_t)(stop - line));
-		end = end != NULL ? end + 1 : stop;
-		if ((size_t)(end - line) <= 5 || memcmp(line, "lock:", 5) != 0 ||
-		    !parse_lock(line + 5, end, st->st_dev, st->st_ino, &l, &seen))
-			continue;
-		for (i = 0; i < n; i++)
-			if (v[i].pid == 0 && v[i].ofd == l.ofd && v[i].write == l.write &&
-			    v[i].lo == l.lo && v[i].hi == l.hi) {
-				v[i].pid = pid;
-				(*left)--;
-			}
-	}
-	free(text);
+	lb_procfs_fdinfo_locks(path, st->st_dev, st->st_ino, owner_of, &o);
 }
 
 void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "procfs.h"
+
 /* A set of slot numbers, ascending, each once. */
 struct lb_slotset {
 	unsigned *v;
@@ -45,13 +47,6 @@ int lb_scan_own(int fd, struct lb_slotset *out);
  */
 #define LB_HDR_LOOK_LEN	64
 
-/* One held fcntl lock on a file. */
-struct lb_lockinfo {
-	long long lo, hi;	/* bytes [lo, hi]; hi -1: to the end of any file */
-	pid_t pid;		/* its process; 0: not known (an OFD lock names none) */
-	int write;		/* a write lock, else a read lock */
-	int ofd;		/* an open file description lock, else a classic POSIX one */
-};
 
 /*
  * Whether lockbox could have taken lock L: its range is one that

@@ -15,26 +15,8 @@
 
 #include "clock.h"
 #include "proc.h"
+#include "procfs.h"
 #include "text.h"
-
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
-
-	if (fd < 0)
-		return -1;
-	do
-		n = read(fd, buf, size - 1);
-	while (n < 0 && errno == EINTR);
-	/* nothing to read in a /proc file: its process has just gone */
-	saved = n == 0 ? ESRCH : errno;
-	close(fd);
-	errno = saved;
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
-}
 
 int lb_boot_id(uint8_t id[16])
 {
@@ -46,7 +28,7 @@ int lb_boot_id(uint8_t id[16])
 
 	if (state == 0) {
 		state = -1;
-		if (read_small("/proc/sys/kernel/random/boot_id", text, sizeof text) > 0) {
+		if (lb_procfs_read("/proc/sys/kernel/random/boot_id", text, sizeof text) > 0) {
 			for (p = text; *p != '\0' && i < 32; p++) {
 				int v = *p >= '0' && *p <= '9' ? *p - '0' :
 				    *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
@@ -91,7 +73,7 @@ static void command_from_proc(char *dst, size_t size, pid_t pid)
 	ssize_t n, i;
 
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	n = read_small(path, dst, size);
+	n = lb_procfs_read(path, dst, size);
 	if (n <= 0) {
 		dst[0] = '\0';
 		return;
@@ -169,7 +151,7 @@ static void script_name(char *buf, size_t size, pid_t pid)
 
 	buf[0] = '\0';
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	len = read_small(path, line, sizeof line);
+	len = lb_procfs_read(path, line, sizeof line);
 	/* a command line longer than the buffer is cut: its last word is dropped */
 	if (len <= 0 || line[len - 1] != '\0')
 		while (len > 0 && line[len - 1] != '\0')
@@ -203,7 +185,7 @@ static void name_only(char *buf, size_t size, pid_t pid, char *const argv[])
 	if (buf[0] != '\0')
 		return;
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	n = read_small(path, buf, size);
+	n = lb_procfs_read(path, buf, size);
 	if (n <= 0)
 		buf[0] = '\0';
 	else if (buf[n - 1] == '\n')
@@ -282,7 +264,7 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
 	int i;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	n = read_small(path, buf, sizeof buf);
+	n = lb_procfs_read(path, buf, sizeof buf);
 	if (n <= 0)
 		return -1;
 	/* comm may hold spaces and parentheses: fields start after the last ')' */
@@ -311,38 +293,14 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
 /*
  * The "lock:" lines of /proc/PID/fdinfo/FD are the locks held through that
  * descriptor's open file (and, for classic POSIX locks, by that process on
- * it), e.g. "lock:\t1: OFDLCK ADVISORY  WRITE -1 fe:00:1234 4096 4096".
- * Lines are by construction about this file, so only the type, the mode and
- * the range matter. flock(2) locks and leases do not conflict with ours and
- * do not count.
+ * it). flock(2) locks and leases do not conflict with ours and do not
+ * count (lb_procfs_lock_line takes fcntl locks only). ARG: the byte.
  */
-static int fdinfo_locks(const char *path, off_t byte)
+static int holds_byte(const struct lb_lockinfo *l, void *arg)
 {
-	char buf[4096], *line, *save = NULL;
+	long long byte = *(const off_t *)arg;
 
-	if (read_small(path, buf, sizeof buf) <= 0)
-		/* closed, or the process gone, meanwhile: no lock through it */
-		return errno == ENOENT || errno == ESRCH ? 0 : -1;
-	for (line = strtok_r(buf, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		char *tok[8], *tsave = NULL, *t;
-		long long lo, hi;
-		int n = 0;
-
-		if (strncmp(line, "lock:", 5) != 0 || strstr(line, "->") != NULL)
-			continue;
-		for (t = strtok_r(line + 5, " \t", &tsave); t != NULL && n < 8;
-		    t = strtok_r(NULL, " \t", &tsave))
-			tok[n++] = t;
-		if (n < 8 || (strcmp(tok[1], "OFDLCK") != 0 && strcmp(tok[1], "POSIX") != 0) ||
-		    strcmp(tok[3], "WRITE") != 0)
-			continue;
-		lo = strtoll(tok[6], NULL, 10);
-		hi = strcmp(tok[7], "EOF") == 0 ? -1 : strtoll(tok[7], NULL, 10);
-		if (lo <= (long long)byte && (hi < 0 || hi >= (long long)byte))
-			return 1;
-	}
-	return 0;
+	return l->write && l->lo <= byte && (l->hi < 0 || l->hi >= byte);
 }
 
 int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte)
@@ -368,7 +326,10 @@ int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 		if (stat(path, &st) != 0 || st.st_dev != dev || st.st_ino != ino)
 			continue;
 		snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", (int)pid, fd);
-		holds = fdinfo_locks(path, byte);
+		holds = lb_procfs_fdinfo_locks(path, dev, ino, holds_byte, &byte);
+		/* closed, or the process gone, meanwhile: no lock through it */
+		if (holds < 0 && (errno == ENOENT || errno == ESRCH))
+			holds = 0;
 		if (holds < 0) {
 			/* unknown is not "does not hold it": the caller must know */
 			saved = errno;

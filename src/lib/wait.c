@@ -549,12 +549,7 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 		return 1;
 	if (fd_room(w) != 0)
 		return -1;
-#ifdef SYS_pidfd_open
-	fd = (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	fd = -1;
-	errno = ENOSYS;
-#endif
+	fd = lb_pidfd_open(pid);
 	if (fd < 0)
 		return errno == ESRCH ? 0 : -1;
 	/*
@@ -858,7 +853,7 @@ int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 		lb_wait_done(&w);
 		return -1;
 	}
-	r = lb_wait_run(&w, deadline, 0, &ev);
+	r = lb_wait_run(&w, deadline, LB_NO_RECHECK, &ev);
 	if (r == 1 && ev.err != 0) {
 		err = ev.err;
 		r = -1;

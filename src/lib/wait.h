@@ -121,11 +121,12 @@ int lb_wait_close(struct lb_wait *w, int fd, int tag);
 int lb_wait_stop(struct lb_wait *w);
 
 /*
- * Sleep until an event or DEADLINE (CLOCK_MONOTONIC ns; 0 means now).
- * MAX_MS > 0 caps the sleep, for a caller that must look again at
- * something no kernel event covers (LB_EV_RECHECK). 1 with *EV filled,
- * 0 when the deadline passed, -1 on error (errno).
+ * Sleep until an event or DEADLINE (CLOCK_MONOTONIC ns; LB_NO_WAIT means
+ * now). MAX_MS > 0 caps the sleep, for a caller that must look again at
+ * something no kernel event covers (LB_EV_RECHECK); LB_NO_RECHECK does
+ * not. 1 with *EV filled, 0 when the deadline passed, -1 on error (errno).
  */
+#define LB_NO_RECHECK	0
 int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_event *ev);
 
 /* After LB_EV_STOP: stop as ^Z asks (the caller has let go of what others wait for). */

@@ -1,0 +1,88 @@
+/* The lock-file backend's insides, shared by its files (filepool.c and what it stands on); no one else's. */
+/* SPDX-License-Identifier: ISC */
+#ifndef LOCKBOX_FILEPOOL_H
+#define LOCKBOX_FILEPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "lockfile.h"
+#include "lockscan.h"
+#include "proc.h"
+#include "wait.h"
+
+/* wake-ups remembered between a head's attempts */
+#define GONE_MAX	64
+
+struct filepool {
+	struct lb_pool base;
+	const char *name;	/* base.name */
+	int fd;			/* slot locks (the caller's, for --fd); -1: no file, seen read-only */
+	int cfd;		/* header and queue locks: always our own open file */
+	int owned;		/* we opened fd */
+	int idflags;		/* LB_ID_ flags: how far an empty file may be trusted */
+	unsigned char head[LB_HDR_FIELDS];	/* the header fields, as last read */
+	unsigned char *buf;	/* header and records as last read; zeros past that */
+	size_t loaded;		/* bytes of buf read from the file */
+	size_t cap;		/* bytes allocated for buf */
+	unsigned nrec;		/* whole records in buf */
+	struct lb_slotset held;	/* last full scan: locked slots */
+	int behind;		/* it timed out in the queue, behind another waiter */
+	pid_t ahead;		/* that waiter (0: not found) */
+	int ahead_stopped;
+	struct lb_lockinfo *fgn;	/* another program's locks on the file, one a process */
+	size_t nfgn;
+	int hdr_foreign;	/* the last refusal: fgn's lock on the header */
+	int reader;		/* the last progress_lock: ended by a read lock on queue bytes */
+	off_t reader_at;	/* its first byte there */
+	pid_t reader_pid;	/* its process as the kernel gave it (0: not given) */
+};
+
+/*
+ * What woke a head since its last attempt: holders that ended (their
+ * records are stale if their slot is free), and the slots they held or
+ * that a lock request saw free (pid -1).
+ */
+struct gone {
+	pid_t pid[GONE_MAX];
+	unsigned slot[GONE_MAX];
+	size_t n;
+};
+
+/* filestore.c: the file's bytes, the header lock, slot choice */
+int fp_pread_all(struct filepool *p, void *buf, size_t n, off_t off);
+int fp_pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off);
+uint64_t fp_header_word(struct filepool *p, size_t off);
+int fp_set_header_word(struct filepool *p, size_t off, uint64_t v);
+uint64_t fp_read_count(struct filepool *p, off_t off);
+int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
+    off_t progress, int64_t deadline, const char *what, int readers_foreign);
+void fp_warn_foreign(struct filepool *p);
+/* DEADLINE LB_NO_WAIT: a header held by lockbox is still waited for while it makes progress */
+int fp_enter(struct filepool *p, int64_t deadline, off_t *size);
+void fp_header_unlock(struct filepool *p);
+int fp_load(struct filepool *p, off_t size);
+unsigned char *fp_record(struct filepool *p, unsigned slot);
+uint32_t fp_state(struct filepool *p, unsigned slot);
+int fp_scan(struct filepool *p, int locked);
+int fp_take_slot(struct filepool *p, off_t size, unsigned max,
+    const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
+
+/* fileforeign.c: locks lockbox did not take */
+unsigned fp_slot_of(const struct lb_lockinfo *l);
+int fp_find_foreign(struct filepool *p, int records);
+int fp_maybe_foreign(struct filepool *p, int locked);
+
+/* filequeue.c: the wait queue */
+int fp_queue_busy(struct filepool *p);
+int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket);
+void fp_queue_leave(struct filepool *p, uint64_t ticket);
+int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline);
+
+/* filewatch.c: the head of the queue */
+int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, uint64_t *join);
+
+#endif

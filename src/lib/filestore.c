@@ -1,0 +1,649 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The lock file's bytes for the lock-file backend: reads and writes, the
+ * header's words and its lock (held for microseconds, waited on while its
+ * holders make progress), the records as read into a buffer, and the
+ * choice and claim of a free slot under the header lock.
+ *
+ * The kernel's byte locks are the truth; holder records only describe them
+ * and are trusted only for slots that are locked. Every acquisition happens
+ * under the header's write lock, and a slot's lock is taken before its
+ * record is written, so a record marked free always means an unlocked slot
+ * (unless a foreign program locks bytes: that case is caught by the failed
+ * claim and the full scan).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "err.h"
+#include "exec.h"
+#include "filepool.h"
+#include "lockfile.h"
+#include "lockscan.h"
+#include "parse.h"
+#include "wait.h"
+
+/*
+ * A header lock is held for microseconds. A waiter for it that sees no
+ * other process get through it for this long calls the holder stuck.
+ */
+#define HEADER_STUCK	(5 * LB_NS_PER_S)
+/* how long a claimed slot may stay blocked by a watcher's transient read lock */
+#define CLAIM_WAIT	(100 * LB_NS_PER_MS)
+/* holder probes (kill 0) per quick acquisition: cheap with many holders */
+#define QUICK_PROBES	64
+/* records per read in the quick path */
+#define QUICK_CHUNK	64
+
+/*
+ * HEADER_STUCK, or for the tests a duration in LOCKBOX_TEST_HEADER_STUCK
+ * (a wait of 5 s, many times, would be most of a test run): it only
+ * shortens how long a process waits before it gives up on its own lock
+ * file, so it is read as any environment variable is.
+ */
+static int64_t header_stuck(void)
+{
+	static int64_t stuck;
+	const char *env;
+
+	if (stuck == 0) {
+		env = getenv("LOCKBOX_TEST_HEADER_STUCK");
+		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
+			stuck = HEADER_STUCK;
+	}
+	return stuck;
+}
+
+int fp_pread_all(struct filepool *p, void *buf, size_t n, off_t off)
+{
+	ssize_t r;
+
+	do
+		r = pread(p->cfd, buf, n, off);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	if ((size_t)r < n)
+		memset((char *)buf + r, 0, n - (size_t)r);
+	return 0;
+}
+
+int fp_pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off)
+{
+	const char *b = buf;
+	ssize_t w = 0;
+	size_t done = 0;
+
+	if (!lb_fsize_fits(off + (off_t)n)) {
+		lb_warn("%s: cannot write", p->name);
+		return -1;
+	}
+	/* a write cut short is finished, or fails with its own errno */
+	while (done < n) {
+		w = pwrite(p->cfd, b + done, n - done, off + (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	if (done != n) {
+		if (w == 0)
+			errno = ENOSPC;
+		lb_warn("%s: cannot write", p->name);
+		return -1;
+	}
+	return 0;
+}
+
+uint64_t fp_header_word(struct filepool *p, size_t off)
+{
+	return lb_get64(p->head + off);
+}
+
+/* Store a header word, in the file and in p->head. */
+int fp_set_header_word(struct filepool *p, size_t off, uint64_t v)
+{
+	unsigned char word[8];
+
+	lb_put64(word, v);
+	if (fp_pwrite_all(p, word, sizeof word, (off_t)off) != 0)
+		return -1;
+	memcpy(p->head + off, word, sizeof word);
+	return 0;
+}
+
+/* A header count, read without the lock: 0 for a file too short to have one. */
+uint64_t fp_read_count(struct filepool *p, off_t off)
+{
+	unsigned char word[8];
+	ssize_t r = pread(p->cfd, word, sizeof word, off);
+
+	return r == (ssize_t)sizeof word ? lb_get64(word) : 0;
+}
+
+/* Another program's lock L keeps us out: it alone is the refusal's holder (describe). */
+static void set_foreign(struct filepool *p, const struct lb_lockinfo *l)
+{
+	struct lb_lockinfo *one = malloc(sizeof *one);
+
+	p->nfgn = 0;
+	if (one == NULL)
+		return;	/* the refusal then blames the header, unnamed */
+	*one = *l;
+	free(p->fgn);
+	p->fgn = one;
+	p->nfgn = 1;
+	p->hdr_foreign = 1;
+}
+
+/*
+ * Whether the lock that keeps a TYPE lock on [START, START+LEN) from us is
+ * another program's (lb_lock_is_lockbox tells from the lock alone); then
+ * p->fgn names it. The kernel tells one conflicting lock, the first; with
+ * FULL the lock table is read too, for a foreign lock behind lockbox's.
+ */
+static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t len,
+    int full)
+{
+	struct lb_lockinfo l;
+	int r = lb_lock_conflict(p->cfd, type, start, len, &l);
+
+	if (r == 1 && lb_lock_is_lockbox(&l))
+		r = full ? lb_lock_foreign(p->cfd, start, len, &l) : 0;
+	else if (r == 1)
+		lb_lock_owners(p->cfd, &l, 1);
+	if (r != 1)
+		return 0;	/* an error too: the wait goes on, as it always did */
+	set_foreign(p, &l);
+	return 1;
+}
+
+/*
+ * Whether [START, START+LEN), bytes lockbox only ever write-locks, is
+ * read-locked: anyone who can read the file can do that, and nobody ever
+ * lets it go for us (p->reader: the queue reports it, see fp_queue_join).
+ */
+static int foreign_reader(struct filepool *p, off_t start, off_t len)
+{
+	struct flock c;
+
+	if (lb_lock_test(p->cfd, F_WRLCK, start, len, &c) != 0 || c.l_type != F_RDLCK)
+		return 0;
+	p->reader = 1;
+	p->reader_at = c.l_start > start ? c.l_start : start;
+	p->reader_pid = c.l_pid;
+	return 1;
+}
+
+/*
+ * Write-lock [START, START+LEN) for a short change, such as the header or
+ * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first
+ * or, with LB_NO_WAIT, another program holds it, -1 error (reported).
+ * Many processes may queue for it; what tells a busy lock from one held
+ * by a stopped process is progress: every holder moves the header count
+ * at PROGRESS on, so a waiter gives up only when it stood still for
+ * HEADER_STUCK. A lock lockbox could not have taken (another program's,
+ * such as lockf(3) on the whole file, or any read lock of the whole
+ * header: lockscan.c has the rule) is no stuck lockbox process: it is a
+ * holder like any other, so a caller that does not wait is refused at
+ * once (busy, p->fgn naming it) and one that waits waits for it up to
+ * its own deadline. WHAT names the lock in messages.
+ * READERS_FOREIGN: lockbox never read-locks these bytes, so a read lock
+ * on them is someone else's, and ends the attempt at once (0), even
+ * one that waits: the queue cannot work past it.
+ */
+int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
+    off_t progress, int64_t deadline, const char *what, int readers_foreign)
+{
+	uint64_t gen, now;
+	char stuck[32];
+	/*
+	 * Two waits in one: for lockbox's holders while they make progress,
+	 * always (bounded by HEADER_STUCK), and for other holders only up to
+	 * a deadline of the caller's own; LB_NO_WAIT has none.
+	 */
+	int waits = deadline != LB_NO_WAIT;
+	int r = lb_lock_try(p->cfd, type, start, len);
+
+	p->reader = 0;
+	/* free, as it nearly always is: no count to read */
+	if (r != 0) {
+		if (r < 0)
+			lb_warn("%s: cannot lock %s", p->name, what);
+		else
+			p->hdr_foreign = 0;
+		return r;
+	}
+	if (readers_foreign && foreign_reader(p, start, len))
+		return 0;
+	/* one test of the lock in the way: lockbox's hold it for microseconds */
+	if (blocked_by_foreign(p, type, start, len, 0) && !waits)
+		return 0;
+	gen = fp_read_count(p, progress);
+	for (;;) {
+		int64_t bound = lb_deadline_after(header_stuck());
+		int64_t until = waits && deadline < bound ? deadline : bound;
+		int r = lb_lock_wait(p->cfd, type, start, len, until);
+
+		if (r == 1) {
+			p->hdr_foreign = 0;
+			return 1;
+		}
+		if (r < 0) {
+			lb_warn("%s: cannot lock %s", p->name, what);
+			return -1;
+		}
+		if (until == deadline)
+			return 0;
+		if (readers_foreign && foreign_reader(p, start, len))
+			return 0;
+		now = fp_read_count(p, progress);
+		if (now != gen) {
+			gen = now;
+			continue;
+		}
+		/* no progress: a stopped lockbox process, or a foreign lock behind it */
+		if (!blocked_by_foreign(p, type, start, len, 1))
+			break;
+		if (!waits)
+			return 0;
+	}
+	lb_warnx("%s: %s locked for %s by a stuck process (stopped?); giving up",
+	    p->name, what, lb_format_duration_ms(header_stuck(), stuck));
+	return -1;
+}
+
+/* A change that does not wait, refused by another program's lock (progress_lock gave 0). */
+void fp_warn_foreign(struct filepool *p)
+{
+	struct lb_ident who;
+
+	if (p->nfgn == 0 || p->fgn[0].pid == 0) {
+		lb_warnx("%s: locked by another program (its process not found)", p->name);
+		return;
+	}
+	lb_ident_fill(&who, p->fgn[0].pid, NULL, 0);
+	lb_warnx("%s: locked by another program: PID %d (%s)", p->name, (int)who.pid, who.command);
+}
+
+/* Lock the header (every change to the file but a ticket is made under it). */
+static int header_lock(struct filepool *p, short type, int64_t deadline)
+{
+	return fp_progress_lock(p, type, 0, LB_HDR_SIZE, LB_HDR_OFF_GEN, deadline, "header", 0);
+}
+
+void fp_header_unlock(struct filepool *p)
+{
+	lb_lock_try(p->cfd, F_UNLCK, 0, LB_HDR_SIZE);
+}
+
+/*
+ * The start of every change: the header write-locked, the file identified
+ * (an empty one gets its header), the header fields read and the progress
+ * count moved on. 1 with *size set, 0 the deadline passed first, -1 error
+ * (reported; the header is not left locked).
+ */
+int fp_enter(struct filepool *p, int64_t deadline, off_t *size)
+{
+	int r = header_lock(p, F_WRLCK, deadline);
+
+	if (r != 1)
+		return r;
+	/* an empty file gets its header now: all of it, or nothing */
+	if (!lb_fsize_fits(LB_HDR_SIZE)) {
+		lb_warn("%s: cannot write", p->name);
+		fp_header_unlock(p);
+		return -1;
+	}
+	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags);
+	if (*size < 0 || fp_pread_all(p, p->head, sizeof p->head, 0) != 0 ||
+	    fp_set_header_word(p, LB_HDR_OFF_GEN, fp_header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {
+		fp_header_unlock(p);
+		return -1;
+	}
+	return 1;
+}
+
+/* Whole records in a file of SIZE bytes: a cut last record does not count. */
+static unsigned records_in(off_t size)
+{
+	off_t n = size <= LB_HDR_SIZE ? 0 : (size - LB_HDR_SIZE) / LB_REC_SIZE;
+
+	return n > LB_SLOT_LIMIT ? LB_SLOT_LIMIT : (unsigned)n;
+}
+
+/* Room in buf for BYTES, the new part zeroed. */
+static int reserve(struct filepool *p, size_t bytes)
+{
+	unsigned char *grown;
+
+	if (bytes <= p->cap)
+		return 0;
+	grown = realloc(p->buf, bytes);
+	if (grown == NULL) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	memset(grown + p->cap, 0, bytes - p->cap);
+	p->buf = grown;
+	p->cap = bytes;
+	return 0;
+}
+
+/* Read the header and the whole records. */
+int fp_load(struct filepool *p, off_t size)
+{
+	size_t want = (size_t)lb_slot_offset(records_in(size) + 1);
+	ssize_t n;
+
+	if (reserve(p, want) != 0)
+		return -1;
+	do
+		n = pread(p->cfd, p->buf, want, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	if ((size_t)n < p->loaded)
+		memset(p->buf + n, 0, p->loaded - (size_t)n);
+	p->loaded = (size_t)n;
+	p->nrec = records_in((off_t)n);
+	return 0;
+}
+
+unsigned char *fp_record(struct filepool *p, unsigned slot)
+{
+	return p->buf + lb_slot_offset(slot);
+}
+
+uint32_t fp_state(struct filepool *p, unsigned slot)
+{
+	return slot > p->nrec ? LB_REC_FREE : lb_record_state(fp_record(p, slot));
+}
+
+/*
+ * A file whose length is not a header plus whole records (a write cut
+ * short by a full disk or a file size limit) is cut back to whole records.
+ */
+static int repair(struct filepool *p, off_t *size)
+{
+	off_t whole = lb_slot_offset(records_in(*size) + 1);
+
+	if (*size <= LB_HDR_SIZE || *size == whole || (*size - LB_HDR_SIZE) / LB_REC_SIZE > LB_SLOT_LIMIT)
+		return 0;
+	if (ftruncate(p->cfd, whole) != 0) {
+		lb_warn("%s: cannot cut back a partial record", p->name);
+		return -1;
+	}
+	*size = whole;
+	return 0;
+}
+
+/*
+ * Find the slots whose lock byte is held by anyone else: the truth. With
+ * the header LOCKED, the records in buf say which slots can be locked.
+ */
+int fp_scan(struct filepool *p, int locked)
+{
+	struct lb_slotset expect = { NULL, 0, 0 };
+	unsigned s;
+	int r = 0;
+
+	for (s = 1; locked && r == 0 && s <= p->nrec; s++)
+		if (fp_state(p, s) != LB_REC_FREE)
+			r = lb_slotset_add(&expect, s);
+	if (r == 0)
+		r = lb_scan_held(p->cfd, locked ? &expect : NULL, &p->held);
+	lb_slotset_free(&expect);
+	if (r != 0) {
+		lb_warn("%s: cannot find the held slots", p->name);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Lock a slot found free. A waiter at the head of the queue may hold a
+ * read lock on it for a few microseconds while it looks, so a refusal is
+ * retried briefly before counting the slot as held.
+ */
+static int claim(struct filepool *p, unsigned slot)
+{
+	struct lb_lockinfo l;
+	int r = lb_lock_try(p->fd, F_WRLCK, lb_slot_offset(slot), 1);
+
+	/* a lock no watcher takes (another program's) is not waited for */
+	if (r == 0 && (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
+	    lb_lock_is_lockbox(&l)))
+		r = lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1,
+		    lb_deadline_after(CLAIM_WAIT));
+	if (r < 0 && errno == EDEADLK)
+		r = 0;	/* classic locks: another process's cross wait; busy */
+	if (r < 0)
+		lb_warn("%s: cannot lock slot %u", p->name, slot);
+	return r;
+}
+
+static int is_gone(const struct gone *g, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; g != NULL && i < g->n; i++)
+		if (g->pid[i] == pid)
+			return 1;
+	return 0;
+}
+
+/*
+ * The cheap path, when the records alone prove a slot is free under MAX:
+ * fewer records in use than MAX means fewer holders than MAX. Records are
+ * streamed through a small buffer, so a big pool costs no big read. The
+ * lowest free slot is preferred, reusing one whose holder is provably gone
+ * (its lock confirmed free) over a never-used one, so slot numbers stay
+ * small. A holder GONE names is known to have ended (a woken waiter knows
+ * whom it saw go); others are probed, a few. Returns that slot, or 0 when
+ * only a full scan can tell; *high is the highest slot with a record in use.
+ */
+static unsigned quick_pick(struct filepool *p, off_t size, unsigned max,
+    const struct gone *gone, unsigned *high)
+{
+	static unsigned char chunk[QUICK_CHUNK * LB_REC_SIZE];
+	unsigned s = 1, used = 0, probes = 0, pick = 0, stale = 0;
+	unsigned nrec = records_in(size);
+	off_t off = LB_HDR_SIZE;
+	struct lb_ident who;
+	struct flock c;
+
+	*high = 0;
+	while (s <= nrec) {
+		size_t want = (size_t)(nrec - s + 1) * LB_REC_SIZE, i;
+		ssize_t n;
+
+		if (want > sizeof chunk)
+			want = sizeof chunk;
+		do
+			n = pread(p->cfd, chunk, want, off);
+		while (n < 0 && errno == EINTR);
+		if (n < LB_REC_SIZE)
+			return 0;	/* the full path reads again and reports */
+		off += n;
+		for (i = 0; i + LB_REC_SIZE <= (size_t)n; i += LB_REC_SIZE, s++) {
+			uint32_t st = lb_record_state(chunk + i);
+			int dead;
+
+			if (st == LB_REC_FREE) {
+				if (pick == 0 && s <= max)
+					pick = s;
+				continue;
+			}
+			used++;
+			*high = s;
+			if (st != LB_REC_HELD)
+				continue;
+			dead = is_gone(gone, lb_record_pid(chunk + i));
+			if (!dead && (pick != 0 || s > max || probes++ >= QUICK_PROBES))
+				continue;
+			lb_record_decode(chunk + i, &who);
+			if ((dead || lb_ident_gone(&who)) &&
+			    lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1) {
+				stale++;
+				if (s <= max && (pick == 0 || dead))
+					pick = pick != 0 && pick < s ? pick : s;
+			}
+		}
+	}
+	if (pick == 0 && nrec < max)
+		pick = nrec + 1;
+	return used - stale < max ? pick : 0;
+}
+
+/*
+ * The cheapest path, for a woken head: a slot that a wake-up named is
+ * free, and the file has no more records than MAX. Every holder has a
+ * record (written under the header lock, which we hold), so every holder
+ * is in those slots, one of which is free: fewer than MAX hold. Nothing
+ * is read, so the cost does not grow with the pool. That slot, or 0.
+ */
+static unsigned hint_pick(struct filepool *p, off_t size, unsigned max,
+    const struct gone *gone)
+{
+	unsigned nrec = records_in(size);
+	struct flock c;
+	size_t i;
+
+	for (i = 0; gone != NULL && nrec <= max && i < gone->n; i++) {
+		unsigned s = gone->slot[i];
+
+		if (s >= 1 && s <= nrec &&
+		    lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) == 1)
+			return s;
+	}
+	return 0;
+}
+
+static unsigned highest_used(struct filepool *p)
+{
+	unsigned s;
+
+	for (s = p->nrec; s > 0; s--)
+		if (fp_state(p, s) != LB_REC_FREE)
+			return s;
+	return 0;
+}
+
+static int write_high(struct filepool *p, unsigned high)
+{
+	unsigned char word[4];
+
+	lb_put32(word, high);
+	return fp_pwrite_all(p, word, sizeof word, LB_HDR_OFF_HIGH);
+}
+
+/* Record the holder of SLOT taken in the quick path; HIGH as quick_pick found it. */
+static int commit_quick(struct filepool *p, unsigned slot, const struct lb_ident *who,
+    unsigned high)
+{
+	unsigned char rec[LB_REC_SIZE];
+
+	lb_record_encode(rec, slot, who);
+	if (fp_pwrite_all(p, rec, sizeof rec, lb_slot_offset(slot)) != 0)
+		return -1;
+	return slot > high ? write_high(p, slot) : 0;
+}
+
+/* Record the holder of SLOT after a full scan: stale records marked free in
+ * buf are written back with it, and the free tail of the file goes. */
+static int commit_full(struct filepool *p, unsigned slot, const struct lb_ident *who)
+{
+	unsigned high;
+
+	if (reserve(p, (size_t)lb_slot_offset(slot + 1)) != 0)
+		return -1;
+	lb_record_encode(fp_record(p, slot), slot, who);
+	if (slot > p->nrec)
+		p->nrec = slot;
+	high = highest_used(p);
+	if (fp_pwrite_all(p, p->buf + LB_HDR_SIZE, (size_t)high * LB_REC_SIZE,
+	    LB_HDR_SIZE) != 0)
+		return -1;
+	if ((off_t)p->loaded > lb_slot_offset(high + 1) &&
+	    ftruncate(p->cfd, lb_slot_offset(high + 1)) != 0)
+		lb_warn("%s: cannot shrink", p->name);
+	return lb_get32(p->head + LB_HDR_OFF_HIGH) != high ? write_high(p, high) : 0;
+}
+
+/* Forget the records of slots that nobody holds (in buf; written with the next commit). */
+static void forget_stale(struct filepool *p)
+{
+	unsigned s;
+
+	for (s = 1; s <= p->nrec; s++)
+		if (fp_state(p, s) != LB_REC_FREE && !lb_slotset_has(&p->held, s))
+			memset(fp_record(p, s), 0, LB_REC_SIZE);
+}
+
+/* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
+int fp_take_slot(struct filepool *p, off_t size, unsigned max,
+    const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
+{
+	struct lb_ident who_now = *caller, *who = &who_now;
+	unsigned s, high;
+	int r;
+
+	/* the age in list counts from here, not from the start of a wait */
+	lb_ident_stamp(who);
+	if (repair(p, &size) != 0)
+		return -1;
+	high = lb_get32(p->head + LB_HDR_OFF_HIGH);
+	s = hint_pick(p, size, max, gone);
+	if (s == 0)
+		s = quick_pick(p, size, max, gone, &high);
+	if (s != 0) {
+		r = claim(p, s);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			if (commit_quick(p, s, who, high) != 0)
+				goto undo;
+			*slot = s;
+			return 1;
+		}
+	}
+	if (fp_load(p, size) != 0 || fp_scan(p, 1) != 0)
+		return -1;
+	forget_stale(p);
+	for (;;) {
+		if (p->held.n >= max)
+			return 0;
+		for (s = 1; lb_slotset_has(&p->held, s); s++)
+			;
+		r = claim(p, s);
+		if (r < 0)
+			return -1;
+		if (r == 1)
+			break;
+		/* locked by something that left no record: count it */
+		if (lb_slotset_add(&p->held, s) != 0) {
+			lb_warn("%s", p->name);
+			return -1;
+		}
+		lb_slotset_sort(&p->held);
+	}
+	if (commit_full(p, s, who) != 0)
+		goto undo;
+	*slot = s;
+	return 1;
+undo:
+	lb_lock_try(p->fd, F_UNLCK, lb_slot_offset(s), 1);
+	return -1;
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The head of the lock-file backend's queue: the kernel events it watches
+ * the holders with (lock requests, pidfds, the release word, last closes),
+ * and its wait for a slot.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include "err.h"
+#include "filepool.h"
+#include "lockfile.h"
+#include "proc.h"
+#include "wait.h"
+
+/* how often the head looks again when some holders cannot be watched */
+#define RECHECK_MS	1000
+
+/*
+ * Pin the recorded holder of slot S when its end is the end of the slot's
+ * lock: a process of this host that holds the lock itself. One that took
+ * the slot on an fd and left it to others (the sem pattern: `slots acquire
+ * --fd` in a shell, a job in the background that inherited the fd, the
+ * shell closing its own copy and living on) does not: its end says nothing,
+ * and the slot frees when the last of the others lets go. Whether it holds
+ * is asked of the kernel (its fdinfo) once, when it is first pinned; a
+ * holder whose descriptors we may not read is trusted as before. ST is
+ * the lock file's, NULL when unknown. 1 pinned, 0 not (the caller asks
+ * for the lock instead).
+ */
+static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
+    const struct stat *st)
+{
+	struct lb_ident who;
+
+	if (fp_state(p, s) != LB_REC_HELD)
+		return 0;
+	lb_record_decode(fp_record(p, s), &who);
+	if (!lb_ident_local(&who))
+		return 0;
+	if (!lb_wait_has_pid(w, who.pid) && st != NULL &&
+	    lb_proc_holds(who.pid, st->st_dev, st->st_ino, lb_slot_offset(s)) == 0)
+		return 0;
+	/* 0: the recorded process is gone (a zombie too), its children hold on */
+	return lb_wait_pid(w, who.pid, who.starttime, (int)s) == 1;
+}
+
+/*
+ * After a scan found every slot busy: set up the kernel events that tell
+ * when one may be free. It is done with the header unlocked, so that the
+ * others are not kept from it while a big pool's holders are looked up,
+ * and nothing is missed for that: a holder that ended since the scan is
+ * found gone, a slot freed since is granted to its lock request at once,
+ * and a release since has moved the count on. An explicit release (the
+ * shell library's) changes the header's release count and wakes whoever
+ * waits on that word (*WORD, cleared once that watch has failed). A lock
+ * request on a slot learns of every way it frees (an unlock, the last
+ * close of the open file that holds it, its holders' ends), but a waiter
+ * has only a few (LB_WAIT_HELPERS, the word's included); a pidfd scales to
+ * any pool but tells only of one process's end. So: a slot whose recorded
+ * holder is a process of this host that holds the lock itself is pinned
+ * (see pin_holder; it ends: its locks are gone before the pidfd says so);
+ * every other slot (another host on a shared file system, a process that
+ * left the slot to others, a lock without a record) gets a lock request;
+ * and the requests left over go to pinned slots too, so that a small pool
+ * (a mutex, sem -j2) is watched exactly even when a pinned holder hands
+ * its lock on after this look. Returns 1 when everything is watched, 0
+ * when something is not: the head then looks again every RECHECK_MS, and
+ * at every last close of an open file of the lock file on this host
+ * (inotify), which is how a slot left to a job (the sem pattern, in a pool
+ * too big for a lock request each) or to a holder's children comes free.
+ */
+static int watch(struct filepool *p, struct lb_wait *w, int *word)
+{
+	int all = 1;
+	size_t i, npinned = 0, pinned[LB_WAIT_HELPERS];
+	struct stat st;
+	int have_st = fstat(p->cfd, &st) == 0;
+
+	lb_wait_clear_locks(w);
+	/* the count as the scan's header lock saw it: a release since has changed it */
+	if (*word && lb_wait_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
+		*word = 0;
+	if (!*word)
+		all = 0;
+	for (i = 0; i < p->held.n; i++) {
+		unsigned s = p->held.v[i];
+
+		if (pin_holder(p, w, s, have_st ? &st : NULL)) {
+			if (npinned < LB_WAIT_HELPERS)
+				pinned[npinned++] = i;
+			continue;
+		}
+		if (lb_wait_locks_free(w) == 0 ||
+		    lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
+			all = 0;
+	}
+	/* a failure here loses nothing: the pin stays */
+	for (i = 0; i < npinned && lb_wait_locks_free(w) > 0; i++) {
+		unsigned s = p->held.v[pinned[i]];
+
+		lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
+	}
+	/* a hint (a close is told just before its locks go): the look every RECHECK_MS stays */
+	if (!all)
+		lb_wait_close(w, p->cfd, 0);
+	return all;
+}
+
+/*
+ * At the head of the queue: wait for a slot. Called with the header
+ * locked after a scan found every slot busy; returns with it unlocked.
+ * JOIN: the queue was empty, and the ticket is taken here, before the
+ * header goes, so that whoever comes next finds a queue to go behind.
+ * 1 taken, 0 deadline, 2 stopped by ^Z, -1 error (reported).
+ */
+int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, uint64_t *join)
+{
+	struct lb_wait w;
+	struct lb_wait_event ev;
+	struct gone gone = { { 0 }, { 0 }, 0 };
+	off_t size;
+	int r, all, word = 1;
+
+	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
+		lb_warn("%s: cannot wait", p->name);
+		fp_header_unlock(p);
+		lb_wait_done(&w);
+		return -1;
+	}
+	for (;;) {
+		if (join != NULL) {
+			r = fp_queue_join(p, deadline, join);
+			if (r != 1) {
+				fp_header_unlock(p);
+				break;
+			}
+			join = NULL;
+		}
+		fp_header_unlock(p);
+		all = watch(p, &w, &word);
+		gone.n = 0;
+		r = lb_wait_run(&w, deadline, all ? LB_NO_RECHECK : RECHECK_MS, &ev);
+		if (r != 1 || ev.kind == LB_EV_STOP) {
+			if (r < 0)
+				lb_warn("%s: cannot wait", p->name);
+			r = r == 1 ? 2 : r;
+			break;
+		}
+		if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
+		    gone.n < GONE_MAX) {
+			gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
+			gone.slot[gone.n++] = (unsigned)ev.tag;
+		}
+		/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
+		if (ev.kind == LB_EV_WORD && ev.err != 0)
+			word = 0;
+		/*
+		 * The watch threads go first: their read locks are ours (same
+		 * open file, or same process for classic locks), so a watch
+		 * lock granted on the slot we are about to claim would merge
+		 * with the claim, and its unlock would drop the claim.
+		 */
+		lb_wait_clear_locks(&w);
+		r = fp_enter(p, deadline, &size);
+		if (r != 1)
+			break;
+		r = fp_take_slot(p, size, max, who, &gone, slot);
+		if (r != 0) {
+			fp_header_unlock(p);
+			break;
+		}
+	}
+	lb_wait_done(&w);
+	return r;
+}
