@@ -36,7 +36,7 @@ struct view {
 /* What to call PATH when it is shown: "file" or "server". */
 static const char *where(const struct view *v)
 {
-	return lb_pool_is_pg(v->path) ? "server" : "file";
+	return lb_pool_target_in_fs(v->path) ? "file" : "server";
 }
 
 static const char *iso(int64_t wall_ns, char buf[32])
@@ -363,7 +363,7 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 	size_t n = 0, i, shown = 0;
 	int rc = LB_EXIT_OK, dirfd = -1, shared = 0;
 
-	if (lb_pool_is_pg(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
+	if (!lb_pool_target_in_fs(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
 		free(dir);
 		return LB_EXIT_FAIL;
 	}
@@ -371,7 +371,7 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 	 * The directory is trusted as a run trusts it, so that status never
 	 * shows a state that a run refuses. A missing one holds no atom.
 	 */
-	if (!lb_pool_is_pg(dir) && (access(dir, F_OK) == 0 || errno != ENOENT) &&
+	if (lb_pool_target_in_fs(dir) && (access(dir, F_OK) == 0 || errno != ENOENT) &&
 	    (dirfd = lb_state_dir_open(dir, &shared)) < 0) {
 		free(dir);
 		return LB_EXIT_FAIL;
@@ -385,7 +385,7 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 			v[n].name = strdup(argv[i]);
 			v[n++].path = lb_atom_path(dir, argv[i]);
 		}
-	} else if (!lb_pool_is_pg(dir)) {
+	} else if (lb_pool_target_in_fs(dir)) {
 		DIR *d = opendir(dir);
 		struct dirent *e;
 		size_t cap = 0;

@@ -17,7 +17,8 @@ void lb_pool_set_handoff(lb_pool_handoff_fn *fn)
 	handoff = fn;
 }
 
-int lb_pool_is_pg(const char *target)
+/* Whether TARGET names a PostgreSQL server (postgresql://, postgres://). */
+static int is_pg(const char *target)
 {
 	return strncmp(target, "postgresql://", 13) == 0 ||
 	    strncmp(target, "postgres://", 11) == 0;
@@ -29,7 +30,7 @@ int lb_pool_is_pg(const char *target)
 
 unsigned lb_pool_target_caps(const char *target)
 {
-	return lb_pool_is_pg(target) ? PG_CAPS : FILE_CAPS;
+	return is_pg(target) ? PG_CAPS : FILE_CAPS;
 }
 
 unsigned lb_pool_caps(const struct lb_pool *p)
@@ -71,7 +72,7 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 {
 	static const struct lb_pool_opts defaults = { 0, 0 };
 
-	if (lb_pool_is_pg(target))
+	if (is_pg(target))
 		return with_caps(pg_open(target, access, opts != NULL ? opts : &defaults), PG_CAPS);
 	if (access == LB_POOL_LIST) {
 		lb_warnx("%s: not a server: nothing to list", target);

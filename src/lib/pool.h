@@ -62,9 +62,6 @@ struct lb_pool_opts {
 enum { LB_POOL_READ, LB_POOL_WRITE, LB_POOL_LIST };
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts);
 
-/* Whether TARGET names a PostgreSQL server (postgresql://, postgres://). */
-int lb_pool_is_pg(const char *target);
-
 /*
  * What a pool's locks are like: front ends ask this, never which backend
  * a target names. lb_pool_target_caps tells it from a name, before opening.
@@ -77,6 +74,12 @@ enum {
 };
 unsigned lb_pool_caps(const struct lb_pool *pool);
 unsigned lb_pool_target_caps(const char *target);
+
+/* Whether TARGET names a lock in the file system (a directory holds it). */
+static inline int lb_pool_target_in_fs(const char *target)
+{
+	return (lb_pool_target_caps(target) & LB_POOL_IN_FS) != 0;
+}
 
 /*
  * Opening a target whose backend this binary lacks (postgresql:// in a

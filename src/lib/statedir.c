@@ -34,7 +34,7 @@ static char *dir_or_url(const char *dir)
 {
 	char *s;
 
-	if (!lb_pool_is_pg(dir))
+	if (lb_pool_target_in_fs(dir))
 		return lb_path_join(dir, "");
 	/* NAME is the lock: the URL names only the database */
 	if (strstr(dir, "?lock=") != NULL || strstr(dir, "&lock=") != NULL) {
@@ -232,7 +232,7 @@ char *lb_atom_path(const char *dir, const char *name)
 	const unsigned char *p;
 	size_t n = 0;
 
-	if (lb_pool_is_pg(dir))
+	if (!lb_pool_target_in_fs(dir))
 		return atom_url(dir, name);
 	for (p = (const unsigned char *)name; *p != '\0' && n < 128; p++)
 		file[n++] = ascii_alnum(*p) ? (char)*p : '_';
