@@ -384,6 +384,22 @@ shared_pool() {
 	start_holder_with mutex "$F"
 }
 
+@test "read locks on every slot's byte by a user who may only read: a run is refused at once, not after a wait for each" {
+	need_root_and_nobody
+	need_lockhold
+	F=$(world_readable_dir)/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$F" 100 true
+	# slots 1 to 100: one read lock each, the shape of a waiter's look
+	lockhold_ro -n 100 "$F" 4096 1
+	local t0=$SECONDS
+	run -75 --separate-stderr timeout 60 "$LOCKBOX" slots "$F" 100 touch "$T/ran"
+	assert_regex "$stderr" "another program"
+	assert [ ! -e "$T/ran" ]
+	# one short bound for the whole attempt: it was 100 ms a slot (10 s
+	# here) with the header locked, so other runs called it stuck
+	((SECONDS - t0 <= 3)) || fail "refused after $((SECONDS - t0)) s"
+}
+
 # bats test_tags=lockkind,wait
 @test "a read lock on the queue's tickets by a user who may only read: -w gives 75 at once, naming it" {
 	shared_pool

@@ -289,12 +289,16 @@ lockhold() {
 	wait_for test -e "$ready"
 }
 
-# lockhold_ro FILE START LEN: as lockhold, a read lock taken by another
+# lockhold_ro [-n COUNT] FILE START LEN: as lockhold, a read lock taken by another
 # user (nobody) who may only read FILE (a pool made with --mode 0644, in a
 # directory that user can enter); sets LOCKHOLD_PID once it is held.
 lockhold_ro() {
 	local dir mode=()
 	ofd_build || mode=(-p)
+	if [[ $1 == -n ]]; then
+		mode+=(-n "$2")
+		shift 2
+	fi
 	dir=$(world_readable_dir)
 	chown 65534 "$dir"
 	# setpriv itself (not the as_nobody function, a subshell): it execs lockhold, whose PID this is

@@ -415,9 +415,12 @@ int fp_scan(struct filepool *p, int locked)
 /*
  * Lock a slot found free. A waiter at the head of the queue may hold a
  * read lock on it for a few microseconds while it looks, so a refusal is
- * retried briefly before counting the slot as held.
+ * retried until UNTIL before counting the slot as held. UNTIL is one
+ * bound for a whole acquisition (see fp_take_slot): anyone who can read
+ * the file can read-lock every slot's byte, and a wait for each in turn
+ * would hold the header for MAX times CLAIM_WAIT.
  */
-static int claim(struct filepool *p, unsigned slot)
+static int claim(struct filepool *p, unsigned slot, int64_t until)
 {
 	struct lb_lockinfo l;
 	int r = lb_lock_try(p->fd, F_WRLCK, lb_slot_offset(slot), 1);
@@ -425,8 +428,8 @@ static int claim(struct filepool *p, unsigned slot)
 	/* a lock no watcher takes (another program's) is not waited for */
 	if (r == 0 && (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
 	    lb_lock_is_lockbox(&l)))
-		r = lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1,
-		    lb_deadline_after(CLAIM_WAIT));
+		r = lb_remaining(until) == 0 ? 0 :
+		    lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1, until);
 	if (r < 0 && errno == EDEADLK)
 		r = 0;	/* classic locks: another process's cross wait; busy */
 	if (r < 0)
@@ -597,6 +600,7 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
 {
 	struct lb_ident who_now = *caller, *who = &who_now;
+	int64_t until = lb_deadline_after(CLAIM_WAIT);
 	unsigned s, high;
 	int r;
 
@@ -609,7 +613,7 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 	if (s == 0)
 		s = quick_pick(p, size, max, gone, &high);
 	if (s != 0) {
-		r = claim(p, s);
+		r = claim(p, s, until);
 		if (r < 0)
 			return -1;
 		if (r == 1) {
@@ -627,7 +631,7 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 			return 0;
 		for (s = 1; lb_slotset_has(&p->held, s); s++)
 			;
-		r = claim(p, s);
+		r = claim(p, s, until);
 		if (r < 0)
 			return -1;
 		if (r == 1)
