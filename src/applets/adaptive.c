@@ -72,7 +72,6 @@
 #define DEFAULT_IFELAPSED	(1 * LB_NS_PER_MIN)
 #define DEFAULT_EXPIREAFTER	(120 * LB_NS_PER_MIN)
 #define DEFAULT_GRACE		(5 * LB_NS_PER_S)
-#define LB_ATOM_SLOT			1
 
 enum { OPT_JSON = 256, OPT_LOG, OPT_ON_LOSS, OPT_SYSLOG };
 
@@ -254,6 +253,13 @@ static int64_t lock_lost(struct lb_runctx *r, const struct lb_super *job)
 	return r->o->on_loss == SIGKILL ? 0 : lb_deadline_after(r->o->grace);
 }
 
+
+/* A start that ran nothing is not a run: neither IFELAPSED nor the history sees it. */
+static void unstart(struct lb_runctx *r)
+{
+	if (lb_run_unstart(r) < 0)
+		lb_warnx("%s: cannot undo the start", r->name);
+}
 /* Run COMMAND through the one child runner, and record how it ended. */
 static int run_command(struct lb_runctx *r, char **command)
 {
@@ -272,17 +278,18 @@ static int run_command(struct lb_runctx *r, char **command)
 		return LB_EXIT_FAIL;
 	}
 	/* the command inherits the lock's descriptor, so the lock outlives us */
-	if (lb_pool_keep_on_exec(r->pool) != 0)
+	if (lb_pool_keep_on_exec(r->pool) != 0) {
+		unstart(r);
 		return LB_EXIT_FAIL;
+	}
 	if (lb_super_start(&job, command) != 0) {
 		if (job.exec_errno == 0) {
 			lb_warn("fork");
+			unstart(r);
 			return LB_EXIT_FAIL;
 		}
 		lb_warn("cannot run '%s'", command[0]);
-		/* not a run: it neither counts for IFELAPSED nor shows in the history */
-		if (lb_run_unstart(r) < 0)
-			lb_warnx("%s: cannot undo the start", r->name);
+		unstart(r);
 		r->status = lb_child_exec_status(job.exec_errno);
 		lb_joblog(LOG_ERR, r->name, "not-started status=%d error=%s", r->status,
 		    strerror(job.exec_errno));

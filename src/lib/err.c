@@ -21,7 +21,7 @@ const char *lb_prog = "lockbox";
  * interleave. It is one line, whatever it quotes: control characters in
  * an argument or a file name are escaped (\n, \x1b), never written raw.
  */
-static void emit(int with_errno, int saved, const char *fmt, va_list ap)
+static void emit(int with_errno, int saved, const char *tail, const char *fmt, va_list ap)
 {
 	char buf[1024], line[1024];
 	size_t n;
@@ -42,6 +42,11 @@ static void emit(int with_errno, int saved, const char *fmt, va_list ap)
 	buf[n] = '\0';
 	n = lb_text_escape(line, sizeof line - 1, buf, n);
 	line[n++] = '\n';
+	/* a line of lockbox's own after it, in the same write */
+	if (tail != NULL && strlen(tail) < sizeof line - n) {
+		memcpy(line + n, tail, strlen(tail));
+		n += strlen(tail);
+	}
 	while (write(STDERR_FILENO, line, n) < 0 && errno == EINTR)
 		;
 }
@@ -52,7 +57,7 @@ void lb_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	emit(1, saved, fmt, ap);
+	emit(1, saved, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -63,7 +68,7 @@ void lb_warnx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	emit(0, saved, fmt, ap);
+	emit(0, saved, NULL, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -74,7 +79,7 @@ void lb_die(int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	emit(1, saved, fmt, ap);
+	emit(1, saved, NULL, fmt, ap);
 	va_end(ap);
 	exit(status);
 }
@@ -84,7 +89,7 @@ void lb_diex(int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	emit(0, 0, fmt, ap);
+	emit(0, 0, NULL, fmt, ap);
 	va_end(ap);
 	exit(status);
 }
@@ -95,16 +100,13 @@ void lb_usage_error(const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	va_start(ap, fmt);
-	emit(0, 0, fmt, ap);
-	va_end(ap);
 	/* lockbox's own options have no applet name to repeat */
 	n = strcmp(lb_prog, PACKAGE) == 0 ?
 	    snprintf(hint, sizeof hint, "Try 'lockbox --help'.\n") :
 	    snprintf(hint, sizeof hint, "Try 'lockbox %s --help'.\n", lb_prog);
-	if (n > 0 && (size_t)n < sizeof hint)
-		while (write(STDERR_FILENO, hint, (size_t)n) < 0 && errno == EINTR)
-			;
+	va_start(ap, fmt);
+	emit(0, 0, n > 0 && (size_t)n < sizeof hint ? hint : NULL, fmt, ap);
+	va_end(ap);
 	exit(LB_EXIT_FAIL);
 }
 

@@ -251,8 +251,10 @@ int lb_expire_session(struct lb_runctx *r, struct lb_holder *h)
 		lb_run_mark_expiring(r, &old, 0);
 		return LB_EXIT_BUSY;
 	}
-	if (ended < 0)
+	if (ended < 0) {
+		lb_run_mark_expiring(r, &old, 0);	/* the run goes on, its end its own */
 		return LB_EXIT_FAIL;
+	}
 	if (ended == 1) {
 		lb_joblog(LOG_NOTICE, r->name, "session-ended pid=%d session=%d", (int)old.pid,
 		    h->session.pid);

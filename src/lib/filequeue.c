@@ -155,7 +155,8 @@ int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 		}
 	}
 	if (r < 0 || fp_set_header_word(p, LB_HDR_OFF_TICKET, t + 1) != 0) {
-		lb_warn("%s: cannot join the queue", p->name);
+		if (r < 0)	/* a failed write has said so */
+			lb_warn("%s: cannot join the queue", p->name);
 		if (r == 1)
 			lb_lock_try(p->cfd, F_UNLCK, at, 1);
 		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);

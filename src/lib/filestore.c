@@ -53,7 +53,7 @@ static int64_t header_stuck(void)
 	const char *env;
 
 	if (stuck == 0) {
-		env = getenv("LOCKBOX_TEST_HEADER_STUCK");
+		env = secure_getenv("LOCKBOX_TEST_HEADER_STUCK");
 		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
 			stuck = HEADER_STUCK;
 	}

@@ -127,7 +127,7 @@ static int futex_kind(void)
 	const char *env;
 
 	if (kind == 0) {
-		env = getenv("LOCKBOX_TEST_FUTEX");
+		env = secure_getenv("LOCKBOX_TEST_FUTEX");
 		kind = env == NULL ? FUTEX_FULL : strcmp(env, "plain") == 0 ? FUTEX_PLAIN :
 		    strcmp(env, "off") == 0 ? FUTEX_OFF : FUTEX_FULL;
 	}
@@ -319,7 +319,7 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 	}
 	h->bell = w->bell[1];
 	if (h->kind == HELP_WORD)
-		h->test_delay = getenv("LOCKBOX_TEST_RING_DELAY");
+		h->test_delay = secure_getenv("LOCKBOX_TEST_RING_DELAY");
 	/*
 	 * The byte it rings names the start too: a byte left in the pipe by
 	 * a helper cancelled after it rang is not taken for its successor's.
