@@ -392,6 +392,8 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 
 		if (d == NULL && errno != ENOENT) {
 			lb_warn("%s", dir);
+			if (dirfd >= 0)
+				close(dirfd);
 			free(dir);
 			return LB_EXIT_FAIL;
 		}
@@ -443,7 +445,6 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 		close(dirfd);
 	free(v);
 	free(dir);
-	lb_close_stdout();
 	return rc;
 }
 

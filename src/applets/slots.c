@@ -638,7 +638,6 @@ static int look(const struct opts *o, const char *path, int count_only)
 		lb_holders_free(&h);
 	}
 	lb_pool_close(pool);
-	lb_close_stdout();
 	return LB_EXIT_OK;
 }
 
