@@ -237,7 +237,7 @@ static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGU
  * The run's session on the server ended (an expiry elsewhere, an
  * administrator, a restart, a partition): the lock is free for another
  * run, so this one must stop. CONT and the --on-loss signal to the job;
- * the deadline for KILL, or 0 when there is none.
+ * the deadline for KILL, or LB_NO_DEADLINE when there is none.
  */
 static int64_t lock_lost(struct lb_runctx *r, const struct lb_super *job)
 {
@@ -247,10 +247,10 @@ static int64_t lock_lost(struct lb_runctx *r, const struct lb_super *job)
 	lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=%s", (int)job->pid,
 	    r->o->on_loss ? lb_sig_name(r->o->on_loss) : "none");
 	if (r->o->on_loss == 0)
-		return 0;
+		return LB_NO_DEADLINE;
 	lb_super_signal(job, SIGCONT);
 	lb_super_signal(job, r->o->on_loss);
-	return r->o->on_loss == SIGKILL ? 0 : lb_deadline_after(r->o->grace);
+	return r->o->on_loss == SIGKILL ? LB_NO_DEADLINE : lb_deadline_after(r->o->grace);
 }
 
 
@@ -267,7 +267,7 @@ static int run_command(struct lb_runctx *r, char **command)
 	static const int own[] = { SIGIO };
 	struct lb_super job;
 	char cmd[LB_COMMAND_MAX * 4], buf[32];
-	int64_t d, kill_at = 0;
+	int64_t d, kill_at = LB_NO_DEADLINE;
 	int ws = 0, ev;
 	pid_t pid;
 
@@ -307,7 +307,7 @@ static int run_command(struct lb_runctx *r, char **command)
 			/* the job outlived GRACE after the loss: it must not run on unlocked */
 			lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=KILL", (int)pid);
 			lb_super_signal(&job, SIGKILL);
-			kill_at = 0;
+			kill_at = LB_NO_DEADLINE;
 		} else if (ev < 0) {
 			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
 		} else if (ev == SIGIO && !r->lost) {

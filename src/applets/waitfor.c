@@ -188,7 +188,7 @@ static int attempts(const struct opts *o, char **command)
 			}
 			lb_die(LB_EXIT_FAIL, "cannot start '%s'", command[0]);
 		}
-		if (lb_super_wait(&child, 0, &wstatus) != 0)
+		if (lb_super_wait(&child, LB_NO_DEADLINE, &wstatus) != 0)
 			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
 		status = lb_child_status(wstatus);
 		if (status == 0) {

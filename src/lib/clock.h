@@ -17,6 +17,11 @@ int64_t lb_deadline_after(int64_t ns);
  * for while its holder makes progress, within the header-stuck bound.)
  */
 #define LB_NO_WAIT	INT64_C(0)
+/*
+ * No deadline at all: a wait that ends only with what it waits for (a
+ * child's end, in supervise.c). Only APIs that say they take it do.
+ */
+#define LB_NO_DEADLINE	INT64_C(0)
 int64_t lb_remaining(int64_t deadline);	/* ns left, never negative */
 
 #endif

@@ -130,7 +130,7 @@ static int wait_signal(const sigset_t *set, siginfo_t *si, int64_t deadline)
 	int64_t left;
 	struct timespec ts;
 
-	if (deadline == 0)
+	if (deadline == LB_NO_DEADLINE)
 		return sigwaitinfo(set, si);
 	left = lb_remaining(deadline);
 	ts.tv_sec = (time_t)(left / LB_NS_PER_S);

@@ -53,7 +53,7 @@ int lb_super_start(struct lb_super *s, char *const argv[]);
  * Wait for the child, passing signals on to it (s->caught tells the last
  * one). Returns 0 once it has ended, with its wait status in *wstatus;
  * one of the caller's own signals when it comes; -1 with errno EAGAIN
- * when DEADLINE (CLOCK_MONOTONIC ns; 0: none) has passed, or with another
+ * when DEADLINE (CLOCK_MONOTONIC ns, or LB_NO_DEADLINE) has passed, or with another
  * errno on failure.
  */
 int lb_super_wait(struct lb_super *s, int64_t deadline, int *wstatus);
