@@ -387,12 +387,14 @@ shared_pool() {
 @test "read locks on every slot's byte by a user who may only read: a run is refused at once, not after a wait for each" {
 	need_root_and_nobody
 	need_lockhold
-	F=$(world_readable_dir)/lock
-	run -0 "$LOCKBOX" slots --mode 0644 "$F" 100 true
+	local pool
+	pool=$(world_readable_dir)/lock
+	run -0 "$LOCKBOX" slots --mode 0644 "$pool" 100 true
 	# slots 1 to 100: one read lock each, the shape of a waiter's look
-	lockhold_ro -n 100 "$F" 4096 1
+	lockhold_ro -n 100 "$pool" 4096 1
 	local t0=$SECONDS
-	run -75 --separate-stderr timeout 60 "$LOCKBOX" slots "$F" 100 touch "$T/ran"
+	run -75 --separate-stderr timeout 60 "$LOCKBOX" slots "$pool" 100 touch "$T/ran"
+	# shellcheck disable=SC2154 # set by run --separate-stderr
 	assert_regex "$stderr" "another program"
 	assert [ ! -e "$T/ran" ]
 	# one short bound for the whole attempt: it was 100 ms a slot (10 s
