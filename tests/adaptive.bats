@@ -97,6 +97,22 @@ events() {
 	assert [ -d "$T/other" ]
 }
 
+# bats test_tags=privilege
+@test "a state directory that cannot be made or used is named, with what to do: -d or LOCKBOX_DIR" {
+	# a path through a file: made by nobody, whatever the user
+	: >"$T/file"
+	run -125 --separate-stderr env LOCKBOX_DIR="$T/file/sub" "$LOCKBOX" adaptive a touch "$T/ran"
+	assert_stderr "adaptive: $T/file/sub/: cannot create the state directory: Not a directory; use another with -d DIR or LOCKBOX_DIR"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$T/file" a touch "$T/ran"
+	assert_stderr "adaptive: $T/file/: state directory: Not a directory; use another with -d DIR or LOCKBOX_DIR"
+	# the default place, under a HOME that is a file
+	if (($(id -u) != 0)); then
+		run -125 --separate-stderr env -u LOCKBOX_DIR -u XDG_STATE_HOME HOME="$T/file" "$LOCKBOX" adaptive a touch "$T/ran"
+		assert_stderr "adaptive: $T/file/.local/state/lockbox/: cannot create the state directory: Not a directory; use another with -d DIR or LOCKBOX_DIR"
+	fi
+	assert [ ! -e "$T/ran" ]
+}
+
 @test "too soon: 75 and when the next run is allowed; it runs once IFELAPSED has passed" {
 	run -0 ad -e 1h job touch "$T/first"
 	run -75 --separate-stderr ad -e 1h job touch "$T/second"
@@ -691,7 +707,7 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	# a directory a run refuses, status refuses too
 	chmod 0777 "$d"
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status y
-	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it; use another with -d DIR or LOCKBOX_DIR"
 	assert_output ""
 }
 

@@ -384,6 +384,7 @@ shared_pool() {
 	start_holder_with mutex "$F"
 }
 
+# bats test_tags=lockkind,privilege
 @test "read locks on every slot's byte by a user who may only read: a run is refused at once, not after a wait for each" {
 	need_root_and_nobody
 	need_lockhold
@@ -942,10 +943,10 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 	mkdir "$d"
 	chmod 0777 "$d"
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
-	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0777, not sticky); refusing it; use another with -d DIR or LOCKBOX_DIR"
 	chmod 0775 "$d"
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
-	assert_stderr "adaptive: $d/: state directory writable by others (mode 0775, not sticky); refusing it"
+	assert_stderr "adaptive: $d/: state directory writable by others (mode 0775, not sticky); refusing it; use another with -d DIR or LOCKBOX_DIR"
 	assert [ ! -e "$T/ran" ]
 	run -0 ls -A "$d"
 	assert_output ""
@@ -984,7 +985,7 @@ mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a 
 	chmod 0755 "$d"
 	chown 65534:65534 "$d"
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" y touch "$T/ran"
-	assert_stderr "adaptive: $d/: state directory owned by uid 65534, who could replace its files; refusing it"
+	assert_stderr "adaptive: $d/: state directory owned by uid 65534, who could replace its files; refusing it; use another with -d DIR or LOCKBOX_DIR"
 	assert [ ! -e "$T/ran" ]
 	run -0 --separate-stderr as_nobody "$LOCKBOX" adaptive -d "$d" y touch "$d/nobody-ran-y"
 }

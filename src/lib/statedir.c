@@ -78,17 +78,20 @@ char *lb_state_dir(const char *opt_dir)
 	return dir;
 }
 
+/* How a message on an unusable state directory ends: what to do about it. */
+#define DIR_FIX "use another with -d DIR or LOCKBOX_DIR"
+
 /* mkdir -p, each new directory with MODE. 0, or -1 (reported). */
 int lb_make_dirs(char *dir, mode_t mode)
 {
 	struct stat st;
 	char *p = dir;
+	int e;
 
 	if (stat(dir, &st) == 0) {
 		if (S_ISDIR(st.st_mode))
 			return 0;
-		errno = ENOTDIR;
-		lb_warn("%s", dir);
+		lb_warnx("%s: the state directory is not a directory; " DIR_FIX, dir);
 		return -1;
 	}
 	for (;;) {
@@ -98,9 +101,11 @@ int lb_make_dirs(char *dir, mode_t mode)
 		if (p != NULL)
 			*p = '\0';
 		if (mkdir(dir, mode) != 0 && errno != EEXIST) {
-			lb_warn("%s", dir);
+			e = errno;
 			if (p != NULL)
 				*p = '/';
+			lb_warnx("%s: cannot create the state directory: %s; " DIR_FIX,
+			    dir, strerror(e));
 			return -1;
 		}
 		if (p == NULL)
@@ -126,18 +131,18 @@ int lb_state_dir_open(const char *dir, int *shared)
 
 	*shared = 0;
 	if (fd < 0 || fstat(fd, &st) != 0) {
-		lb_warn("%s", dir);
+		lb_warnx("%s: state directory: %s; " DIR_FIX, dir, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
 	if (st.st_uid != me && st.st_uid != 0)
-		lb_warnx("%s: state directory owned by uid %ld, who could replace its files; refusing it",
+		lb_warnx("%s: state directory owned by uid %ld, who could replace its files; refusing it; " DIR_FIX,
 		    dir, (long)st.st_uid);
 	else if (!(st.st_mode & (S_IWGRP | S_IWOTH)))
 		return fd;
 	else if (!(st.st_mode & S_ISVTX))
-		lb_warnx("%s: state directory writable by others (mode %04o, not sticky); refusing it",
+		lb_warnx("%s: state directory writable by others (mode %04o, not sticky); refusing it; " DIR_FIX,
 		    dir, (unsigned)(st.st_mode & 07777));
 	else {
 		*shared = 1;
