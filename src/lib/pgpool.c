@@ -10,11 +10,11 @@
  * lives (or keeps the socket). Holders describe themselves in their
  * application_name; pg_locks joined with pg_stat_activity lists them.
  *
- * adaptive's run state for NAME is a row of the table lockbox_atom, the
- * atom area of a lock file's header kept as it is (bytea), read and
- * written in one transaction under the transaction lock (KEY, -2). Its
- * times are the server's clock: every host that shares the state agrees
- * on how long ago they were, whatever its own clock says.
+ * This is the backend's top: open, taking and waiting for slots, holders,
+ * release, ending a holder's session, arming the loss signal for exec.
+ * Below it, each calling only further down: pgstate.c (adaptive's state
+ * table), pgconn.c (the URL, connections and their policy); pgpool.h is
+ * theirs alone.
  */
 #include "config.h"
 
@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,21 +33,8 @@
 #include "clock.h"
 #include "err.h"
 #include "parse.h"
+#include "pgpool.h"
 #include "text.h"
-
-/*
- * Keepalive defaults: the client gives up on a silent peer (~11 s) well
- * before the server does (~40 s), so the command is signalled before the
- * server frees its lock for someone else.
- */
-#define CLI_IDLE	"5"
-#define CLI_INTERVAL	"2"
-#define CLI_COUNT	"3"
-#define CLI_USER_TIMEOUT "11000"
-#define SRV_IDLE	20
-#define SRV_INTERVAL	5
-#define SRV_COUNT	4
-#define SRV_USER_TIMEOUT 40000
 
 /* a waiter queues on at most this many held slots; past that it also
  * re-checks every WAIT_RECHECK */
@@ -56,156 +42,8 @@
 #define WAIT_RECHECK	(500 * LB_NS_PER_MS)
 /* the slot-counting transaction's own lock: (KEY, -1) */
 #define COUNT_LOCK	"-1"
-/* the atom transaction's: (KEY, -2) */
-#define ATOM_LOCK	"-2"
-/* creating the state table, once per database: a one-number advisory lock
- * ("lockbox" in ASCII), apart from the two-number locks of slots */
-#define TABLE_LOCK	"30521908067921784"
-#define APPNAME_MAX	63
-
-/*
- * The server has no clock that is never set (nothing like CLOCK_BOOTTIME
- * that SQL can read): its wall clock stands in for the boot clock too,
- * under a boot id that says so.
- */
-#define SERVER_CLOCK_ID	"postgresql clock"
-
-#define ATOM_TABLE_SQL \
-	"CREATE TABLE IF NOT EXISTS lockbox_atom (" \
-	" name text PRIMARY KEY," \
-	" lock_key integer NOT NULL," \
-	" area bytea NOT NULL," \
-	" updated timestamptz NOT NULL)"
-/* the server's time, in microseconds since the epoch */
-#define SERVER_NOW_SQL	"(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
-/* a session's start, the same way: pg_holders reads it, pg_end_session matches it */
-#define BACKEND_START_SQL	"(extract(epoch FROM a.backend_start) * 1000000)::bigint"
-
-struct pgpool {
-	struct lb_pool base;
-	PGconn *conn;
-	char *conninfo;		/* the URL without lock= */
-	char *lock;		/* NAME */
-	int32_t key;
-	int on_loss;
-	unsigned slot;		/* held, 0: none */
-	int armed;		/* keep_on_exec: the holder's connection must stay silent */
-	PGconn *state_conn;	/* for atom transactions once armed */
-	char fence[24];		/* the acquisition's transaction id */
-	char appname[APPNAME_MAX + 1];
-};
 
 static const struct lb_pool_ops pg_ops;
-
-static struct pgpool *pp(struct lb_pool *pool)
-{
-	return (struct pgpool *)pool;
-}
-
-/* FNV-1a, folded to 31 bits: a positive int4, the same on every client. */
-static int32_t lock_key(const char *name)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *name != '\0'; name++) {
-		h ^= (unsigned char)*name;
-		h *= 16777619u;
-	}
-	return (int32_t)(h & 0x7fffffff);
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decode S[0..n) into a new string; NULL on a bad escape. */
-static char *pct_decode(const char *s, size_t n)
-{
-	char *out = malloc(n + 1), *o = out;
-	size_t i;
-
-	if (out == NULL)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0) {
-				free(out);
-				return NULL;
-			}
-			*o++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			*o++ = s[i];
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-/*
- * Split URL into what libpq gets (every query parameter but lock=) and
- * NAME. 0, or -1 (reported).
- */
-static int split_url(struct pgpool *p, const char *url, int access)
-{
-	const char *q = strchr(url, '?'), *a, *e;
-	size_t n = strlen(url);
-	char *info = malloc(n + 1), *o;
-
-	if (info == NULL) {
-		lb_warn("%s", p->base.name);
-		return -1;
-	}
-	p->conninfo = info;
-	if (q == NULL)
-		q = url + n;
-	memcpy(info, url, (size_t)(q - url));
-	o = info + (q - url);
-	for (a = *q == '?' ? q + 1 : q; *a != '\0'; a = *e == '&' ? e + 1 : e) {
-		e = a + strcspn(a, "&");
-		if (e - a >= 5 && strncmp(a, "lock=", 5) == 0) {
-			if (p->lock != NULL) {
-				lb_warnx("%s: lock= given twice", p->base.name);
-				return -1;
-			}
-			p->lock = pct_decode(a + 5, (size_t)(e - a - 5));
-			if (p->lock == NULL || p->lock[0] == '\0') {
-				lb_warnx("%s: invalid lock name", p->base.name);
-				return -1;
-			}
-		} else if (e > a) {
-			char sep = o == info + (q - url) ? '?' : '&';
-
-			*o++ = sep;
-			memcpy(o, a, (size_t)(e - a));
-			o += e - a;
-		}
-	}
-	*o = '\0';
-	if (p->lock == NULL && access == LB_POOL_LIST)
-		return 0;
-	if (p->lock != NULL && access == LB_POOL_LIST) {
-		lb_warnx("%s: a database to list takes no lock=", p->base.name);
-		return -1;
-	}
-	if (p->lock == NULL) {
-		lb_warnx("%s: no lock=NAME in the URL (postgresql://HOST/DB?lock=NAME)",
-		    p->base.name);
-		return -1;
-	}
-	p->key = lock_key(p->lock);
-	return 0;
-}
 
 /* The name messages, list, --json and status use: the URL with every secret hidden. */
 static int set_name(struct pgpool *p, const char *url)
@@ -222,218 +60,6 @@ static int set_name(struct pgpool *p, const char *url)
 	}
 	free(name);
 	return 0;
-}
-
-/* The first line of libpq's last error, for a one-line message. */
-static const char *pq_error(PGconn *conn)
-{
-	static char line[256];
-	const char *m = PQerrorMessage(conn);
-	size_t n = strcspn(m, "\n");
-
-	if (n >= sizeof line)
-		n = sizeof line - 1;
-	memcpy(line, m, n);
-	line[n] = '\0';
-	return line[0] != '\0' ? line : "unknown error";
-}
-
-static const char *res_error(PGresult *r, PGconn *conn)
-{
-	static char line[256];
-	const char *m = r != NULL ? PQresultErrorMessage(r) : "";
-	size_t n = strcspn(m, "\n");
-
-	if (n == 0)
-		return pq_error(conn);
-	if (n >= sizeof line)
-		n = sizeof line - 1;
-	memcpy(line, m, n);
-	line[n] = '\0';
-	return line;
-}
-
-/* Run SQL; the last result when it is OK, else NULL (reported). */
-static PGresult *query(struct pgpool *p, PGconn *conn, const char *sql)
-{
-	PGresult *r = PQexec(conn, sql);
-	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-
-	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
-		return r;
-	lb_warnx("%s: %s", p->base.name, res_error(r, conn));
-	PQclear(r);
-	return NULL;
-}
-
-static PGconn *connect_to(struct pgpool *p, const char *appname)
-{
-	const char *kw[] = {
-		"keepalives", "keepalives_idle", "keepalives_interval",
-		"keepalives_count", "tcp_user_timeout", "connect_timeout",
-		"application_name", "dbname", NULL
-	};
-	/* dbname comes last: what the URL sets overrides these defaults */
-	const char *val[] = {
-		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, "10",
-		appname, p->conninfo, NULL
-	};
-	PGconn *conn = PQconnectdbParams(kw, val, 1);
-
-	if (conn == NULL) {
-		lb_warnx("%s: cannot connect: out of memory", p->base.name);
-		return NULL;
-	}
-	if (PQstatus(conn) != CONNECTION_OK) {
-		lb_warnx("%s: cannot connect: %s", p->base.name, pq_error(conn));
-		PQfinish(conn);
-		return NULL;
-	}
-	return conn;
-}
-
-/*
- * A session advisory lock means something only on the primary and only
- * over a connection that is a session of its own. A standby takes advisory
- * locks that no other server sees. A pooler (PgBouncer) answers the startup
- * itself with a backend key of its own making, and in transaction mode
- * hands each transaction to any server session: the lock would stay in a
- * session this client no longer has.
- */
-static int check_server(struct pgpool *p, PGconn *conn)
-{
-	PGresult *r = query(p, conn, "SELECT pg_is_in_recovery(), pg_backend_pid()");
-	int rc = -1;
-
-	if (r == NULL)
-		return -1;
-	if (PQntuples(r) != 1)
-		lb_warnx("%s: unexpected answer from the server", p->base.name);
-	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
-		lb_warnx("%s: the server is a standby (in recovery); its advisory locks are not shared with the primary",
-		    p->base.name);
-	else if (atoi(PQgetvalue(r, 0, 1)) != PQbackendPID(conn))
-		lb_warnx("%s: the connection goes through a pooler (server PID %s, startup said %d); session locks need a direct connection",
-		    p->base.name, PQgetvalue(r, 0, 1), PQbackendPID(conn));
-	else
-		rc = 0;
-	PQclear(r);
-	return rc;
-}
-
-/* A conninfo value as an integer; DEF when unset or not a number. */
-static long conn_option(PGconn *conn, const char *key, long def)
-{
-	PQconninfoOption *o = PQconninfo(conn), *i;
-	long v = def;
-	char *end;
-
-	for (i = o; i != NULL && i->keyword != NULL; i++)
-		if (strcmp(i->keyword, key) == 0 && i->val != NULL && i->val[0] != '\0') {
-			v = strtol(i->val, &end, 10);
-			if (*end != '\0')
-				v = def;
-		}
-	PQconninfoFree(o);
-	return v;
-}
-
-/*
- * How long a silent peer goes unnoticed, in ms, as Linux counts it: with
- * a user timeout, the first probe after it; else the last probe.
- */
-static long loss_bound(long idle, long interval, long count, long user_timeout)
-{
-	if (idle <= 0 || interval <= 0 || count <= 0)
-		return -1;	/* no keepalives: never */
-	if (user_timeout > 0) {
-		long t = (idle + interval) * 1000;
-
-		return (t > user_timeout ? t : user_timeout) + interval * 1000;
-	}
-	return (idle + interval * count) * 1000;
-}
-
-/*
- * Keepalives on both ends of a holder's connection, the client's shorter:
- * when a partition cuts it, the command must hear of it before the server
- * frees the lock for another holder. Server settings the user chose (in
- * the URL's options=-c ...) are kept, and refused when they would undo
- * that order. Over a Unix socket there is no TCP and nothing to set.
- */
-static int set_keepalives(struct pgpool *p, PGconn *conn)
-{
-	static const char *const names[] = {
-		"tcp_keepalives_idle", "tcp_keepalives_interval",
-		"tcp_keepalives_count", "tcp_user_timeout"
-	};
-	static const long ours[] = { SRV_IDLE, SRV_INTERVAL, SRV_COUNT, SRV_USER_TIMEOUT };
-	char sql[1024];
-	long srv[4], cli, server;
-	size_t n = 0, i;
-	PGresult *r;
-
-	n += (size_t)snprintf(sql + n, sizeof sql - n, "SELECT ");
-	for (i = 0; i < 4; i++)
-		n += (size_t)snprintf(sql + n, sizeof sql - n,
-		    "%sSELECT CASE WHEN source = 'client' THEN setting"
-		    " ELSE set_config(name, '%ld', false) END"
-		    " FROM pg_settings WHERE name = '%s'", i ? "), (" : "(",
-		    ours[i], names[i]);
-	snprintf(sql + n, sizeof sql - n, ")");
-	r = query(p, conn, sql);
-	if (r == NULL)
-		return -1;
-	for (i = 0; i < 4; i++)
-		srv[i] = PQgetisnull(r, 0, (int)i) ? 0 : atol(PQgetvalue(r, 0, (int)i));
-	PQclear(r);
-	if (srv[0] == 0 && srv[1] == 0 && srv[2] == 0)
-		return 0;	/* a Unix socket: the server has no TCP here */
-	server = loss_bound(srv[0], srv[1], srv[2], 0);
-	if (srv[3] > 0 && (server < 0 || srv[3] < server))
-		server = srv[3];
-	cli = conn_option(conn, "keepalives", 1) == 0 ? -1 :
-	    loss_bound(conn_option(conn, "keepalives_idle", 7200),
-	    conn_option(conn, "keepalives_interval", 75),
-	    conn_option(conn, "keepalives_count", 9),
-	    conn_option(conn, "tcp_user_timeout", 0));
-	if (server >= 0 && (cli < 0 || cli >= server)) {
-		lb_warnx("%s: the server would drop a silent connection (and free the lock) after %lds, before this client notices (%s): the command could outlive its lock",
-		    p->base.name, server / 1000,
-		    cli < 0 ? "keepalives off" : "later");
-		return -1;
-	}
-	return 0;
-}
-
-/* Settings a holder's session must not have: timeouts that end it. */
-static int harden_session(struct pgpool *p, PGconn *conn)
-{
-	PGresult *r = query(p, conn,
-	    "SELECT set_config('statement_timeout', '0', false),"
-	    " set_config('idle_in_transaction_session_timeout', '0', false),"
-	    " CASE WHEN current_setting('server_version_num')::int >= 140000"
-	    " THEN set_config('idle_session_timeout', '0', false) END");
-
-	if (r == NULL)
-		return -1;
-	PQclear(r);
-	return 0;
-}
-
-/* A connection ready to take slots; NULL (reported) */
-static PGconn *holder_conn(struct pgpool *p, int access)
-{
-	PGconn *conn = connect_to(p, p->appname);
-
-	if (conn == NULL)
-		return NULL;
-	if (check_server(p, conn) != 0 || (access == LB_POOL_WRITE &&
-	    (harden_session(p, conn) != 0 || set_keepalives(p, conn) != 0))) {
-		PQfinish(conn);
-		return NULL;
-	}
-	return conn;
 }
 
 static void pg_close(struct lb_pool *pool)
@@ -466,7 +92,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
-	if (split_url(p, url, access) != 0 || (p->conn = holder_conn(p, access)) == NULL) {
+	if (lbpg_split_url(p, url, access) != 0 || (p->conn = lbpg_holder_conn(p, access)) == NULL) {
 		lb_pool_close(&p->base);
 		return NULL;
 	}
@@ -501,23 +127,13 @@ static void held_where(const struct pgpool *p, char *buf, size_t n)
 	    " AND l.objid BETWEEN 1 AND %d", p->key, LB_POOL_MAX_SLOTS);
 }
 
-/* S quoted as an SQL literal (PQfreemem it), or NULL (reported). */
-static char *literal(struct pgpool *p, PGconn *conn, const char *s)
-{
-	char *q = PQescapeLiteral(conn, s, strlen(s));
-
-	if (q == NULL)
-		lb_warnx("%s: %s", p->base.name, pq_error(conn));
-	return q;
-}
-
 /*
  * The start of every counting transaction: name the holder, then take the
  * pool's count lock. Writes it to SQL; -1 (reported) if NAME cannot be quoted.
  */
 static int count_prefix(struct pgpool *p, PGconn *conn, char *sql, size_t size)
 {
-	char *name = literal(p, conn, p->appname);
+	char *name = lbpg_literal(p, conn, p->appname);
 
 	if (name == NULL)
 		return -1;
@@ -554,7 +170,7 @@ static int try_take(struct pgpool *p, unsigned max)
 	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
 	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
 	    max, max, p->key, where);
-	r = query(p, p->conn, sql);
+	r = lbpg_query(p, p->conn, sql);
 	if (r == NULL)
 		return -1;
 	rc = 0;
@@ -593,7 +209,7 @@ static int confirm(struct pgpool *p, PGconn *conn, unsigned s, unsigned max)
 	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
 	    " THEN txid_current() WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
 	    s, max, where, max, p->key, s);
-	r = query(p, conn, sql);
+	r = lbpg_query(p, conn, sql);
 	if (r == NULL)
 		return -1;
 	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "-1") != 0) {
@@ -615,7 +231,7 @@ static int held_slots(struct pgpool *p, unsigned max, unsigned *v, size_t n, siz
 	snprintf(sql, sizeof sql,
 	    "SELECT l.objid FROM pg_locks l WHERE %s ORDER BY l.objid > %u, l.objid LIMIT %zu",
 	    where, max, n);
-	r = query(p, p->conn, sql);
+	r = lbpg_query(p, p->conn, sql);
 	if (r == NULL)
 		return -1;
 	*got = 0;
@@ -639,7 +255,7 @@ static int waiter_poll(struct pgpool *p, struct waiter *w)
 	int ok = 0, err = 0;
 
 	if (!PQconsumeInput(w->conn)) {
-		lb_warnx("%s: %s", p->base.name, pq_error(w->conn));
+		lb_warnx("%s: %s", p->base.name, lbpg_error(w->conn));
 		return -1;
 	}
 	if (PQisBusy(w->conn))
@@ -691,7 +307,7 @@ static int waiter_send(struct pgpool *p, struct waiter *w, int64_t deadline)
 	    "SET lock_timeout = %lld; SELECT pg_advisory_lock(%" PRId32 ", %u)",
 	    ms, p->key, w->slot);
 	if (!PQsendQuery(w->conn, sql)) {
-		lb_warnx("%s: %s", p->base.name, pq_error(w->conn));
+		lb_warnx("%s: %s", p->base.name, lbpg_error(w->conn));
 		return -1;
 	}
 	w->busy = 1;
@@ -729,7 +345,7 @@ static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned 
 	for (i = 0; i < n; i++) {
 		w[i].slot = held[i];
 		/* any of them may end up holding the slot: each is a holder's */
-		w[i].conn = i == 0 ? p->conn : holder_conn(p, LB_POOL_WRITE);
+		w[i].conn = i == 0 ? p->conn : lbpg_holder_conn(p, LB_POOL_WRITE);
 		if (w[i].conn == NULL)
 			goto out;
 		nw++;
@@ -759,7 +375,7 @@ static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned 
 			if (waiter_poll(p, &w[i]) < 0)
 				goto out;
 			if (!w[i].busy && !w[i].won && lb_remaining(deadline) > 0) {
-				lb_warnx("%s: %s", p->base.name, pq_error(w[i].conn));
+				lb_warnx("%s: %s", p->base.name, lbpg_error(w[i].conn));
 				goto out;
 			}
 			if (w[i].won && win < 0)
@@ -780,7 +396,7 @@ out:
 
 			snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%" PRId32 ", %u)",
 			    p->key, w[0].slot);
-			r = query(p, p->conn, sql);
+			r = lbpg_query(p, p->conn, sql);
 			if (r == NULL)
 				rc = -1;
 			PQclear(r);
@@ -847,7 +463,7 @@ static unsigned pg_own_slot(struct lb_pool *pool)
 static int pg_release(struct lb_pool *pool, pid_t owner)
 {
 	struct pgpool *p = pp(pool);
-	PGresult *r = query(p, p->conn, "SELECT pg_advisory_unlock_all()");
+	PGresult *r = lbpg_query(p, p->conn, "SELECT pg_advisory_unlock_all()");
 
 	(void)owner;
 	if (r == NULL)
@@ -902,7 +518,7 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 	    " " BACKEND_START_SQL
 	    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE %s ORDER BY l.objid", where);
-	r = query(p, p->conn, sql);
+	r = lbpg_query(p, p->conn, sql);
 	if (r == NULL)
 		return -1;
 	n = PQntuples(r);
@@ -931,201 +547,6 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 }
 
 /*
- * The connection for atom transactions: the pool's own until its socket is
- * handed to the command, since after that anything arriving on it means
- * the session is lost; then one of its own, named apart from holders.
- * NULL (reported).
- */
-static PGconn *state_conn(struct pgpool *p)
-{
-	char name[APPNAME_MAX + 1];
-
-	if (!p->armed)
-		return p->conn;
-	if (p->state_conn != NULL && PQstatus(p->state_conn) == CONNECTION_OK)
-		return p->state_conn;
-	if (p->state_conn != NULL)
-		PQfinish(p->state_conn);
-	snprintf(name, sizeof name, "lockbox-state pid=%d", (int)getpid());
-	p->state_conn = connect_to(p, name);
-	if (p->state_conn != NULL && check_server(p, p->state_conn) != 0) {
-		PQfinish(p->state_conn);
-		p->state_conn = NULL;
-	}
-	return p->state_conn;
-}
-
-static void server_clock(const char *us, struct lb_atom_clock *now)
-{
-	now->wall = strtoll(us, NULL, 10) * 1000;
-	now->boot = now->wall;
-	memcpy(now->boot_id, SERVER_CLOCK_ID, sizeof now->boot_id);
-}
-
-/* A bytea in its text form into AREA, zero-filled past what was stored. */
-static int unescape_area(struct pgpool *p, const char *text, unsigned char *area, size_t len)
-{
-	size_t n;
-	unsigned char *b = PQunescapeBytea((const unsigned char *)text, &n);
-
-	if (b == NULL) {
-		lb_warnx("%s: cannot read the run state: out of memory", p->base.name);
-		return -1;
-	}
-	memset(area, 0, len);
-	memcpy(area, b, n < len ? n : len);
-	PQfreemem(b);
-	return 0;
-}
-
-/* Run SQL (ROLLBACK, COMMIT) whose result is only its success. */
-static int command(struct pgpool *p, PGconn *conn, const char *sql, const char *tag)
-{
-	PGresult *r = query(p, conn, sql);
-	int ok = r != NULL && strcmp(PQcmdStatus(r), tag) == 0;
-
-	if (r != NULL && !ok)
-		lb_warnx("%s: %s did not happen (%s)", p->base.name, tag, PQcmdStatus(r));
-	PQclear(r);
-	return ok ? 0 : -1;
-}
-
-static int store_area(struct pgpool *p, PGconn *conn, const unsigned char *area, size_t len)
-{
-	char key[16];
-	const char *values[3] = { p->lock, key, (const char *)area };
-	int lens[3] = { 0, 0, (int)len }, fmts[3] = { 0, 0, 1 };
-	PGresult *r;
-	int rc = -1;
-
-	snprintf(key, sizeof key, "%" PRId32, p->key);
-	r = PQexecParams(conn,
-	    "INSERT INTO lockbox_atom (name, lock_key, area, updated)"
-	    " VALUES ($1, $2, $3, clock_timestamp()) ON CONFLICT (name) DO UPDATE"
-	    " SET lock_key = EXCLUDED.lock_key, area = EXCLUDED.area, updated = EXCLUDED.updated",
-	    3, NULL, values, lens, fmts, 0);
-	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK)
-		rc = 0;
-	else
-		lb_warnx("%s: cannot store the run state: %s", p->base.name, res_error(r, conn));
-	PQclear(r);
-	return rc;
-}
-
-/*
- * One transaction: take (KEY, -2), create the table if this is the
- * database's first atom, read the row and the server's time, let FN
- * change it, store it. Every change of one atom's row happens under
- * that lock, so a row that does not exist yet is covered too.
- */
-static int pg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
-{
-	struct pgpool *p = pp(pool);
-	PGconn *conn = state_conn(p);
-	unsigned char area[LB_POOL_ATOM_SIZE];
-	struct lb_atom_clock now;
-	char sql[1024], *name;
-	PGresult *r;
-	int rc = -1;
-
-	if (conn == NULL)
-		return -1;
-	name = literal(p, conn, p->lock);
-	if (name == NULL)
-		return -1;
-	snprintf(sql, sizeof sql,
-	    "BEGIN; SELECT pg_advisory_xact_lock(%" PRId32 ", " ATOM_LOCK ");"
-	    " DO $$BEGIN IF to_regclass('lockbox_atom') IS NULL THEN"
-	    " PERFORM pg_advisory_xact_lock(" TABLE_LOCK "); " ATOM_TABLE_SQL "; END IF; END$$;"
-	    " SELECT (SELECT area FROM lockbox_atom WHERE name = %s), " SERVER_NOW_SQL,
-	    p->key, name);
-	PQfreemem(name);
-	r = query(p, conn, sql);
-	if (r != NULL && PQntuples(r) == 1 &&
-	    unescape_area(p, PQgetvalue(r, 0, 0), area, sizeof area) == 0) {
-		server_clock(PQgetvalue(r, 0, 1), &now);
-		rc = fn(area, sizeof area, &now, arg);
-		if (rc == 1 && store_area(p, conn, area, sizeof area) != 0)
-			rc = -1;
-	}
-	PQclear(r);
-	if (rc == 1)
-		return command(p, conn, "COMMIT", "COMMIT") == 0 ? 1 : -1;
-	command(p, conn, "ROLLBACK", "ROLLBACK");
-	return rc;
-}
-
-/* Whether the state table exists, and the server's time. 1, 0, or -1. */
-static int state_table(struct pgpool *p, PGconn *conn, struct lb_atom_clock *now)
-{
-	PGresult *r = query(p, conn,
-	    "SELECT to_regclass('lockbox_atom') IS NOT NULL, " SERVER_NOW_SQL);
-	int rc = -1;
-
-	if (r != NULL && PQntuples(r) == 1) {
-		if (now != NULL)
-			server_clock(PQgetvalue(r, 0, 1), now);
-		rc = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	}
-	PQclear(r);
-	return rc;
-}
-
-/* Reading creates nothing: no table is no state. */
-static int pg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
-    struct lb_atom_clock *now)
-{
-	struct pgpool *p = pp(pool);
-	PGconn *conn = state_conn(p);
-	char sql[512], *name;
-	PGresult *r;
-	int rc;
-
-	if (conn == NULL)
-		return -1;
-	if ((rc = state_table(p, conn, now)) <= 0)
-		return rc;
-	name = literal(p, conn, p->lock);
-	if (name == NULL)
-		return -1;
-	snprintf(sql, sizeof sql, "SELECT area FROM lockbox_atom WHERE name = %s", name);
-	PQfreemem(name);
-	r = query(p, conn, sql);
-	if (r == NULL)
-		return -1;
-	rc = PQntuples(r) == 1;
-	if (rc && unescape_area(p, PQgetvalue(r, 0, 0), area, len) != 0)
-		rc = -1;
-	PQclear(r);
-	return rc;
-}
-
-static int pg_atom_names(struct lb_pool *pool, char ***names, size_t *n)
-{
-	struct pgpool *p = pp(pool);
-	PGresult *r;
-	int i, rc = state_table(p, p->conn, NULL);
-
-	if (rc <= 0)
-		return rc;
-	r = query(p, p->conn, "SELECT name FROM lockbox_atom ORDER BY name COLLATE \"C\"");
-	if (r == NULL)
-		return -1;
-	*names = calloc((size_t)PQntuples(r) + 1, sizeof **names);
-	for (i = 0; *names != NULL && i < PQntuples(r); i++) {
-		(*names)[i] = strdup(PQgetvalue(r, i, 0));
-		if ((*names)[i] == NULL)
-			break;
-		*n = (size_t)i + 1;
-	}
-	rc = *names != NULL && *n == (size_t)PQntuples(r) ? 0 : -1;
-	if (rc != 0)
-		lb_warn("%s", p->base.name);
-	PQclear(r);
-	return rc;
-}
-
-/*
  * pg_terminate_backend of the session that holds H's slot, in the same
  * statement that checks it is that session still: the server process,
  * its start (when the server shows it to us) and its application_name,
@@ -1141,7 +562,7 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 
 	if (h->session.pid <= 0)
 		return 0;
-	name = literal(p, p->conn, h->session.name);
+	name = lbpg_literal(p, p->conn, h->session.name);
 	if (name == NULL)
 		return -1;
 	if (h->session.start_us < 0)
@@ -1163,7 +584,7 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 	    strcmp(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501") == 0) {
 		errno = EPERM;	/* insufficient_privilege: told by the caller */
 	} else {
-		lb_warnx("%s: %s", p->base.name, res_error(r, p->conn));
+		lb_warnx("%s: %s", p->base.name, lbpg_res_error(r, p->conn));
 	}
 	PQclear(r);
 	return rc;
@@ -1215,9 +636,9 @@ static const struct lb_pool_ops pg_ops = {
 	.own_slot = pg_own_slot,
 	.release = pg_release,
 	.holders = pg_holders,
-	.atom = pg_atom,
-	.atom_read = pg_atom_read,
-	.atom_names = pg_atom_names,
+	.atom = lbpg_atom,
+	.atom_read = lbpg_atom_read,
+	.atom_names = lbpg_atom_names,
 	.end_session = pg_end_session,
 	.lock_site = NULL,
 	.keep_on_exec = pg_keep_on_exec,

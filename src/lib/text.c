@@ -111,7 +111,7 @@ size_t lb_text_escape(char *out, size_t cap, const char *in, size_t len)
 	return n;
 }
 
-static int hexval(char c)
+int lb_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -136,8 +136,8 @@ static int secret_key(const char *key, size_t len)
 	for (i = 0; i < len; i++) {
 		if (n + 1 >= sizeof plain)
 			return 0;
-		if (key[i] == '%' && len - i >= 3 && (hi = hexval(key[i + 1])) >= 0 &&
-		    (lo = hexval(key[i + 2])) >= 0) {
+		if (key[i] == '%' && len - i >= 3 && (hi = lb_hexval(key[i + 1])) >= 0 &&
+		    (lo = lb_hexval(key[i + 2])) >= 0) {
 			plain[n++] = (char)(hi * 16 + lo);
 			i += 2;
 		} else {

@@ -23,6 +23,9 @@ void lb_text_clean(char *s);
  */
 size_t lb_text_escape(char *out, size_t cap, const char *in, size_t len);
 
+/* The value of hexadecimal digit C (0-15), -1 if C is none. */
+int lb_hexval(int c);
+
 /*
  * A copy of URL (malloc'd; NULL when out of memory) that gives no secret
  * away: the password of user:password@ and the values of libpq's secret

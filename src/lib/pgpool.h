@@ -1,0 +1,54 @@
+/* The PostgreSQL backend's insides, shared by its files (pgpool.c and what it stands on); no one else's. */
+/* SPDX-License-Identifier: ISC */
+#ifndef LOCKBOX_PGPOOL_H
+#define LOCKBOX_PGPOOL_H
+
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "backend.h"
+
+/* what pg_stat_activity keeps of an application_name */
+#define APPNAME_MAX	63
+
+/* a session's start in microseconds since the epoch: pg_holders reads it,
+ * pg_end_session matches it */
+#define BACKEND_START_SQL	"(extract(epoch FROM a.backend_start) * 1000000)::bigint"
+
+struct pgpool {
+	struct lb_pool base;
+	PGconn *conn;
+	char *conninfo;		/* the URL without lock= */
+	char *lock;		/* NAME */
+	int32_t key;
+	int on_loss;
+	unsigned slot;		/* held, 0: none */
+	int armed;		/* keep_on_exec: the holder's connection must stay silent */
+	PGconn *state_conn;	/* for atom transactions once armed */
+	char fence[24];		/* the acquisition's transaction id */
+	char appname[APPNAME_MAX + 1];
+};
+
+static inline struct pgpool *pp(struct lb_pool *pool)
+{
+	return (struct pgpool *)pool;
+}
+
+/* pgconn.c: the URL, connections and their policy, error text */
+int lbpg_split_url(struct pgpool *p, const char *url, int access);
+const char *lbpg_error(PGconn *conn);
+const char *lbpg_res_error(PGresult *r, PGconn *conn);
+PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql);
+char *lbpg_literal(struct pgpool *p, PGconn *conn, const char *s);
+PGconn *lbpg_connect(struct pgpool *p, const char *appname);
+int lbpg_check_server(struct pgpool *p, PGconn *conn);
+PGconn *lbpg_holder_conn(struct pgpool *p, int access);
+
+/* pgstate.c: adaptive's state table (the ops of the same names in backend.h) */
+int lbpg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
+int lbpg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
+    struct lb_atom_clock *now);
+int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n);
+
+#endif
