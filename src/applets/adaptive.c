@@ -354,7 +354,7 @@ static int take(struct lb_runctx *r, int *status)
 		    (processes && !lb_ident_local(&holder.who)) ||
 		    lb_holder_age(&r->last, &r->last_now, &holder.who) < r->expire_in_force)
 			*status = busy(r, &holder);
-		else if ((x = processes ? lb_expire(r, &holder) : lb_expire_session(r, &holder)) == 1)
+		else if ((x = lb_expire(r, &holder)) == 1)
 			got = 1;
 		else
 			*status = x == 0 ? busy(r, &holder) : x;

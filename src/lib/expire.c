@@ -64,7 +64,7 @@ static int blind(struct lb_runctx *r, const struct lb_job *job, int sig)
  * least) of event-driven waiting for the lock. 1: the lock is ours; 0: someone else took it (*h describes
  * them); otherwise an exit status.
  */
-int lb_expire(struct lb_runctx *r, struct lb_holder *h)
+static int expire_job(struct lb_runctx *r, struct lb_holder *h)
 {
 	const int *sigs = lb_expiry_sigs;
 	struct lb_holders now = { NULL, 0 };
@@ -216,10 +216,6 @@ int lb_expire(struct lb_runctx *r, struct lb_holder *h)
 }
 
 /*
- * The server's path, chosen when holders are not local processes (the
- * pool's capabilities); kept apart as it is until ending a holder becomes
- * one pool operation for both kinds of lock.
- *
  * Expiry of a run whose lock is a server's session lock. No process of
  * that run can be shown to be one to signal: it may be on another host,
  * and even on this one nothing proves which process holds the session.
@@ -229,7 +225,7 @@ int lb_expire(struct lb_runctx *r, struct lb_holder *h)
  * (--on-loss, then KILL after its GRACE). 1: the lock is ours; 0: someone
  * else has it (*h describes them); otherwise an exit status.
  */
-int lb_expire_session(struct lb_runctx *r, struct lb_holder *h)
+static int expire_session(struct lb_runctx *r, struct lb_holder *h)
 {
 	struct lb_holders now = { NULL, 0 };
 	struct lb_ident old = h->who;
@@ -287,3 +283,15 @@ int lb_expire_session(struct lb_runctx *r, struct lb_holder *h)
 	return got;
 }
 
+/*
+ * Ending an overdue holder, proving first that it still holds: where
+ * holders are processes (a lock file), their verified job is signalled;
+ * where the lock is a server's, the server ends the session that still
+ * holds it. The pool's capabilities choose; the caller does not.
+ */
+int lb_expire(struct lb_runctx *r, struct lb_holder *h)
+{
+	if (lb_pool_caps(r->pool) & LB_POOL_PROCESSES)
+		return expire_job(r, h);
+	return expire_session(r, h);
+}

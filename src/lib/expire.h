@@ -10,18 +10,13 @@
 const char *lb_sig_name(int sig);
 
 /*
- * CONT, INT, TERM, KILL to every verified process of the holder *H's job,
- * each followed by event-driven waiting for the lock. 1: the lock is
- * ours; 0: someone else took it (*h describes them); otherwise an exit
- * status.
+ * Expire the overdue holder *H, proven to hold still: CONT, INT, TERM,
+ * KILL to every verified process of its job when holders are processes
+ * (a lock file), each followed by event-driven waiting for the lock; or,
+ * for a server's lock, the server ends the session that holds it. 1: the
+ * lock is ours; 0: someone else took it (*h describes them); otherwise an
+ * exit status.
  */
 int lb_expire(struct lb_runctx *r, struct lb_holder *h);
-
-/*
- * The same for a server's session lock: the server ends the holder's
- * session. Chosen by r->remote; to become one pool operation with
- * lb_expire's "end this holder".
- */
-int lb_expire_session(struct lb_runctx *r, struct lb_holder *h);
 
 #endif
