@@ -236,16 +236,26 @@ held_is() {
 	[[ $(held "$1") == "$2" ]]
 }
 
+# lock_id FILE: FILE as /proc/locks names it, MAJOR:MINOR:INODE (the
+# device's numbers in hex): an inode number alone may be another file
+# system's file too.
+lock_id() {
+	local d ino
+	d=$(stat -c %D "$1") && ino=$(stat -c %i "$1") || return 1
+	d=$((16#$d))
+	printf '%02x:%02x:%s\n' $(((d >> 8) & 0xfff)) $(((d & 0xff) | ((d >> 12) & 0xfff00))) "$ino"
+}
+
 # lock_waiters LOCKFILE: how many processes wait on LOCKFILE: those in
 # its queue (each holds a ticket byte at offset 2^32 or above) and those
 # the kernel has blocked on a lock below the queue (the "->" lines of
-# /proc/locks for its inode).
+# /proc/locks for it).
 lock_waiters() {
-	local ino
-	ino=$(stat -c %i "$1") || return 1
-	awk -v ino="$ino" '
-		$2 == "->" && $7 ~ (":" ino "$") && $8 < 4294967296 { n++ }
-		$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+	local id
+	id=$(lock_id "$1") || return 1
+	awk -v id="$id" '
+		$2 == "->" && $7 == id && $8 < 4294967296 { n++ }
+		$2 != "->" && $6 == id && $7 >= 4294967296 { n++ }
 		END { print n + 0 }' /proc/locks
 }
 
