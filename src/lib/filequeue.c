@@ -226,7 +226,7 @@ static int queue_ahead(struct filepool *p, uint64_t ticket, uint64_t *ahead)
  */
 struct queue_seen {
 	uint64_t ticket[QUEUE_PASS];
-	pid_t pid[QUEUE_PASS];	/* 0: not found (gone, or hidden from us) */
+	pid_t pid[QUEUE_PASS];
 	uint64_t start[QUEUE_PASS];
 	size_t n;
 };
@@ -249,11 +249,19 @@ static int queue_stopped(struct filepool *p, struct queue_seen *seen, uint64_t t
 		*pid = 0;
 		if (!lookup)
 			return 0;
+		/*
+		 * Kept only when found: a waiter not found now (its lock
+		 * not yet shown, its process hidden from us) is looked up
+		 * again at the next look, never taken for running for good.
+		 */
+		*pid = lb_scan_locker(p->cfd, LB_QUEUE_OFF + (off_t)ticket, F_WRLCK);
+		if (*pid <= 0)
+			return 0;
 		if (i == QUEUE_PASS)
 			i = seen->n = 0;	/* forget the oldest looks: a rare queue */
 		seen->ticket[i] = ticket;
-		seen->pid[i] = lb_scan_locker(p->cfd, LB_QUEUE_OFF + (off_t)ticket, F_WRLCK);
-		seen->start[i] = seen->pid[i] > 0 ? lb_proc_starttime(seen->pid[i]) : 0;
+		seen->pid[i] = *pid;
+		seen->start[i] = lb_proc_starttime(*pid);
 		seen->n++;
 	}
 	*pid = seen->pid[i];

@@ -479,10 +479,22 @@ int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out)
 
 pid_t lb_scan_locker(int fd, off_t byte, short type)
 {
-	struct lb_lockinfo *v;
+	struct lb_lockinfo l, *v;
 	size_t n, i;
 	pid_t pid = 0;
 
+	/*
+	 * The kernel's answer for that byte first. /proc/locks is read a
+	 * page at a time, by position, so a read while the host's locks
+	 * change can miss a line: a waiter that missed the line of the one
+	 * ahead of it would take a stopped waiter for a running one for
+	 * good. The table is read only when the lock the kernel names is
+	 * not of TYPE (another lock on that byte too).
+	 */
+	if (lb_lock_conflict(fd, F_WRLCK, byte, 1, &l) == 1 && l.write == (type == F_WRLCK)) {
+		lb_lock_owners(fd, &l, 1);
+		return l.pid;
+	}
 	if (lb_scan_locks(fd, &v, &n) != 1)
 		return 0;
 	for (i = 0; i < n; i++)
