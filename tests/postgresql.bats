@@ -82,6 +82,34 @@ hold() {
 	assert [ "$output" -gt "$fence" ]
 }
 
+@test "LOCKBOX_FENCE rises with each holder of a slot; a holder of another slot may hold a larger one meanwhile" {
+	# shellcheck disable=SC2016 # expanded by the child shell
+	local show='echo "$LOCKBOX_SLOT $LOCKBOX_FENCE" >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 600'
+	spawn "$LOCKBOX" slots "$U" 2 sh -c "$show" sh "$T/a"
+	local a=$SPAWN_PID
+	wait_for test -s "$T/a"
+	spawn "$LOCKBOX" slots "$U" 2 sh -c "$show" sh "$T/b"
+	wait_for test -s "$T/b"
+	local sa fa sb fb sc fc
+	read -r sa fa <"$T/a"
+	read -r sb fb <"$T/b"
+	assert_equal "$sa $sb" "1 2"
+	assert [ "$fb" -gt "$fa" ]
+	stop_pid "$a"
+	wait_for held_is "$U" 1
+	spawn "$LOCKBOX" slots "$U" 2 sh -c "$show" sh "$T/c"
+	wait_for test -s "$T/c"
+	read -r sc fc <"$T/c"
+	# slot 1's next holder has a larger fence than slot 1's last one...
+	assert_equal "$sc" 1
+	assert [ "$fc" -gt "$fa" ]
+	# ...and than slot 2's, which still holds its slot rightly: a resource
+	# must compare fences of one slot (lockbox-postgresql(7))
+	assert [ "$fc" -gt "$fb" ]
+	run -0 "$LOCKBOX" slots "$U" check
+	assert_output 2
+}
+
 @test "slots: MAX holders at most, lowest free slot first, busy names the holders" {
 	hold slots "$U" 2
 	assert_equal "$HOLD_SLOT" 1
