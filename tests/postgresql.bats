@@ -380,6 +380,15 @@ EOF
 	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory\$"
 }
 
+@test "the shell library takes lock files only, and says so to a server's URL" {
+	# shellcheck disable=SC2016 # expanded by the child bash
+	run -125 --separate-stderr bash -c '. "$("$1" --shell-lib)"; acquire_mutex "$2"' bash "$LOCKBOX" "$U"
+	assert_equal "$stderr" "mutex: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox mutex URL COMMAND"
+	# shellcheck disable=SC2016 # expanded by the child bash
+	run -125 --separate-stderr bash -c '. "$("$1" --shell-lib)"; acquire_slot "$2" 2' bash "$LOCKBOX" "$U"
+	assert_equal "$stderr" "slots: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox slots URL COMMAND"
+}
+
 # A holder in the simulation: marks itself in, checks the others, marks out.
 # shellcheck disable=SC2016 # expanded by the child shell
 SIM_SCRIPT='d=$1
