@@ -50,6 +50,19 @@ none_queued() {
 	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 0))
 }
 
+need_superuser() {
+	[[ $(sql "SELECT rolsuper FROM pg_roles WHERE rolname = current_user") == t ]] ||
+		skip "the test's role is no superuser: it cannot make other roles"
+}
+
+# role_url ROLE [DB]: LOCKBOX_PG_URL as ROLE (made if missing, a plain login role), on DB
+role_url() {
+	[[ $LOCKBOX_PG_URL =~ ^(postgres(ql)?://)([^@/]*@)?([^/]*)/([^?]*)$ ]] || fail "unexpected URL"
+	sql "DO \$\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$1')
+		THEN CREATE ROLE $1 LOGIN; END IF; END\$\$"
+	printf '%s%s@%s/%s\n' "${BASH_REMATCH[1]}" "$1" "${BASH_REMATCH[4]}" "${2:-${BASH_REMATCH[5]}}"
+}
+
 # hold APPLET ARG...: APPLET ARG... sh -c HOLD_SCRIPT in the background
 # (the command execs sleep 600 once it has its slot); HOLD_PID, HOLD_SLOT
 hold() {
@@ -286,6 +299,31 @@ Try 'lockbox mutex --help'."
 	assert_regex "$stderr" "^mutex: $(re_quote "${U/@/:***@}"): held by PID $HOLD_PID "
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$pw" check
 	assert_output "{\"file\":\"${U/@/:***@}\",\"held\":1}"
+}
+
+@test "a lock name with %00 is refused: it would be the name cut there" {
+	run -125 --separate-stderr "$LOCKBOX" mutex "$U%00x" touch "$T/ran"
+	assert_equal "$stderr" "mutex: $U%00x: invalid lock name"
+	run -125 --separate-stderr "$LOCKBOX" slots "$LOCKBOX_PG_URL?lock=%00" check
+	assert_equal "$stderr" "slots: $LOCKBOX_PG_URL?lock=%00: invalid lock name"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a holder's age that the role may not read is shown as unknown, not as 0" {
+	need_superuser
+	local weak
+	weak="$(role_url lockbox_weak)?lock=$NAME"
+	hold mutex "$U"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$weak" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +\\? +[^ ]+ +sh\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$weak" list
+	printf '%s\n' "$output" | valid_json
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":[0-9]+,\"age_seconds\":null,\"started\":null,\"host\":"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$weak" true
+	assert_regex "$stderr" "^mutex: $(re_quote "$weak"): held by PID $HOLD_PID on [^ ]+ \\(sh, age unknown\\)\$"
+	# the holder's own role sees it
+	run -0 "$LOCKBOX" mutex "$U" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +"
 }
 
 @test "secret parameters (password=, sslpassword=) are never printed: messages, list, --json, adaptive status" {

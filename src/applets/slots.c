@@ -284,7 +284,7 @@ static void report_busy(const struct poolcmd *cmd, const struct opts *o,
 		/* a server's holders may be on any host */
 		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
 		    (int)h->v[0].who.pid, hosts ? " on " : "", hosts ? h->v[0].who.host : "",
-		    h->v[0].who.command,
+		    h->v[0].who.command, h->v[0].age_unknown ? "age unknown" :
 		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
 		return;
 	}
@@ -579,8 +579,8 @@ static void print_holders(const struct opts *o, int hosts, const struct lb_holde
 			if (x->foreign) {
 				print_foreign(x);
 			} else if (x->known) {
-				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
-				    lb_format_duration(lb_ident_age(&x->who), age));
+				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid, x->age_unknown ?
+				    "?" : lb_format_duration(lb_ident_age(&x->who), age));
 				if (hosts)
 					printf("%-16s ", x->who.host);
 				print_text(x->who.command);
@@ -602,10 +602,13 @@ static void print_holders(const struct opts *o, int hosts, const struct lb_holde
 		}
 		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
 		if (x->known) {
-			printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
-			    (int)x->who.pid, x->who.uid,
-			    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
-			    (long long)(x->who.wall_ns / LB_NS_PER_S));
+			printf(",\"pid\":%d,\"uid\":%u", (int)x->who.pid, x->who.uid);
+			if (x->age_unknown)
+				printf(",\"age_seconds\":null,\"started\":null,\"host\":");
+			else
+				printf(",\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
+				    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
+				    (long long)(x->who.wall_ns / LB_NS_PER_S));
 			lb_json_string(stdout, x->who.host);
 			printf(",\"command\":");
 			lb_json_string(stdout, x->who.command);

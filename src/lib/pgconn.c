@@ -34,7 +34,10 @@
 #define SRV_COUNT	4
 #define SRV_USER_TIMEOUT 40000
 
-/* Percent-decode S[0..n) into a new string; NULL on a bad escape. */
+/*
+ * Percent-decode S[0..n) into a new string; NULL on a bad escape, and on
+ * %00: the name would end there and be another lock's.
+ */
 static char *pct_decode(const char *s, size_t n)
 {
 	char *out = malloc(n + 1), *o = out;
@@ -47,7 +50,7 @@ static char *pct_decode(const char *s, size_t n)
 			int hi = i + 2 < n ? lb_hexval(s[i + 1]) : -1;
 			int lo = i + 2 < n ? lb_hexval(s[i + 2]) : -1;
 
-			if (hi < 0 || lo < 0) {
+			if (hi < 0 || lo < 0 || hi * 16 + lo == 0) {
 				free(out);
 				return NULL;
 			}

@@ -502,7 +502,8 @@ static int parse_appname(const char *s, struct lb_ident *who)
  * Holders from the server: its lock table says who holds what, and each
  * holder's session says who it is. Ages are the server's (since the
  * holder's session last changed state: the end of its acquisition), so
- * clocks of other hosts do not matter.
+ * clocks of other hosts do not matter. A role that may not see another
+ * role's sessions in detail (pg_read_all_stats) gets no age for them.
  */
 static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 {
@@ -535,8 +536,10 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 		memset(h, 0, sizeof *h);
 		h->slot = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
 		h->known = !PQgetisnull(r, i, 1) && parse_appname(PQgetvalue(r, i, 1), &h->who);
-		/* no boot id: ages are taken on the wall clock, from the server's */
+		/* no boot id: ages are taken on the wall clock, from the server's;
+		 * a session the server does not show this role has no age to show */
 		h->who.wall_ns = lb_now(CLOCK_REALTIME) - (age > 0 ? age : 0) * LB_NS_PER_MS;
+		h->age_unknown = h->known && PQgetisnull(r, i, 2);
 		h->session.pid = atoi(PQgetvalue(r, i, 3));
 		h->session.start_us = PQgetisnull(r, i, 4) ? -1 :
 		    strtoll(PQgetvalue(r, i, 4), NULL, 10);

@@ -40,6 +40,7 @@ struct lb_holder {
 	int foreign;
 	int foreign_write;
 	long long lock_lo, lock_hi;
+	int age_unknown;	/* known, but its age is not shown to us (who.wall_ns: now) */
 };
 
 struct lb_holders {
