@@ -567,6 +567,30 @@ finished status=0"
 	assert_output 1
 }
 
+@test "adaptive: the state table is every role's; in a table an older lockbox made, the message says what to grant" {
+	need_superuser
+	local db=lockbox_t$$_$RANDOM base other owner
+	sql "CREATE DATABASE $db"
+	printf '%s\n' "$db" >>"$T/.dropdb"
+	base=${LOCKBOX_PG_URL%/*}/$db
+	other=$(role_url lockbox_other "$db")
+	owner=$(sql "SELECT current_user")
+	# the first run makes the table; a run by another role uses it
+	run -0 "$LOCKBOX" adaptive -d "$base" -e 0 "$NAME" true
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$other" -e 0 "$NAME" true
+	assert_equal "$stderr" ""
+	run -0 "$LOCKBOX" adaptive -d "$other" status "$NAME"
+	assert_regex "$output" $'\n  runs +2 '
+	# a table without the grant: the run says exactly what to grant
+	psql "$base" -XAtq -c "REVOKE ALL ON lockbox_atom FROM PUBLIC"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$other" -e 0 "$NAME" touch "$T/ran"
+	assert_equal "$stderr" "adaptive: $other?lock=$NAME: permission denied for table lockbox_atom; the table's owner, role $owner, may grant it: GRANT SELECT, INSERT, UPDATE ON lockbox_atom TO lockbox_other"
+	assert [ ! -e "$T/ran" ]
+	psql "$base" -XAtq -c "GRANT SELECT, INSERT, UPDATE ON lockbox_atom TO lockbox_other"
+	run -0 "$LOCKBOX" adaptive -d "$other" -e 0 "$NAME" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+}
+
 @test "adaptive: times are the server's: a client clock days off neither stores its time nor ends the wait" {
 	command -v faketime >/dev/null || skip "faketime is not installed"
 	# an ASan build refuses to start under faketime's LD_PRELOAD
@@ -603,11 +627,16 @@ Try 'lockbox adaptive --help'."
 }
 
 teardown() {
+	local d
+	if [[ -s ${T:-}/.dropdb ]]; then
+		while read -r d; do
+			sql "DROP DATABASE IF EXISTS $d WITH (FORCE)" || true
+		done <"$T/.dropdb"
+	fi
 	if [[ -s ${T:-}/.standby ]]; then
 		"$SRC/tools/pg-cluster" stop "$(cat "$T/.standby")" || true
 	fi
 	kill_tracked
-	local d
 	if [[ -f ${T:-}/.cleanup ]]; then
 		while read -r d; do
 			rm -rf -- "$d"

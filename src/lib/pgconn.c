@@ -134,19 +134,29 @@ const char *lbpg_error(PGconn *conn)
 	return line[0] != '\0' ? line : "unknown error";
 }
 
+/* R's error without its severity ("permission denied for ..."), else libpq's last. */
 const char *lbpg_res_error(PGresult *r, PGconn *conn)
 {
 	static char line[256];
-	const char *m = r != NULL ? PQresultErrorMessage(r) : "";
-	size_t n = strcspn(m, "\n");
+	const char *m = r != NULL ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	size_t n;
 
-	if (n == 0)
+	if (m == NULL && r != NULL)
+		m = PQresultErrorMessage(r);
+	if (m == NULL || (n = strcspn(m, "\n")) == 0)
 		return lbpg_error(conn);
 	if (n >= sizeof line)
 		n = sizeof line - 1;
 	memcpy(line, m, n);
 	line[n] = '\0';
 	return line;
+}
+
+const char *lbpg_state(PGresult *r)
+{
+	const char *s = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	return s != NULL ? s : "";
 }
 
 /* Run SQL; the last result when it is OK, else NULL (reported). */

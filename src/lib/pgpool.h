@@ -39,6 +39,8 @@ static inline struct pgpool *pp(struct lb_pool *pool)
 int lbpg_split_url(struct pgpool *p, const char *url, int access);
 const char *lbpg_error(PGconn *conn);
 const char *lbpg_res_error(PGresult *r, PGconn *conn);
+/* R's SQLSTATE, "" when it has none */
+const char *lbpg_state(PGresult *r);
 PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql);
 char *lbpg_literal(struct pgpool *p, PGconn *conn, const char *s);
 PGconn *lbpg_connect(struct pgpool *p, const char *appname);
