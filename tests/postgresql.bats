@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # The PostgreSQL backend against a real server: slots and mutex on session
-# advisory locks, check/list/--json, -w, release when the holder dies,
-# SIGTERM when the session is lost, LOCKBOX_FENCE, refusals (standby,
-# pooler, unreachable, inverted keepalives), many clients at once, and
-# adaptive's state in a table on the server's clock, with expiry by
-# ending the holder's session.
+# advisory locks, check/list/--json, -w (one connection a waiter, through
+# restarts and connection limits), release when the holder dies,
+# SIGTERM when the session is lost, LOCKBOX_FENCE,
+# refusals (standby, pooler, unreachable, inverted keepalives, %00), many
+# clients at once, and adaptive's state in a table on the server's clock,
+# shared by every role, with expiry by ending the holder's session.
 # Needs LOCKBOX_PG_URL (tools/pg-cluster start prints it; .ci/run sets it).
 
 load test_helper
@@ -62,6 +63,65 @@ role_url() {
 		THEN CREATE ROLE $1 LOGIN; END IF; END\$\$"
 	printf '%s%s@%s/%s\n' "${BASH_REMATCH[1]}" "$1" "${BASH_REMATCH[4]}" "${2:-${BASH_REMATCH[5]}}"
 }
+
+need_cluster() {
+	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||
+		skip "stopping the server needs the cluster's directory (LOCKBOX_PG_DIR from tools/pg-cluster)"
+}
+
+# pg_down DIR: stop the server of cluster DIR (teardown starts it again
+# if the test does not)
+pg_down() {
+	: >"$T/.down"
+	"$SRC/tools/pg-cluster" down "$1" 3>&-
+}
+
+# pg_up DIR: start it again
+pg_up() {
+	"$SRC/tools/pg-cluster" up "$1" 3>&-
+	rm -f "$T/.down"
+}
+
+pg_port() {
+	local p=${LOCKBOX_PG_URL##*:}
+	printf '%s\n' "${p%%/*}"
+}
+
+# A server starting up, as far as a client can tell: on 127.0.0.1:$1 it
+# answers every connection with FATAL 57P03 ("the database system is
+# starting up"), noting each in $2, after writing $2.ready.
+# shellcheck disable=SC2016 # python's text
+STARTING_SERVER='import socket, struct, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+open(sys.argv[2] + ".ready", "w").close()
+def read(c, n):
+    b = b""
+    while len(b) < n:
+        m = c.recv(n - len(b))
+        if not m:
+            raise EOFError
+        b += m
+    return b
+fields = b"SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0"
+while True:
+    c, _ = s.accept()
+    try:
+        while True:
+            n, code = struct.unpack("!ii", read(c, 8))
+            read(c, n - 8)
+            if code in (80877103, 80877104):   # SSL, GSS encryption: no
+                c.sendall(b"N")
+                continue
+            c.sendall(b"E" + struct.pack("!i", 4 + len(fields)) + fields)
+            with open(sys.argv[2], "a") as f:
+                f.write("refused\n")
+            break
+    except (EOFError, OSError):
+        pass
+    c.close()'
 
 # hold APPLET ARG...: APPLET ARG... sh -c HOLD_SCRIPT in the background
 # (the command execs sleep 600 once it has its slot); HOLD_PID, HOLD_SLOT
@@ -208,15 +268,160 @@ hold() {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$U" 2 sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
 	local waiter=$SPAWN_PID
-	wait_for queued "$waiter" 2
-	# the second holder goes first: the waiter gets its slot
+	# one connection, one request: on the lowest slot (no slot has a waiter yet)
+	wait_for queued "$waiter" 1
+	assert_equal "$(sql "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" 1
+	# the second holder goes first: the waiter, looking again, gets its slot
 	stop_pid "$HOLD_PID"
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(cat "$T/ran")" 2
-	# the waiter's other request was withdrawn
+	# its request on slot 1 was withdrawn
 	wait_for none_queued
 }
+
+# bats test_tags=privilege,wait
+@test "server restart (fast, immediate): a -w waiter connects again and takes the lock once the server is back" {
+	need_cluster
+	local mode waiter
+	for mode in fast immediate; do
+		rm -f "$T/ran"
+		hold mutex "$U"
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+		waiter=$SPAWN_PID
+		wait_for queued "$waiter" 1
+		"$SRC/tools/pg-cluster" restart "$LOCKBOX_PG_DIR" "$mode" 3>&-
+		reap "$waiter"
+		assert_equal "$REAP_STATUS" 0
+		assert_equal "$(cat "$T/ran")" ran
+		# the holder's command heard of its loss
+		reap "$HOLD_PID"
+		assert_equal "$REAP_STATUS" 143
+	done
+}
+
+# bats test_tags=privilege,wait
+@test "a start while the server is away tries again within -w; one that never reached it: 125" {
+	need_cluster
+	pg_down "$LOCKBOX_PG_DIR"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$U" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot connect: .*refused"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 -w 300ms "$U" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot connect: .*refused"
+	# a server starting up: refused for now (57P03), and the waiter goes on
+	spawn python3 -c "$STARTING_SERVER" "$(pg_port)" "$T/starting"
+	local fake=$SPAWN_PID
+	wait_for test -e "$T/starting.ready"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for test -s "$T/starting"
+	stop_pid "$fake"
+	pg_up "$LOCKBOX_PG_DIR"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" ran
+}
+
+# bats test_tags=privilege,wait
+@test "a waiter whose server goes away and stays away past the deadline: 75, naming the server" {
+	need_cluster
+	hold mutex "$U"
+	spawn "$LOCKBOX" mutex -w 5 "$U" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for queued "$waiter" 1
+	pg_down "$LOCKBOX_PG_DIR"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 75
+	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): timed out after 5s; the server is unreachable: .*refused"
+	pg_up "$LOCKBOX_PG_DIR"
+	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=privilege,wait
+@test "one connection a waiter: under a role's connection limit waiters wait, and one refused a connection tries again" {
+	need_superuser
+	[[ -n ${LOCKBOX_PG_DIR:-} && -r $LOCKBOX_PG_DIR/log ]] || skip "the server's log is not at hand (LOCKBOX_PG_DIR)"
+	local few before i w1 w2
+	few="$(role_url lockbox_few)?lock=$NAME"
+	sql "ALTER ROLE lockbox_few CONNECTION LIMIT 4"
+	before=$(grep -c 'too many connections for role "lockbox_few"' "$LOCKBOX_PG_DIR/log" || true)
+	local holders=()
+	for i in 1 2 3; do
+		hold slots "$few" 3
+		holders+=("$HOLD_PID")
+	done
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$few" 3 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+	w1=$SPAWN_PID
+	wait_for queued "$w1" 1
+	# the fifth connection is refused: this waiter tries again until one is free
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$few" 3 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+	w2=$SPAWN_PID
+	wait_for refused_more "$before"
+	kill -0 "$w2"
+	for i in "${holders[@]}"; do
+		stop_pid "$i"
+	done
+	reap "$w1"
+	assert_equal "$REAP_STATUS" 0
+	reap "$w2"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(wc -l <"$T/ran")" 2
+}
+
+# refused_more N: the server's log names more than N refusals of lockbox_few
+refused_more() {
+	(($(grep -c 'too many connections for role "lockbox_few"' "$LOCKBOX_PG_DIR/log" || true) > $1))
+}
+
+# count_lock_held KEY: a session holds the count lock (KEY, -1) of a lock
+count_lock_held() {
+	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1
+		AND objid = 4294967295 AND objsubid = 2 AND granted") == 1))
+}
+
+# bats test_tags=wait
+@test "a wait's lock_timeout ends with the wait: the session that then holds the slot keeps none" {
+	hold mutex "$U"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn env LOCKBOX_TEST_PG_COUNT_STUCK=60 "$LOCKBOX" mutex -w 3 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID key
+	wait_for queued "$waiter" 1
+	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+	# another session keeps the count lock for longer than the wait's
+	# lock_timeout (3 s and a second): the waiter, handed the slot, must
+	# wait for it to count the holders, however long its wait was
+	spawn psql "$LOCKBOX_PG_URL" -XAtq -c "BEGIN" -c "SELECT pg_advisory_xact_lock($key, -1)" \
+		-c "SELECT pg_sleep(5.5)" -c "COMMIT"
+	wait_for count_lock_held "$key"
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" ran
+}
+
+@test "a count lock another session keeps is waited for within a bound: then 75, saying so" {
+	hold mutex "$U"
+	local key
+	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $(backend_of "$HOLD_PID")")
+	stop_pid "$HOLD_PID"
+	spawn psql "$LOCKBOX_PG_URL" -XAtq -c "BEGIN" -c "SELECT pg_advisory_xact_lock($key, -1)" \
+		-c "SELECT pg_sleep(600)" -c "COMMIT"
+	wait_for count_lock_held "$key"
+	run -75 --separate-stderr env LOCKBOX_TEST_PG_COUNT_STUCK=300ms "$LOCKBOX" mutex "$U" touch "$T/ran"
+	assert_equal "$stderr" "mutex: $U: another session kept the lock's count lock (advisory lock $key, -1) for 300ms"
+	assert [ ! -e "$T/ran" ]
+}
+
+# A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
+# on TERM stops the sleep and writes "TERM" to $1.
+# shellcheck disable=SC2016 # expanded by the child shell
+LOSS_SCRIPT='trap '\''kill $s; echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 0'\'' TERM
+sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
+
 
 # A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
 # on TERM stops the sleep and writes "TERM" to $1.
@@ -614,6 +819,7 @@ finished status=0"
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=privilege
 @test "adaptive: a state URL takes no lock=; an unreachable server is 125" {
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$U" x true
 	assert_equal "$stderr" "adaptive: invalid state database '$U': lock= comes from NAME
@@ -628,6 +834,9 @@ Try 'lockbox adaptive --help'."
 
 teardown() {
 	local d
+	if [[ -e ${T:-}/.down ]]; then
+		"$SRC/tools/pg-cluster" up "$LOCKBOX_PG_DIR" 3>&- || true
+	fi
 	if [[ -s ${T:-}/.dropdb ]]; then
 		while read -r d; do
 			sql "DROP DATABASE IF EXISTS $d WITH (FORCE)" || true

@@ -666,12 +666,14 @@ static int create(const struct opts *o, const char *path)
 {
 	struct lb_pool_opts popts = { (mode_t)o->mode, 0 };
 	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
+	size_t n;
 	int r;
 
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	/* a server's locks need no file: reaching it is all there is to check */
-	r = lb_pool_caps(pool) & LB_POOL_IN_FS ? lb_pool_atom(pool, unchanged, NULL) : 0;
+	r = lb_pool_caps(pool) & LB_POOL_IN_FS ? lb_pool_atom(pool, unchanged, NULL) :
+	    lb_pool_count(pool, &n);
 	lb_pool_close(pool);
 	return r == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
 }

@@ -61,15 +61,21 @@
 static PGconn *state_conn(struct pgpool *p)
 {
 	char name[APPNAME_MAX + 1];
+	int passing;
 
-	if (!p->armed)
+	if (!p->armed) {
+		if (p->conn == NULL && lbpg_open_conn(p, p->access, LB_NO_WAIT) != 1)
+			return NULL;
 		return p->conn;
+	}
 	if (p->state_conn != NULL && PQstatus(p->state_conn) == CONNECTION_OK)
 		return p->state_conn;
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
 	snprintf(name, sizeof name, "lockbox-state pid=%d", (int)getpid());
-	p->state_conn = lbpg_connect(p, name);
+	p->state_conn = lbpg_connect(p, name, LB_NO_WAIT, &passing);
+	if (p->state_conn == NULL)
+		lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
 	if (p->state_conn != NULL && lbpg_check_server(p, p->state_conn) != 0) {
 		PQfinish(p->state_conn);
 		p->state_conn = NULL;
