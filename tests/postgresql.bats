@@ -3,8 +3,8 @@
 # shellcheck shell=bats
 # The PostgreSQL backend against a real server: slots and mutex on session
 # advisory locks, check/list/--json, -w (one connection a waiter, through
-# restarts and connection limits), release when the holder dies,
-# SIGTERM when the session is lost, LOCKBOX_FENCE,
+# restarts and connection limits), release when the holder dies, the
+# command's job told once when the session is lost, LOCKBOX_FENCE,
 # refusals (standby, pooler, unreachable, inverted keepalives, %00), many
 # clients at once, and adaptive's state in a table on the server's clock,
 # shared by every role, with expiry by ending the holder's session.
@@ -422,13 +422,6 @@ count_lock_held() {
 LOSS_SCRIPT='trap '\''kill $s; echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 0'\'' TERM
 sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 
-
-# A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
-# on TERM stops the sleep and writes "TERM" to $1.
-# shellcheck disable=SC2016 # expanded by the child shell
-LOSS_SCRIPT='trap '\''kill $s; echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 0'\'' TERM
-sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
-
 @test "connection loss: the command gets SIGTERM when its session is terminated" {
 	spawn "$LOCKBOX" mutex "$U" sh -c "$LOSS_SCRIPT" sh "$T/term"
 	local holder=$SPAWN_PID
@@ -441,6 +434,84 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 	assert_equal "$REAP_STATUS" 0
 	run -0 "$LOCKBOX" mutex "$U" check
 	assert_output 0
+}
+
+# A command that counts the signals $2 (a real-time one: each one sent is
+# kept, none merges with another) it gets: it blocks them, writes a
+# heartbeat (a count of its loops) to $1.beat until $1.count exists, then
+# takes what is pending and writes how many to $1.
+# shellcheck disable=SC2016 # python's text
+COUNT_SIGNALS='import os, signal, sys, time
+f, sig = sys.argv[1], int(sys.argv[2])
+signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+n = 0
+while not os.path.exists(f + ".count"):
+    n += 1
+    with open(f + ".beat.tmp", "w") as o:
+        o.write("%d\n" % n)
+    os.rename(f + ".beat.tmp", f + ".beat")
+    time.sleep(0.02)
+got = 0
+while signal.sigtimedwait([sig], 0) is not None:
+    got += 1
+with open(f + ".tmp", "w") as o:
+    o.write("%d\n" % got)
+os.rename(f + ".tmp", f)
+time.sleep(600)'
+
+# fin_in PID: a TCP socket of PID is in CLOSE_WAIT: the server's FIN came in
+fin_in() {
+	local l ino
+	for l in /proc/"$1"/fd/*; do
+		l=$(readlink "$l") || continue
+		[[ $l == socket:\[*\] ]] || continue
+		ino=${l#socket:[}
+		ino=${ino%]}
+		awk -v ino="$ino" '$10 == ino && $4 == "08" { f = 1 } END { exit !f }' /proc/net/tcp &&
+			return 0
+	done
+	return 1
+}
+
+# pending PID SIG: signal SIG is pending for process PID
+pending() {
+	local mask
+	mask=$(awk '$1 == "ShdPnd:" { print $2 }' "/proc/$1/status") || return 1
+	(((0x$mask >> ($2 - 1)) & 1))
+}
+
+@test "--on-loss: one signal for one loss, not one for the server's message and one for its FIN" {
+	local sig=$(($(kill -l RTMIN) + 6))
+	spawn "$LOCKBOX" mutex --on-loss "$sig" "$U" python3 -c "$COUNT_SIGNALS" "$T/sig" "$sig"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/sig.beat"
+	sql "SELECT pg_terminate_backend($(backend_of "$holder"))" >/dev/null
+	# every signal the loss could raise has been raised once the FIN is
+	# in and a signal is pending: then count them
+	wait_for fin_in "$holder"
+	wait_for pending "$holder" "$sig"
+	: >"$T/sig.count"
+	wait_for test -s "$T/sig"
+	assert_equal "$(cat "$T/sig")" 1
+	stop_pid "$holder"
+	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): the session on the server ended \\(terminating connection due to administrator command\\); its lock is free: sent SIG$sig to PIDs $holder\$"
+}
+
+@test "--on-loss tells the command's job: the children of a wrapper script too" {
+	# shellcheck disable=SC2016 # expanded by the child shells
+	local child='trap '\''echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 0'\'' TERM
+echo $$ >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"
+while :; do sleep 0.05; done'
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex "$U" sh -c 'sh -c "$1" sh "$2" & wait' sh "$child" "$T/child"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/child.pid"
+	track_pid "$(cat "$T/child.pid")"
+	sql "SELECT pg_terminate_backend($(backend_of "$holder"))" >/dev/null
+	wait_for -t 10 test -s "$T/child"
+	assert_equal "$(cat "$T/child")" TERM
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 143
 }
 
 # bats test_tags=privilege

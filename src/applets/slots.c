@@ -345,7 +345,7 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
-	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss };
+	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss, 0 };
 	struct lb_ident who;
 	struct lb_pool *pool;
 	unsigned max = parse_max(cmd, max_arg), slot;
@@ -664,7 +664,7 @@ static int unchanged(unsigned char *area, size_t len, const struct lb_atom_clock
  */
 static int create(const struct opts *o, const char *path)
 {
-	struct lb_pool_opts popts = { (mode_t)o->mode, 0 };
+	struct lb_pool_opts popts = { (mode_t)o->mode, 0, 0 };
 	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	size_t n;
 	int r;

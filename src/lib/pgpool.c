@@ -14,8 +14,9 @@
  * connection a client, which becomes the holder's; a server that restarts
  * is reached again within the wait), holders, release, ending a holder's
  * session, arming the loss signal for exec. Below it, each calling only
- * further down: pgstate.c (adaptive's state table), pgconn.c (the URL,
- * connections and their policy); pgpool.h is theirs alone.
+ * further down: pgwatch.c (the loss watcher), pgstate.c (adaptive's state
+ * table), pgconn.c (the URL, connections and their policy); pgpool.h is
+ * theirs alone.
  */
 #include "config.h"
 
@@ -113,6 +114,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	}
 	p->access = access;
 	p->on_loss = opts->on_loss;
+	p->to_caller = opts->loss_to_caller;
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
@@ -647,11 +649,13 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 
 /*
  * The command inherits the connection's socket, and with it the lock.
- * The kernel signals the command (opts.on_loss) when the socket turns
- * readable or fails: after the last answer the server has nothing more to
- * say to a holder, so anything it sends (a FATAL message before it ends
- * the session, its FIN) and any error (keepalives gave up) means the
- * session, and the lock, are gone or going.
+ * After the last answer the server has nothing more to say to a holder,
+ * so anything it sends (a FATAL message before it ends the session, its
+ * FIN) and any error (keepalives gave up) means the session, and the
+ * lock, are gone or going. Who hears of it: a caller that supervises the
+ * command (opts.loss_to_caller: adaptive) gets opts.on_loss itself from
+ * the kernel (O_ASYNC); else the command's job is told by a watcher
+ * (pgwatch.c), once.
  */
 static int pg_keep_on_exec(struct lb_pool *pool)
 {
@@ -663,7 +667,7 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 		lb_warn("%s: socket", p->base.name);
 		return -1;
 	}
-	if (p->on_loss != 0) {
+	if (p->on_loss != 0 && p->to_caller) {
 		fl = fcntl(fd, F_GETFL);
 		if (fl < 0 || fcntl(fd, F_SETOWN, getpid()) != 0 ||
 		    fcntl(fd, F_SETSIG, p->on_loss) != 0 ||
@@ -671,12 +675,16 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 			lb_warn("%s: cannot watch the connection", p->base.name);
 			return -1;
 		}
+	}
+	if (p->on_loss != 0) {
 		/* what arrived before the watch was armed raised no signal */
 		if (poll(&pfd, 1, 0) != 0) {
 			lb_warnx("%s: the connection was lost before the command started",
 			    p->base.name);
 			return -1;
 		}
+		if (!p->to_caller && lbpg_watch(p) != 0)
+			return -1;
 	}
 	if (setenv("LOCKBOX_FENCE", p->fence, 1) != 0) {
 		lb_warn("setenv");

@@ -24,6 +24,7 @@ struct pgpool {
 	int32_t key;
 	int access;		/* LB_POOL_READ, WRITE, LIST */
 	int on_loss;
+	int to_caller;		/* opts.loss_to_caller: the loss is this process's to handle */
 	unsigned slot;		/* held, 0: none */
 	int armed;		/* keep_on_exec: the holder's connection must stay silent */
 	int connected;		/* a connection was made in this run (see lbpg_open_conn) */
@@ -67,5 +68,8 @@ int lbpg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
 int lbpg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
     struct lb_atom_clock *now);
 int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n);
+
+/* pgwatch.c: the loss watcher of a command that holds a slot */
+int lbpg_watch(struct pgpool *p);
 
 #endif

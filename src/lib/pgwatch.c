@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * The loss watcher of a command that holds a server's slot.
+ *
+ * slots and mutex execute the command in place, so nothing of lockbox is
+ * left to hear the server. Before the exec, a small process is started
+ * beside the command (not as its child: a command may wait for all its
+ * children) that reads the connection the command inherits. When the
+ * server ends the session (a FATAL message, or the connection's end), or
+ * the connection fails (keepalives gave up), it tells the command's job,
+ * once: SIGCONT, then the --on-loss signal, to every process that holds
+ * the connection, their descendants and the process groups they lead
+ * (job.c, as adaptive tells its run's), and to the command itself. Notices
+ * and parameter reports the server may send to an idle session are read
+ * and let be. When the command exits, the watcher lets its copy of the
+ * connection go and exits too: it never keeps the lock longer than the
+ * command. Calls only job.c and what is below it.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "err.h"
+#include "job.h"
+#include "opts.h"
+#include "pgpool.h"
+#include "proc.h"
+
+/* without pidfds (Linux before 5.3), how often the command's life is looked at */
+#define NO_PIDFD_LOOK_MS	250
+
+struct seen {
+	int ended;		/* the server said the session ends */
+	char why[200];
+};
+
+/*
+ * libpq hands what an idle session receives to the notice receiver: a
+ * NOTICE or WARNING, and the ErrorResponse the server sends before it
+ * ends the session. (A parameter report it keeps without a word.)
+ */
+static void on_notice(void *arg, const PGresult *r)
+{
+	struct seen *s = arg;
+	const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+
+	if (sev == NULL || (strcmp(sev, "ERROR") != 0 && strcmp(sev, "FATAL") != 0 &&
+	    strcmp(sev, "PANIC") != 0))
+		return;
+	if (!s->ended)
+		snprintf(s->why, sizeof s->why, "%s", m != NULL ? m : sev);
+	s->ended = 1;
+}
+
+/*
+ * The caller's descriptors go: the command has them, and a pipe kept open
+ * here would keep its reader waiting. Kept: stderr, for the one message;
+ * the connection; the pidfd; and lockbox's own (close-on-exec) ones.
+ * stdin and stdout become /dev/null.
+ */
+static void drop_fds(int sock, int pidfd)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fd, null;
+
+	if (d != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char *end;
+			long v = strtol(e->d_name, &end, 10);
+			int fl;
+
+			if (*end != '\0' || e->d_name[0] == '\0' || v == dirfd(d) || v == 2 ||
+			    v == sock || v == pidfd)
+				continue;
+			fl = fcntl((int)v, F_GETFD);
+			if (fl >= 0 && !(fl & FD_CLOEXEC))
+				close((int)v);
+		}
+		closedir(d);
+	}
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (fd = 0; null >= 0 && fd < 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0)
+			dup2(null, fd);
+	if (null > 2)
+		close(null);
+}
+
+/* Whether the command has ended (its pidfd readable, or its start time gone). */
+static int command_ended(pid_t cmd, uint64_t start, int pidfd)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd >= 0)
+		return poll(&pfd, 1, 0) > 0;
+	return lb_proc_starttime(cmd) != start;
+}
+
+static const char *sig_name(int sig, char buf[16])
+{
+	const char *name = lb_signal_name(sig);
+
+	if (name != NULL)
+		return name;
+	snprintf(buf, 16, "%d", sig);
+	return buf;
+}
+
+/*
+ * Tell the command's job of the loss: CONT, then SIG, to each once. The
+ * holders of the lock are the holders of the connection: the processes
+ * with a descriptor of SOCK (its device and inode, taken while it was
+ * open: libpq closes its own copy when the connection ends).
+ */
+static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
+    const struct stat *sock, const char *why)
+{
+	struct lb_lock_site site = { sock->st_dev, sock->st_ino, -1 };
+	struct lb_job job;
+	char pids[512] = "", refused[256] = "", num[16];
+	size_t i;
+	int member = 0;
+
+	lb_job_init(&job, &site);
+	/* a job not known for sure is told as far as it is known */
+	lb_job_scan(&job);
+	for (i = 0; i < job.n; i++)
+		member |= job.v[i].pid == cmd && job.v[i].starttime == start;
+	lb_job_signal(&job, SIGCONT, NULL, 0, NULL, 0);
+	lb_job_signal(&job, p->on_loss, pids, sizeof pids, refused, sizeof refused);
+	lb_job_free(&job);
+	/*
+	 * The command, also when it closed the connection (this process kept
+	 * the session, and the lock, for it). Not ended, so its PID is still its own.
+	 */
+	if (!member && !command_ended(cmd, start, pidfd)) {
+		kill(cmd, SIGCONT);
+		if (kill(cmd, p->on_loss) == 0) {
+			size_t n = strlen(pids);
+
+			snprintf(pids + n, sizeof pids - n, "%s%d", n ? "," : "", (int)cmd);
+		}
+	}
+	if (pids[0] != '\0')
+		lb_warnx("%s: the session on the server ended (%s); its lock is free: sent SIG%s to PIDs %s",
+		    p->base.name, why, sig_name(p->on_loss, num), pids);
+	else
+		lb_warnx("%s: the session on the server ended (%s); its lock is free", p->base.name, why);
+	if (refused[0] != '\0')
+		lb_warnx("%s: cannot send SIG%s to %s: not permitted", p->base.name,
+		    sig_name(p->on_loss, num), refused);
+}
+
+static _Noreturn void watch(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd)
+{
+	static const int quiet[] = { SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
+	PGconn *conn = p->conn;
+	int sock = PQsocket(conn);
+	struct seen seen = { 0, "" };
+	struct stat st;
+	sigset_t none;
+	size_t i;
+
+	/* a terminal's ^C or ^Z is for the command: this stays until it ends */
+	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+		signal(quiet[i], SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	prctl(PR_SET_NAME, "lockbox-watch");
+	drop_fds(sock, pidfd);
+	if (fstat(sock, &st) != 0)
+		_exit(1);
+	PQsetNoticeReceiver(conn, on_notice, &seen);
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = sock, .events = POLLIN | POLLRDHUP },
+			{ .fd = pidfd, .events = POLLIN },
+		};
+		int r = poll(pfd, pidfd >= 0 ? 2 : 1, pidfd >= 0 ? -1 : NO_PIDFD_LOOK_MS);
+
+		if (r < 0 && errno != EINTR)
+			_exit(1);
+		if (command_ended(cmd, start, pidfd))
+			_exit(0);	/* never PQfinish: its children may still hold the session */
+		if (r <= 0 || pfd[0].revents == 0)
+			continue;
+		if (!PQconsumeInput(conn)) {
+			/* the server's last words came with its FIN: read them too */
+			char why[256];
+
+			snprintf(why, sizeof why, "%s", lbpg_error(conn));
+			PQisBusy(conn);
+			tell(p, cmd, start, pidfd, &st, seen.ended ? seen.why : why);
+			_exit(0);
+		}
+		if (seen.ended || PQstatus(conn) == CONNECTION_BAD) {
+			tell(p, cmd, start, pidfd, &st, seen.ended ? seen.why : lbpg_error(conn));
+			_exit(0);
+		}
+		/* a notice, a parameter report: the session goes on */
+	}
+}
+
+int lbpg_watch(struct pgpool *p)
+{
+	pid_t cmd = getpid(), w;
+	uint64_t start = lb_proc_starttime(cmd);
+	int pidfd = lb_pidfd_open(cmd), st;
+
+	if (pidfd < 0 && errno != ENOSYS) {
+		lb_warn("%s: cannot watch the connection", p->base.name);
+		return -1;
+	}
+	/*
+	 * Twice forked: the watcher is nobody's child but init's (or a
+	 * subreaper's), and the command never sees it end.
+	 */
+	w = fork();
+	if (w < 0) {
+		lb_warn("%s: cannot watch the connection: fork", p->base.name);
+		if (pidfd >= 0)
+			close(pidfd);
+		return -1;
+	}
+	if (w == 0) {
+		pid_t w2 = fork();
+
+		if (w2 != 0)
+			_exit(w2 < 0 ? 1 : 0);
+		watch(p, cmd, start, pidfd);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	while (waitpid(w, &st, 0) < 0) {
+		if (errno == ECHILD)
+			return 0;	/* SIGCHLD ignored: reaped already, by the kernel */
+		if (errno != EINTR) {
+			lb_warn("%s: cannot watch the connection: waitpid", p->base.name);
+			return -1;
+		}
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		lb_warnx("%s: cannot watch the connection: the watcher did not start",
+		    p->base.name);
+		return -1;
+	}
+	return 0;
+}
