@@ -476,48 +476,51 @@ static char *conn_options(PGconn *conn)
  * then loses the timeouts that would end it, and gets lockbox's server
  * keepalives where the user did not choose them (options=-c ...: kept,
  * and refused when in the wrong order, see check_keepalives).
- * 0, or -1 (reported, or with p->lost when the connection went).
+ * lbpg_setup_sql writes the one statement (0, or -1 reported);
+ * lbpg_setup_check checks its answer R (0, or -1 reported).
  */
-static int setup(struct pgpool *p, PGconn *conn, int access)
+int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t size)
 {
-	char sql[2048], *options;
+	char *options;
 	size_t n;
-	long srv[4];
-	PGresult *r;
-	int i, rc = -1;
+	int i;
 
-	n = (size_t)snprintf(sql, sizeof sql,
-	    "SELECT recovery, pid");
+	n = (size_t)snprintf(sql, size, "SELECT recovery, pid");
 	if (access == LB_POOL_WRITE) {
 		options = conn_options(conn);
 		if (options == NULL) {
 			lb_warn("%s", p->base.name);
 			return -1;
 		}
-		n += (size_t)snprintf(sql + n, sizeof sql - n,
+		n += (size_t)snprintf(sql + n, size - n,
 		    ", CASE WHEN ours THEN set_config('statement_timeout', '0', false) END"
 		    ", CASE WHEN ours THEN set_config('idle_in_transaction_session_timeout', '0', false) END"
 		    ", CASE WHEN ours AND version >= 140000 THEN set_config('idle_session_timeout', '0', false) END");
-		for (i = 0; i < 4 && n < sizeof sql; i++) {
+		for (i = 0; i < 4 && n < size; i++) {
 			if (option_set(options, srv_names[i]))
-				n += (size_t)snprintf(sql + n, sizeof sql - n,
+				n += (size_t)snprintf(sql + n, size - n,
 				    ", CASE WHEN version >= %ld THEN current_setting('%s') END",
 				    srv_since[i], srv_names[i]);
 			else
-				n += (size_t)snprintf(sql + n, sizeof sql - n,
+				n += (size_t)snprintf(sql + n, size - n,
 				    ", CASE WHEN ours AND version >= %ld THEN set_config('%s', '%ld', false) END",
 				    srv_since[i], srv_names[i], srv_ours[i]);
 		}
 		free(options);
 	}
-	snprintf(sql + n, sizeof sql - n,
+	snprintf(sql + n, size - n,
 	    " FROM (SELECT pg_is_in_recovery() AS recovery, pg_backend_pid() AS pid,"
 	    " current_setting('server_version_num')::int AS version,"
-	    " NOT pg_is_in_recovery() AND pg_backend_pid() = %d AS ours OFFSET 0) s",
+	    " NOT pg_is_in_recovery() AND pg_backend_pid() = %d AS ours OFFSET 0) s;",
 	    PQbackendPID(conn));
-	r = lbpg_query(p, conn, sql);
-	if (r == NULL)
-		return -1;
+	return 0;
+}
+
+int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r)
+{
+	long srv[4];
+	int i;
+
 	if (PQntuples(r) != 1)
 		lb_warnx("%s: unexpected answer from the server", p->base.name);
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
@@ -527,12 +530,28 @@ static int setup(struct pgpool *p, PGconn *conn, int access)
 		lb_warnx("%s: the connection goes through a pooler (server PID %s, startup said %d); session locks need a direct connection",
 		    p->base.name, PQgetvalue(r, 0, 1), PQbackendPID(conn));
 	else if (access != LB_POOL_WRITE)
-		rc = 0;
+		return 0;
 	else {
 		for (i = 0; i < 4; i++)
 			srv[i] = PQgetisnull(r, 0, 5 + i) ? 0 : atol(PQgetvalue(r, 0, 5 + i));
-		rc = check_keepalives(p, conn, srv);
+		return check_keepalives(p, conn, srv);
 	}
+	return -1;
+}
+
+/* The setup on its own round trip. 0, or -1 (reported, or with p->lost when the connection went). */
+static int setup(struct pgpool *p, PGconn *conn, int access)
+{
+	char sql[2048];
+	PGresult *r;
+	int rc;
+
+	if (lbpg_setup_sql(p, conn, access, sql, sizeof sql) != 0)
+		return -1;
+	r = lbpg_query(p, conn, sql);
+	if (r == NULL)
+		return -1;
+	rc = lbpg_setup_check(p, conn, access, r);
 	PQclear(r);
 	return rc;
 }
@@ -543,10 +562,12 @@ int lbpg_check_server(struct pgpool *p, PGconn *conn)
 }
 
 /*
- * One attempt at a connection ready for ACCESS (see setup). NULL when it
- * failed: reported, or, when *PASSING_ is set, kept in p->last_err.
+ * One attempt at a connection ready for ACCESS (see setup), or, with
+ * LATER, whose setup is left to go with its first query (p->fresh). NULL
+ * when it failed: reported, or, when *PASSING_ is set, kept in p->last_err.
  */
-static PGconn *holder_conn(struct pgpool *p, int access, int64_t deadline, int *passing_)
+static PGconn *holder_conn(struct pgpool *p, int access, int later, int64_t deadline,
+    int *passing_)
 {
 	PGconn *conn = lbpg_connect(p, p->appname, deadline, passing_);
 	int retrying = p->retrying;
@@ -556,6 +577,9 @@ static PGconn *holder_conn(struct pgpool *p, int access, int64_t deadline, int *
 			lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
 		return NULL;
 	}
+	p->fresh = later;
+	if (later)
+		return conn;
 	/* a server that goes away during the setup is away */
 	p->retrying = 1;
 	p->lost = 0;
@@ -578,20 +602,20 @@ static void nap(int64_t ns)
 }
 
 /*
- * p->conn, a connection ready for ACCESS. A server that is away for a
+ * p->conn, a connection ready for ACCESS (LATER: see holder_conn). A server that is away for a
  * while (restarting, starting up, out of connections: see passing) is
  * tried again until DEADLINE, at growing intervals; LB_NO_WAIT tries once.
  * 1 connected; -1 failed (reported): for good, or away past the deadline
  * when this run never reached it; 0 away past the deadline after it had
  * been reached in this run (p->base.why says so: the lock was not taken).
  */
-int lbpg_open_conn(struct pgpool *p, int access, int64_t deadline)
+int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 {
 	int64_t pause = RETRY_FIRST, wait;
 	int passing_ = 0;
 
 	for (;;) {
-		p->conn = holder_conn(p, access, deadline, &passing_);
+		p->conn = holder_conn(p, access, later, deadline, &passing_);
 		if (p->conn != NULL) {
 			p->connected = 1;
 			return 1;

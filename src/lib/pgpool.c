@@ -119,7 +119,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
 	if (lbpg_split_url(p, url, access) != 0 ||
-	    (access != LB_POOL_WRITE && lbpg_open_conn(p, access, LB_NO_WAIT) != 1)) {
+	    (access != LB_POOL_WRITE && lbpg_open_conn(p, access, 0, LB_NO_WAIT) != 1)) {
 		lb_pool_close(&p->base);
 		return NULL;
 	}
@@ -129,7 +129,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 /* p->conn, connected now if it is not yet (for what is not an acquisition); NULL (reported). */
 static PGconn *conn_now(struct pgpool *p)
 {
-	if (p->conn == NULL && lbpg_open_conn(p, p->access, LB_NO_WAIT) != 1)
+	if (p->conn == NULL && lbpg_open_conn(p, p->access, 0, LB_NO_WAIT) != 1)
 		return NULL;
 	return p->conn;
 }
@@ -201,47 +201,90 @@ static void count_prefix(struct pgpool *p, char *sql, size_t size, int64_t deadl
 	    p->key, fresh ? ", pg_advisory_unlock_all()" : "", count_bound(deadline));
 }
 
-/* Run a counting transaction: 1 with *RES, STUCK, LOST, or -1 (reported). */
+/*
+ * Run SQL, a counting transaction, after the connection's setup when it is
+ * fresh (one round trip for both: see try_take). 1 with *RES, the last
+ * result, once the setup's answer passed lbpg_setup_check; else STUCK,
+ * LOST, or -1 (reported).
+ */
 static int count_run(struct pgpool *p, const char *sql, int64_t deadline, PGresult **res)
 {
-	PGresult *r = PQexec(p->conn, sql);
-	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	PGresult *r, *first = NULL, *last = NULL, *bad = NULL;
 	char b[32];
+	int rc = 1;
 
-	if (st == PGRES_TUPLES_OK) {
-		*res = r;
-		return 1;
+	if (!PQsendQuery(p->conn, sql)) {
+		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_error(p->conn));
+		return LOST;
 	}
-	if (strcmp(lbpg_state(r), "55P03") == 0) {	/* lock_not_available: our lock_timeout */
+	while ((r = PQgetResult(p->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+
+		if ((st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) || bad != NULL) {
+			if (bad == NULL)
+				bad = r;
+			else
+				PQclear(r);
+		} else if (first == NULL) {
+			first = r;
+		} else {
+			PQclear(last);
+			last = r;
+		}
+	}
+	if (p->fresh && first != NULL) {
+		/* the setup's answer, first; a refused server's session took nothing */
+		p->fresh = 0;
+		if (lbpg_setup_check(p, p->conn, LB_POOL_WRITE, first) != 0)
+			rc = -1;
+	}
+	if (rc != 1) {
+		/* reported */
+	} else if (bad != NULL && strcmp(lbpg_state(bad), "55P03") == 0) {	/* our lock_timeout */
 		snprintf(p->base.why, sizeof p->base.why,
 		    "another session kept the lock's count lock (advisory lock %" PRId32 ", -1) for %s",
 		    p->key, lb_format_duration_ms(count_bound(deadline) * LB_NS_PER_MS, b));
 		p->base.why_at_once = deadline == LB_NO_WAIT;
-		PQclear(r);
-		return STUCK;
+		rc = STUCK;
+	} else if (bad != NULL && lbpg_lost(p->conn, bad)) {
+		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_res_error(bad, p->conn));
+		rc = LOST;
+	} else if (bad != NULL) {
+		lb_warnx("%s: %s", p->base.name, lbpg_res_error(bad, p->conn));
+		rc = -1;
+	} else if (last == NULL || PQresultStatus(last) != PGRES_TUPLES_OK) {
+		lb_warnx("%s: unexpected answer from the server", p->base.name);
+		rc = -1;
 	}
-	if (lbpg_lost(p->conn, r)) {
-		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_res_error(r, p->conn));
-		PQclear(r);
-		return LOST;
-	}
-	lb_warnx("%s: %s", p->base.name, lbpg_res_error(r, p->conn));
-	PQclear(r);
-	return -1;
+	PQclear(bad);
+	PQclear(first);
+	if (rc == 1)
+		*res = last;
+	else
+		PQclear(last);
+	return rc;
 }
 
-/* Run a counting transaction: count_prefix, then FMT. As count_run. */
+/*
+ * Run a counting transaction: the setup of a fresh connection, then
+ * count_prefix, then FMT. As count_run.
+ */
 static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **res,
     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **res,
     const char *fmt, ...)
 {
-	char sql[2048];
+	char sql[4096];
 	va_list ap;
-	size_t n;
+	size_t n = 0;
 
-	count_prefix(p, sql, sizeof sql, deadline, fresh);
-	n = strlen(sql);
+	if (p->fresh) {
+		if (lbpg_setup_sql(p, p->conn, LB_POOL_WRITE, sql, sizeof sql) != 0)
+			return -1;
+		n = strlen(sql);
+	}
+	count_prefix(p, sql + n, sizeof sql - n, deadline, fresh);
+	n += strlen(sql + n);
 	va_start(ap, fmt);
 	vsnprintf(sql + n, sizeof sql - n, fmt, ap);
 	va_end(ap);
@@ -256,19 +299,23 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
  * it sits in, so a MAX smaller than another client's still holds. The
  * transaction's id is the fence: each acquisition gets a larger one.
  * Whatever an interrupted wait may have left on this session is let go
- * first. Returns 1 taken, 0 busy, 2 room by the count but no slot free in
- * 1..MAX (one is changing hands), STUCK, LOST, -1 error (reported).
+ * first. On a fresh connection its setup comes first in the same round
+ * trip, and the claim checks what the setup checks (a primary, a session
+ * of our own) for itself. Returns 1 taken, 0 busy, 2 room by the count
+ * but no slot free in 1..MAX (one is changing hands), STUCK, LOST, -1
+ * error (reported).
  */
 static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 {
 	PGresult *r;
 	int rc = counting(p, deadline, 1, &r,
 	    " SELECT s, CASE WHEN s IS NOT NULL THEN txid_current() END, h"
-	    " FROM (SELECT h, CASE WHEN h < %u THEN"
+	    " FROM (SELECT h, CASE WHEN h < %u AND NOT pg_is_in_recovery()"
+	    " AND pg_backend_pid() = %d THEN"
 	    " (SELECT s FROM generate_series(1, %u) s"
 	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
 	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
-	    max, max, p->key, held_where(p));
+	    max, PQbackendPID(p->conn), max, p->key, held_where(p));
 
 	if (rc != 1)
 		return rc;
@@ -486,7 +533,7 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 				r = 0;
 				break;
 			}
-			if ((r = lbpg_open_conn(p, LB_POOL_WRITE, deadline)) != 1)
+			if ((r = lbpg_open_conn(p, LB_POOL_WRITE, 1, deadline)) != 1)
 				break;
 		}
 		r = acquire_round(p, max, deadline, &tries);

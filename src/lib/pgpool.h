@@ -28,6 +28,7 @@ struct pgpool {
 	unsigned slot;		/* held, 0: none */
 	int armed;		/* keep_on_exec: the holder's connection must stay silent */
 	int connected;		/* a connection was made in this run (see lbpg_open_conn) */
+	int fresh;		/* p->conn's setup is still to go, with its first query */
 	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
 	int lost;		/* the last lbpg_query failed with the connection (see lbpg_lost) */
 	PGconn *state_conn;	/* for atom transactions once armed */
@@ -60,7 +61,10 @@ char *lbpg_literal(struct pgpool *p, PGconn *conn, const char *s);
 PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, int *passing);
 /* 0 when CONN is a direct connection to a primary, else -1 (reported) */
 int lbpg_check_server(struct pgpool *p, PGconn *conn);
-int lbpg_open_conn(struct pgpool *p, int access, int64_t deadline);
+/* the setup of a connection for ACCESS, as one statement (";"-ended) into SQL, and the check of its answer */
+int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t size);
+int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r);
+int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline);
 void lbpg_drop(struct pgpool *p);
 
 /* pgstate.c: adaptive's state table (the ops of the same names in backend.h) */

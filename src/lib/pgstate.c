@@ -64,7 +64,7 @@ static PGconn *state_conn(struct pgpool *p)
 	int passing;
 
 	if (!p->armed) {
-		if (p->conn == NULL && lbpg_open_conn(p, p->access, LB_NO_WAIT) != 1)
+		if (p->conn == NULL && lbpg_open_conn(p, p->access, 0, LB_NO_WAIT) != 1)
 			return NULL;
 		return p->conn;
 	}
