@@ -494,7 +494,7 @@ pending() {
 	wait_for test -s "$T/sig"
 	assert_equal "$(cat "$T/sig")" 1
 	stop_pid "$holder"
-	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): the session on the server ended \\(terminating connection due to administrator command\\); its lock is free: sent SIG$sig to PIDs $holder\$"
+	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): the server ended the session; its lock is free: sent SIG$sig to PIDs $holder\$"
 }
 
 @test "--on-loss tells the command's job: the children of a wrapper script too" {
@@ -512,6 +512,33 @@ while :; do sleep 0.05; done'
 	assert_equal "$(cat "$T/child")" TERM
 	reap "$holder"
 	assert_equal "$REAP_STATUS" 143
+}
+
+# watcher_of NAME: the PID of the loss watcher of the holder of lock NAME
+watcher_of() {
+	local p
+	for p in $(pgrep -x lockbox-watch); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "lock=$1 " && printf '%s\n' "$p"
+	done
+}
+
+@test "the loss watcher never holds the lock: stopped, it does not keep it past the command" {
+	hold mutex "$U"
+	local w
+	w=$(watcher_of "$NAME")
+	assert [ -n "$w" ]
+	track_pid "$w"
+	kill -STOP "$w"
+	stop_pid "$HOLD_PID"
+	wait_for held_is "$U" 0
+	run -0 "$LOCKBOX" mutex "$U" true
+	kill -CONT "$w"
+	# and it leaves once the command has
+	wait_for gone "$w"
+}
+
+gone() {
+	! kill -0 "$1" 2>/dev/null
 }
 
 # bats test_tags=privilege

@@ -5,16 +5,19 @@
  * slots and mutex execute the command in place, so nothing of lockbox is
  * left to hear the server. Before the exec, a small process is started
  * beside the command (not as its child: a command may wait for all its
- * children) that reads the connection the command inherits. When the
- * server ends the session (a FATAL message, or the connection's end), or
- * the connection fails (keepalives gave up), it tells the command's job,
- * once: SIGCONT, then the --on-loss signal, to every process that holds
- * the connection, their descendants and the process groups they lead
- * (job.c, as adaptive tells its run's), and to the command itself. Notices
- * and parameter reports the server may send to an idle session are read
- * and let be. When the command exits, the watcher lets its copy of the
- * connection go and exits too: it never keeps the lock longer than the
- * command. Calls only job.c and what is below it.
+ * children) that watches the connection the command inherits, without
+ * holding it: it registers the socket with an epoll set and closes its
+ * own descriptor, so the session lives exactly as long as the command's
+ * descriptors (and its children's), and ends the moment the last of them
+ * closes, as if no watcher were there. After its last answer the server
+ * has nothing more to say to a holder: anything arriving (the FATAL
+ * message before it ends the session, its FIN) or an error (keepalives
+ * gave up) means the session is gone or going. Then it tells the
+ * command's job, once: SIGCONT, then the --on-loss signal, to every
+ * process that holds the connection, their descendants and the process
+ * groups they lead (job.c, as adaptive tells its run's), and to the
+ * command itself. It exits when the command does. Calls only job.c and
+ * what is below it.
  */
 #include "config.h"
 
@@ -26,12 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <libpq-fe.h>
 
 #include "err.h"
 #include "job.h"
@@ -42,37 +44,14 @@
 /* without pidfds (Linux before 5.3), how often the command's life is looked at */
 #define NO_PIDFD_LOOK_MS	250
 
-struct seen {
-	int ended;		/* the server said the session ends */
-	char why[200];
-};
-
 /*
- * libpq hands what an idle session receives to the notice receiver: a
- * NOTICE or WARNING, and the ErrorResponse the server sends before it
- * ends the session. (A parameter report it keeps without a word.)
+ * The caller's descriptors go (the command has them, and a pipe kept open
+ * here would keep its reader waiting), and so does this process's copy
+ * of the connection. Kept: stderr, for the one message; the epoll set and
+ * the pidfd; lockbox's own (close-on-exec) ones. stdin and stdout become
+ * /dev/null.
  */
-static void on_notice(void *arg, const PGresult *r)
-{
-	struct seen *s = arg;
-	const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
-	const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-
-	if (sev == NULL || (strcmp(sev, "ERROR") != 0 && strcmp(sev, "FATAL") != 0 &&
-	    strcmp(sev, "PANIC") != 0))
-		return;
-	if (!s->ended)
-		snprintf(s->why, sizeof s->why, "%s", m != NULL ? m : sev);
-	s->ended = 1;
-}
-
-/*
- * The caller's descriptors go: the command has them, and a pipe kept open
- * here would keep its reader waiting. Kept: stderr, for the one message;
- * the connection; the pidfd; and lockbox's own (close-on-exec) ones.
- * stdin and stdout become /dev/null.
- */
-static void drop_fds(int sock, int pidfd)
+static void drop_fds(int ep, int pidfd)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
@@ -85,7 +64,7 @@ static void drop_fds(int sock, int pidfd)
 			int fl;
 
 			if (*end != '\0' || e->d_name[0] == '\0' || v == dirfd(d) || v == 2 ||
-			    v == sock || v == pidfd)
+			    v == ep || v == pidfd)
 				continue;
 			fl = fcntl((int)v, F_GETFD);
 			if (fl >= 0 && !(fl & FD_CLOEXEC))
@@ -122,10 +101,10 @@ static const char *sig_name(int sig, char buf[16])
 }
 
 /*
- * Tell the command's job of the loss: CONT, then SIG, to each once. The
- * holders of the lock are the holders of the connection: the processes
- * with a descriptor of SOCK (its device and inode, taken while it was
- * open: libpq closes its own copy when the connection ends).
+ * Tell the command's job of the loss (WHY): CONT, then SIG, to each once.
+ * The holders of the lock are the holders of the connection: the
+ * processes with a descriptor of SOCK (its device and inode, taken while
+ * this process still had one).
  */
 static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
     const struct stat *sock, const char *why)
@@ -157,24 +136,23 @@ static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
 		}
 	}
 	if (pids[0] != '\0')
-		lb_warnx("%s: the session on the server ended (%s); its lock is free: sent SIG%s to PIDs %s",
+		lb_warnx("%s: %s; its lock is free: sent SIG%s to PIDs %s",
 		    p->base.name, why, sig_name(p->on_loss, num), pids);
 	else
-		lb_warnx("%s: the session on the server ended (%s); its lock is free", p->base.name, why);
+		lb_warnx("%s: %s; its lock is free", p->base.name, why);
 	if (refused[0] != '\0')
 		lb_warnx("%s: cannot send SIG%s to %s: not permitted", p->base.name,
 		    sig_name(p->on_loss, num), refused);
 }
 
-static _Noreturn void watch(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd)
+static _Noreturn void watch(struct pgpool *p, int sock, pid_t cmd, uint64_t start, int pidfd)
 {
 	static const int quiet[] = { SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
-	PGconn *conn = p->conn;
-	int sock = PQsocket(conn);
-	struct seen seen = { 0, "" };
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = 0 };
 	struct stat st;
 	sigset_t none;
 	size_t i;
+	int ep;
 
 	/* a terminal's ^C or ^Z is for the command: this stays until it ends */
 	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
@@ -182,37 +160,36 @@ static _Noreturn void watch(struct pgpool *p, pid_t cmd, uint64_t start, int pid
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_NAME, "lockbox-watch");
-	drop_fds(sock, pidfd);
-	if (fstat(sock, &st) != 0)
+	/*
+	 * Registered, the socket is watched for as long as any descriptor of
+	 * it is open anywhere; this one then goes (in drop_fds), so that when
+	 * the command's last one closes, the session ends at once.
+	 */
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0 || fstat(sock, &st) != 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sock, &ev) != 0)
 		_exit(1);
-	PQsetNoticeReceiver(conn, on_notice, &seen);
+	ev.events = EPOLLIN;
+	ev.data.u32 = 1;
+	if (pidfd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev) != 0)
+		_exit(1);
+	drop_fds(ep, pidfd);
 	for (;;) {
-		struct pollfd pfd[2] = {
-			{ .fd = sock, .events = POLLIN | POLLRDHUP },
-			{ .fd = pidfd, .events = POLLIN },
-		};
-		int r = poll(pfd, pidfd >= 0 ? 2 : 1, pidfd >= 0 ? -1 : NO_PIDFD_LOOK_MS);
+		struct epoll_event got[2];
+		int n = epoll_wait(ep, got, 2, pidfd >= 0 ? -1 : NO_PIDFD_LOOK_MS), k;
+		uint32_t lost = 0;
 
-		if (r < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR)
 			_exit(1);
 		if (command_ended(cmd, start, pidfd))
-			_exit(0);	/* never PQfinish: its children may still hold the session */
-		if (r <= 0 || pfd[0].revents == 0)
-			continue;
-		if (!PQconsumeInput(conn)) {
-			/* the server's last words came with its FIN: read them too */
-			char why[256];
-
-			snprintf(why, sizeof why, "%s", lbpg_error(conn));
-			PQisBusy(conn);
-			tell(p, cmd, start, pidfd, &st, seen.ended ? seen.why : why);
+			_exit(0);
+		for (k = 0; k < n; k++)
+			if (got[k].data.u32 == 0)
+				lost |= got[k].events;
+		if (lost != 0) {
+			tell(p, cmd, start, pidfd, &st, lost & EPOLLERR ?
+			    "the connection to the server failed" : "the server ended the session");
 			_exit(0);
 		}
-		if (seen.ended || PQstatus(conn) == CONNECTION_BAD) {
-			tell(p, cmd, start, pidfd, &st, seen.ended ? seen.why : lbpg_error(conn));
-			_exit(0);
-		}
-		/* a notice, a parameter report: the session goes on */
 	}
 }
 
@@ -220,7 +197,7 @@ int lbpg_watch(struct pgpool *p)
 {
 	pid_t cmd = getpid(), w;
 	uint64_t start = lb_proc_starttime(cmd);
-	int pidfd = lb_pidfd_open(cmd), st;
+	int pidfd = lb_pidfd_open(cmd), st, sock = PQsocket(p->conn);
 
 	if (pidfd < 0 && errno != ENOSYS) {
 		lb_warn("%s: cannot watch the connection", p->base.name);
@@ -242,7 +219,7 @@ int lbpg_watch(struct pgpool *p)
 
 		if (w2 != 0)
 			_exit(w2 < 0 ? 1 : 0);
-		watch(p, cmd, start, pidfd);
+		watch(p, sock, cmd, start, pidfd);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
