@@ -436,6 +436,22 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 	assert_output 0
 }
 
+# bats test_tags=wait
+@test "connection loss: a -w waiter's command is told too (its watcher started while it waited)" {
+	hold mutex "$U"
+	spawn "$LOCKBOX" mutex -w 60 "$U" sh -c "$LOSS_SCRIPT" sh "$T/term"
+	local waiter=$SPAWN_PID
+	wait_for queued "$waiter" 1
+	stop_pid "$HOLD_PID"
+	wait_for test -s "$T/term.pid"
+	track_pid "$(cat "$T/term.pid")"
+	assert_equal "$(sql "SELECT pg_terminate_backend($(backend_of "$waiter"))")" t
+	wait_for test -s "$T/term"
+	assert_equal "$(cat "$T/term")" TERM
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
 # A command that counts the signals $2 (a real-time one: each one sent is
 # kept, none merges with another) it gets: it blocks them, writes a
 # heartbeat (a count of its loops) to $1.beat until $1.count exists, then
@@ -518,7 +534,9 @@ while :; do sleep 0.05; done'
 watcher_of() {
 	local p
 	for p in $(pgrep -x lockbox-watch); do
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "lock=$1 " && printf '%s\n' "$p"
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "lock=$1 "; then
+			printf '%s\n' "$p"
+		fi
 	done
 }
 

@@ -618,6 +618,7 @@ int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 		p->conn = holder_conn(p, access, later, deadline, &passing_);
 		if (p->conn != NULL) {
 			p->connected = 1;
+			p->conn_gen++;
 			return 1;
 		}
 		if (!passing_)

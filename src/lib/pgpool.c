@@ -90,6 +90,7 @@ static void pg_close(struct lb_pool *pool)
 		PQfinish(p->conn);
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
+	lbpg_watch_stop(p);
 	free(p->conninfo);
 	free(p->lock);
 	free(p);
@@ -113,6 +114,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 		return NULL;
 	}
 	p->access = access;
+	p->watch_fd = -1;
 	p->on_loss = opts->on_loss;
 	p->to_caller = opts->loss_to_caller;
 	gethostname(host, sizeof host - 1);
@@ -426,6 +428,9 @@ static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned 
 		return rc;
 	if (n == 0)
 		return 0;	/* freed meanwhile: try again at once */
+	/* the holder-to-be's watcher, now: a handoff does not wait for its fork */
+	if (lbpg_watch_start(p) != 0)
+		return -1;
 	if (n > 1) {
 		every = unwatched ? RECHECK_FAST : RECHECK_SLOW;
 		if (lb_remaining(deadline) > every)
@@ -539,6 +544,7 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		r = acquire_round(p, max, deadline, &tries);
 		if (r == LOST) {
 			lbpg_drop(p);
+			lbpg_watch_stop(p);
 			r = AGAIN;
 		}
 	} while (r == AGAIN);
@@ -730,7 +736,7 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 			    p->base.name);
 			return -1;
 		}
-		if (!p->to_caller && lbpg_watch(p) != 0)
+		if (!p->to_caller && lbpg_watch_arm(p) != 0)
 			return -1;
 	}
 	if (setenv("LOCKBOX_FENCE", p->fence, 1) != 0) {

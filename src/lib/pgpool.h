@@ -29,6 +29,9 @@ struct pgpool {
 	int armed;		/* keep_on_exec: the holder's connection must stay silent */
 	int connected;		/* a connection was made in this run (see lbpg_open_conn) */
 	int fresh;		/* p->conn's setup is still to go, with its first query */
+	unsigned conn_gen;	/* counts the connections made */
+	int watch_fd;		/* an unarmed watcher's end of its socket pair; -1: none */
+	unsigned watch_gen;	/* the connection it watches (conn_gen then) */
 	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
 	int lost;		/* the last lbpg_query failed with the connection (see lbpg_lost) */
 	PGconn *state_conn;	/* for atom transactions once armed */
@@ -73,7 +76,15 @@ int lbpg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
     struct lb_atom_clock *now);
 int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n);
 
-/* pgwatch.c: the loss watcher of a command that holds a slot */
-int lbpg_watch(struct pgpool *p);
+/*
+ * pgwatch.c: the loss watcher of a command that holds a slot. start: one
+ * for p->conn, unarmed, while waiting (nothing when no one is to be told,
+ * or one runs already); arm: from now on the connection's end is the
+ * command's loss (a new watcher, armed, if none watches p->conn); stop:
+ * let an unarmed one go. 0, or -1 (reported).
+ */
+int lbpg_watch_start(struct pgpool *p);
+int lbpg_watch_arm(struct pgpool *p);
+void lbpg_watch_stop(struct pgpool *p);
 
 #endif

@@ -16,8 +16,11 @@
  * command's job, once: SIGCONT, then the --on-loss signal, to every
  * process that holds the connection, their descendants and the process
  * groups they lead (job.c, as adaptive tells its run's), and to the
- * command itself. It exits when the command does. Calls only job.c and
- * what is below it.
+ * command itself. It exits when the command does. A waiter starts its
+ * watcher while it waits, unarmed, and arms it (a byte on a socket pair)
+ * when it holds the slot, so that a handoff does not wait for a fork;
+ * until then the watcher ignores the connection, which is the waiter's.
+ * Calls only job.c and what is below it.
  */
 #include "config.h"
 
@@ -31,6 +34,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,24 +51,25 @@
 /*
  * The caller's descriptors go (the command has them, and a pipe kept open
  * here would keep its reader waiting), and so does this process's copy
- * of the connection. Kept: stderr, for the one message; the epoll set and
- * the pidfd; lockbox's own (close-on-exec) ones. stdin and stdout become
- * /dev/null.
+ * of the connection. Kept: stderr, for the one message; the N in KEEP;
+ * lockbox's own (close-on-exec) ones. stdin and stdout become /dev/null.
  */
-static void drop_fds(int ep, int pidfd)
+static void drop_fds(const int *keep, size_t n)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
 	int fd, null;
+	size_t i;
 
 	if (d != NULL) {
 		while ((e = readdir(d)) != NULL) {
 			char *end;
 			long v = strtol(e->d_name, &end, 10);
-			int fl;
+			int fl, kept = v == dirfd(d) || v == 2;
 
-			if (*end != '\0' || e->d_name[0] == '\0' || v == dirfd(d) || v == 2 ||
-			    v == ep || v == pidfd)
+			for (i = 0; i < n; i++)
+				kept |= v == keep[i];
+			if (*end != '\0' || e->d_name[0] == '\0' || kept)
 				continue;
 			fl = fcntl((int)v, F_GETFD);
 			if (fl >= 0 && !(fl & FD_CLOEXEC))
@@ -145,14 +150,29 @@ static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
 		    sig_name(p->on_loss, num), refused);
 }
 
-static _Noreturn void watch(struct pgpool *p, int sock, pid_t cmd, uint64_t start, int pidfd)
+/* what an event in the watcher's set is */
+enum { EV_CONN, EV_GONE, EV_CTL };
+
+static int watch_fd(int ep, int fd, uint32_t what)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = what };
+
+	return fd < 0 ? 0 : epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/*
+ * The watcher: SOCK is the connection, CTL the socket pair to the waiter
+ * (-1: armed from the start), PIDFD the command's (-1 without pidfds).
+ */
+static _Noreturn void watch(struct pgpool *p, int sock, int ctl, pid_t cmd, uint64_t start,
+    int pidfd)
 {
 	static const int quiet[] = { SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = 0 };
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = EV_CONN };
 	struct stat st;
 	sigset_t none;
 	size_t i;
-	int ep;
+	int conn, ep, armed = ctl < 0, keep[4];
 
 	/* a terminal's ^C or ^Z is for the command: this stays until it ends */
 	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
@@ -161,39 +181,56 @@ static _Noreturn void watch(struct pgpool *p, int sock, pid_t cmd, uint64_t star
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_NAME, "lockbox-watch");
 	/*
-	 * Registered, the socket is watched for as long as any descriptor of
-	 * it is open anywhere; this one then goes (in drop_fds), so that when
-	 * the command's last one closes, the session ends at once.
+	 * Registered in CONN, a set of its own, the socket is watched for as
+	 * long as any descriptor of it is open anywhere; this one then goes
+	 * (in drop_fds), so that when the command's last one closes, the
+	 * session ends at once. EP, the set waited on, has CONN in it only
+	 * once armed: before, the connection's traffic is the waiter's.
 	 */
+	conn = epoll_create1(EPOLL_CLOEXEC);
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (ep < 0 || fstat(sock, &st) != 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sock, &ev) != 0)
+	if (conn < 0 || ep < 0 || fstat(sock, &st) != 0 ||
+	    epoll_ctl(conn, EPOLL_CTL_ADD, sock, &ev) != 0 ||
+	    watch_fd(ep, pidfd, EV_GONE) != 0 || watch_fd(ep, armed ? conn : ctl, armed ? EV_CONN : EV_CTL) != 0)
 		_exit(1);
-	ev.events = EPOLLIN;
-	ev.data.u32 = 1;
-	if (pidfd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev) != 0)
-		_exit(1);
-	drop_fds(ep, pidfd);
+	keep[0] = conn;
+	keep[1] = ep;
+	keep[2] = pidfd;
+	keep[3] = ctl;
+	drop_fds(keep, 4);
 	for (;;) {
-		struct epoll_event got[2];
-		int n = epoll_wait(ep, got, 2, pidfd >= 0 ? -1 : NO_PIDFD_LOOK_MS), k;
-		uint32_t lost = 0;
+		struct epoll_event got[3];
+		int n = epoll_wait(ep, got, 3, pidfd >= 0 ? -1 : NO_PIDFD_LOOK_MS), k;
+		char c;
 
 		if (n < 0 && errno != EINTR)
 			_exit(1);
 		if (command_ended(cmd, start, pidfd))
 			_exit(0);
-		for (k = 0; k < n; k++)
-			if (got[k].data.u32 == 0)
-				lost |= got[k].events;
-		if (lost != 0) {
-			tell(p, cmd, start, pidfd, &st, lost & EPOLLERR ?
-			    "the connection to the server failed" : "the server ended the session");
-			_exit(0);
+		for (k = 0; k < n; k++) {
+			if (got[k].data.u32 == EV_CONN) {
+				tell(p, cmd, start, pidfd, &st, got[k].events & EPOLLERR ?
+				    "the connection to the server failed" : "the server ended the session");
+				_exit(0);
+			}
+			if (got[k].data.u32 != EV_CTL)
+				continue;
+			/* a byte: armed; the end: the waiter left (or executed the command) */
+			if (recv(ctl, &c, 1, MSG_DONTWAIT) == 1 && !armed) {
+				armed = 1;
+				if (watch_fd(ep, conn, EV_CONN) != 0)
+					_exit(1);
+			} else if (!armed) {
+				_exit(0);
+			} else {
+				epoll_ctl(ep, EPOLL_CTL_DEL, ctl, NULL);
+			}
 		}
 	}
 }
 
-int lbpg_watch(struct pgpool *p)
+/* Start a watcher of p->conn (CTL: as for watch); the caller keeps its end of CTL. */
+static int spawn(struct pgpool *p, int ctl)
 {
 	pid_t cmd = getpid(), w;
 	uint64_t start = lb_proc_starttime(cmd);
@@ -219,7 +256,7 @@ int lbpg_watch(struct pgpool *p)
 
 		if (w2 != 0)
 			_exit(w2 < 0 ? 1 : 0);
-		watch(p, sock, cmd, start, pidfd);
+		watch(p, sock, ctl, cmd, start, pidfd);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
@@ -237,4 +274,44 @@ int lbpg_watch(struct pgpool *p)
 		return -1;
 	}
 	return 0;
+}
+
+void lbpg_watch_stop(struct pgpool *p)
+{
+	if (p->watch_fd >= 0)
+		close(p->watch_fd);
+	p->watch_fd = -1;
+}
+
+int lbpg_watch_start(struct pgpool *p)
+{
+	int sv[2], rc;
+
+	if (p->on_loss == 0 || p->to_caller ||
+	    (p->watch_fd >= 0 && p->watch_gen == p->conn_gen))
+		return 0;
+	lbpg_watch_stop(p);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		lb_warn("%s: cannot watch the connection", p->base.name);
+		return -1;
+	}
+	rc = spawn(p, sv[1]);
+	close(sv[1]);
+	if (rc != 0) {
+		close(sv[0]);
+		return -1;
+	}
+	p->watch_fd = sv[0];
+	p->watch_gen = p->conn_gen;
+	return 0;
+}
+
+int lbpg_watch_arm(struct pgpool *p)
+{
+	/* the waiter's watcher, if it still watches this connection; else a new one */
+	if (p->watch_fd >= 0 && p->watch_gen == p->conn_gen &&
+	    send(p->watch_fd, "1", 1, MSG_NOSIGNAL) == 1)
+		return 0;
+	lbpg_watch_stop(p);
+	return spawn(p, -1);
 }
