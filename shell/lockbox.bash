@@ -221,6 +221,7 @@ _lockbox_find() {
 # sticky directory, not for a file of this user or the directory's owner).
 _lockbox_open() {
 	local app=$1 file=$2 ro fd msg
+	[[ $file != postgres://* && $file != postgresql://* ]] || { _lockbox_warn "$app: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox $app URL COMMAND"; return 125; }
 	if [[ -L $file || ! -s $file ]]; then
 		"$_lockbox_bin" "$app" "$file" create || return
 	fi

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: ISC
 # shellcheck shell=bats
 # The PostgreSQL backend against a real server: slots and mutex on session
-# advisory locks, check/list/--json, -w, release when the holder dies,
-# SIGTERM when the session is lost, LOCKBOX_FENCE, refusals (standby,
-# pooler, unreachable, inverted keepalives), many clients at once, and
-# adaptive's state in a table on the server's clock, with expiry by
-# ending the holder's session.
+# advisory locks, check/list/--json, -w (one connection a waiter, through
+# restarts and connection limits), release when the holder dies, the
+# command's job told once when the session is lost, LOCKBOX_FENCE,
+# refusals (standby, pooler, unreachable, inverted keepalives, %00), many
+# clients at once, and adaptive's state in a table on the server's clock,
+# shared by every role, with expiry by ending the holder's session.
 # Needs LOCKBOX_PG_URL (tools/pg-cluster start prints it; .ci/run sets it).
 
 load test_helper
@@ -50,6 +51,78 @@ none_queued() {
 	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 0))
 }
 
+need_superuser() {
+	[[ $(sql "SELECT rolsuper FROM pg_roles WHERE rolname = current_user") == t ]] ||
+		skip "the test's role is no superuser: it cannot make other roles"
+}
+
+# role_url ROLE [DB]: LOCKBOX_PG_URL as ROLE (made if missing, a plain login role), on DB
+role_url() {
+	[[ $LOCKBOX_PG_URL =~ ^(postgres(ql)?://)([^@/]*@)?([^/]*)/([^?]*)$ ]] || fail "unexpected URL"
+	sql "DO \$\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$1')
+		THEN CREATE ROLE $1 LOGIN; END IF; END\$\$"
+	printf '%s%s@%s/%s\n' "${BASH_REMATCH[1]}" "$1" "${BASH_REMATCH[4]}" "${2:-${BASH_REMATCH[5]}}"
+}
+
+need_cluster() {
+	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||
+		skip "stopping the server needs the cluster's directory (LOCKBOX_PG_DIR from tools/pg-cluster)"
+}
+
+# pg_down DIR: stop the server of cluster DIR (teardown starts it again
+# if the test does not)
+pg_down() {
+	: >"$T/.down"
+	"$SRC/tools/pg-cluster" down "$1" 3>&-
+}
+
+# pg_up DIR: start it again
+pg_up() {
+	"$SRC/tools/pg-cluster" up "$1" 3>&-
+	rm -f "$T/.down"
+}
+
+pg_port() {
+	local p=${LOCKBOX_PG_URL##*:}
+	printf '%s\n' "${p%%/*}"
+}
+
+# A server starting up, as far as a client can tell: on 127.0.0.1:$1 it
+# answers every connection with FATAL 57P03 ("the database system is
+# starting up"), noting each in $2, after writing $2.ready.
+# shellcheck disable=SC2016 # python's text
+STARTING_SERVER='import socket, struct, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+open(sys.argv[2] + ".ready", "w").close()
+def read(c, n):
+    b = b""
+    while len(b) < n:
+        m = c.recv(n - len(b))
+        if not m:
+            raise EOFError
+        b += m
+    return b
+fields = b"SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0"
+while True:
+    c, _ = s.accept()
+    try:
+        while True:
+            n, code = struct.unpack("!ii", read(c, 8))
+            read(c, n - 8)
+            if code in (80877103, 80877104):   # SSL, GSS encryption: no
+                c.sendall(b"N")
+                continue
+            c.sendall(b"E" + struct.pack("!i", 4 + len(fields)) + fields)
+            with open(sys.argv[2], "a") as f:
+                f.write("refused\n")
+            break
+    except (EOFError, OSError):
+        pass
+    c.close()'
+
 # hold APPLET ARG...: APPLET ARG... sh -c HOLD_SCRIPT in the background
 # (the command execs sleep 600 once it has its slot); HOLD_PID, HOLD_SLOT
 hold() {
@@ -80,6 +153,34 @@ hold() {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 "$LOCKBOX" slots "$U" 3 sh -c 'echo "$LOCKBOX_FENCE"'
 	assert [ "$output" -gt "$fence" ]
+}
+
+@test "LOCKBOX_FENCE rises with each holder of a slot; a holder of another slot may hold a larger one meanwhile" {
+	# shellcheck disable=SC2016 # expanded by the child shell
+	local show='echo "$LOCKBOX_SLOT $LOCKBOX_FENCE" >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 600'
+	spawn "$LOCKBOX" slots "$U" 2 sh -c "$show" sh "$T/a"
+	local a=$SPAWN_PID
+	wait_for test -s "$T/a"
+	spawn "$LOCKBOX" slots "$U" 2 sh -c "$show" sh "$T/b"
+	wait_for test -s "$T/b"
+	local sa fa sb fb sc fc
+	read -r sa fa <"$T/a"
+	read -r sb fb <"$T/b"
+	assert_equal "$sa $sb" "1 2"
+	assert [ "$fb" -gt "$fa" ]
+	stop_pid "$a"
+	wait_for held_is "$U" 1
+	spawn "$LOCKBOX" slots "$U" 2 sh -c "$show" sh "$T/c"
+	wait_for test -s "$T/c"
+	read -r sc fc <"$T/c"
+	# slot 1's next holder has a larger fence than slot 1's last one...
+	assert_equal "$sc" 1
+	assert [ "$fc" -gt "$fa" ]
+	# ...and than slot 2's, which still holds its slot rightly: a resource
+	# must compare fences of one slot (lockbox-postgresql(7))
+	assert [ "$fc" -gt "$fb" ]
+	run -0 "$LOCKBOX" slots "$U" check
+	assert_output 2
 }
 
 @test "slots: MAX holders at most, lowest free slot first, busy names the holders" {
@@ -167,14 +268,152 @@ hold() {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$U" 2 sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
 	local waiter=$SPAWN_PID
-	wait_for queued "$waiter" 2
-	# the second holder goes first: the waiter gets its slot
+	# one connection, one request: on the lowest slot (no slot has a waiter yet)
+	wait_for queued "$waiter" 1
+	assert_equal "$(sql "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" 1
+	# the second holder goes first: the waiter, looking again, gets its slot
 	stop_pid "$HOLD_PID"
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
 	assert_equal "$(cat "$T/ran")" 2
-	# the waiter's other request was withdrawn
+	# its request on slot 1 was withdrawn
 	wait_for none_queued
+}
+
+# bats test_tags=privilege,wait
+@test "server restart (fast, immediate): a -w waiter connects again and takes the lock once the server is back" {
+	need_cluster
+	local mode waiter
+	for mode in fast immediate; do
+		rm -f "$T/ran"
+		hold mutex "$U"
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+		waiter=$SPAWN_PID
+		wait_for queued "$waiter" 1
+		"$SRC/tools/pg-cluster" restart "$LOCKBOX_PG_DIR" "$mode" 3>&-
+		reap "$waiter"
+		assert_equal "$REAP_STATUS" 0
+		assert_equal "$(cat "$T/ran")" ran
+		# the holder's command heard of its loss
+		reap "$HOLD_PID"
+		assert_equal "$REAP_STATUS" 143
+	done
+}
+
+# bats test_tags=privilege,wait
+@test "a start while the server is away tries again within -w; one that never reached it: 125" {
+	need_cluster
+	pg_down "$LOCKBOX_PG_DIR"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$U" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot connect: .*refused"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 -w 300ms "$U" touch "$T/ran"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot connect: .*refused"
+	# a server starting up: refused for now (57P03), and the waiter goes on
+	spawn python3 -c "$STARTING_SERVER" "$(pg_port)" "$T/starting"
+	local fake=$SPAWN_PID
+	wait_for test -e "$T/starting.ready"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for test -s "$T/starting"
+	stop_pid "$fake"
+	pg_up "$LOCKBOX_PG_DIR"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" ran
+}
+
+# bats test_tags=privilege,wait
+@test "a waiter whose server goes away and stays away past the deadline: 75, naming the server" {
+	need_cluster
+	hold mutex "$U"
+	spawn "$LOCKBOX" mutex -w 5 "$U" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for queued "$waiter" 1
+	pg_down "$LOCKBOX_PG_DIR"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 75
+	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): timed out after 5s; the server is unreachable: .*refused"
+	pg_up "$LOCKBOX_PG_DIR"
+	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=privilege,wait
+@test "one connection a waiter: under a role's connection limit waiters wait, and one refused a connection tries again" {
+	need_superuser
+	[[ -n ${LOCKBOX_PG_DIR:-} && -r $LOCKBOX_PG_DIR/log ]] || skip "the server's log is not at hand (LOCKBOX_PG_DIR)"
+	local few before i w1 w2
+	few="$(role_url lockbox_few)?lock=$NAME"
+	sql "ALTER ROLE lockbox_few CONNECTION LIMIT 4"
+	before=$(grep -c 'too many connections for role "lockbox_few"' "$LOCKBOX_PG_DIR/log" || true)
+	local holders=()
+	for i in 1 2 3; do
+		hold slots "$few" 3
+		holders+=("$HOLD_PID")
+	done
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$few" 3 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+	w1=$SPAWN_PID
+	wait_for queued "$w1" 1
+	# the fifth connection is refused: this waiter tries again until one is free
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$few" 3 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+	w2=$SPAWN_PID
+	wait_for refused_more "$before"
+	kill -0 "$w2"
+	for i in "${holders[@]}"; do
+		stop_pid "$i"
+	done
+	reap "$w1"
+	assert_equal "$REAP_STATUS" 0
+	reap "$w2"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(wc -l <"$T/ran")" 2
+}
+
+# refused_more N: the server's log names more than N refusals of lockbox_few
+refused_more() {
+	(($(grep -c 'too many connections for role "lockbox_few"' "$LOCKBOX_PG_DIR/log" || true) > $1))
+}
+
+# count_lock_held KEY: a session holds the count lock (KEY, -1) of a lock
+count_lock_held() {
+	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1
+		AND objid = 4294967295 AND objsubid = 2 AND granted") == 1))
+}
+
+# bats test_tags=wait
+@test "a wait's lock_timeout ends with the wait: the session that then holds the slot keeps none" {
+	hold mutex "$U"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn env LOCKBOX_TEST_PG_COUNT_STUCK=60 "$LOCKBOX" mutex -w 3 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+	local waiter=$SPAWN_PID key
+	wait_for queued "$waiter" 1
+	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+	# another session keeps the count lock for longer than the wait's
+	# lock_timeout (3 s and a second): the waiter, handed the slot, must
+	# wait for it to count the holders, however long its wait was
+	spawn psql "$LOCKBOX_PG_URL" -XAtq -c "BEGIN" -c "SELECT pg_advisory_xact_lock($key, -1)" \
+		-c "SELECT pg_sleep(5.5)" -c "COMMIT"
+	wait_for count_lock_held "$key"
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$T/ran")" ran
+}
+
+@test "a count lock another session keeps is waited for within a bound: then 75, saying so" {
+	hold mutex "$U"
+	local key
+	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $(backend_of "$HOLD_PID")")
+	stop_pid "$HOLD_PID"
+	spawn psql "$LOCKBOX_PG_URL" -XAtq -c "BEGIN" -c "SELECT pg_advisory_xact_lock($key, -1)" \
+		-c "SELECT pg_sleep(600)" -c "COMMIT"
+	wait_for count_lock_held "$key"
+	run -75 --separate-stderr env LOCKBOX_TEST_PG_COUNT_STUCK=300ms "$LOCKBOX" mutex "$U" touch "$T/ran"
+	assert_equal "$stderr" "mutex: $U: another session kept the lock's count lock (advisory lock $key, -1) for 300ms"
+	assert [ ! -e "$T/ran" ]
 }
 
 # A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
@@ -195,6 +434,129 @@ sleep 600 & s=$!; echo "$s" >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"; wait'
 	assert_equal "$REAP_STATUS" 0
 	run -0 "$LOCKBOX" mutex "$U" check
 	assert_output 0
+}
+
+# bats test_tags=wait
+@test "connection loss: a -w waiter's command is told too (its watcher started while it waited)" {
+	hold mutex "$U"
+	spawn "$LOCKBOX" mutex -w 60 "$U" sh -c "$LOSS_SCRIPT" sh "$T/term"
+	local waiter=$SPAWN_PID
+	wait_for queued "$waiter" 1
+	stop_pid "$HOLD_PID"
+	wait_for test -s "$T/term.pid"
+	track_pid "$(cat "$T/term.pid")"
+	assert_equal "$(sql "SELECT pg_terminate_backend($(backend_of "$waiter"))")" t
+	wait_for test -s "$T/term"
+	assert_equal "$(cat "$T/term")" TERM
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
+# A command that counts the signals $2 (a real-time one: each one sent is
+# kept, none merges with another) it gets: it blocks them, writes a
+# heartbeat (a count of its loops) to $1.beat until $1.count exists, then
+# takes what is pending and writes how many to $1.
+# shellcheck disable=SC2016 # python's text
+COUNT_SIGNALS='import os, signal, sys, time
+f, sig = sys.argv[1], int(sys.argv[2])
+signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+n = 0
+while not os.path.exists(f + ".count"):
+    n += 1
+    with open(f + ".beat.tmp", "w") as o:
+        o.write("%d\n" % n)
+    os.rename(f + ".beat.tmp", f + ".beat")
+    time.sleep(0.02)
+got = 0
+while signal.sigtimedwait([sig], 0) is not None:
+    got += 1
+with open(f + ".tmp", "w") as o:
+    o.write("%d\n" % got)
+os.rename(f + ".tmp", f)
+time.sleep(600)'
+
+# fin_in PID: a TCP socket of PID is in CLOSE_WAIT: the server's FIN came in
+fin_in() {
+	local l ino
+	for l in /proc/"$1"/fd/*; do
+		l=$(readlink "$l") || continue
+		[[ $l == socket:\[*\] ]] || continue
+		ino=${l#socket:[}
+		ino=${ino%]}
+		awk -v ino="$ino" '$10 == ino && $4 == "08" { f = 1 } END { exit !f }' /proc/net/tcp &&
+			return 0
+	done
+	return 1
+}
+
+# pending PID SIG: signal SIG is pending for process PID
+pending() {
+	local mask
+	mask=$(awk '$1 == "ShdPnd:" { print $2 }' "/proc/$1/status") || return 1
+	(((0x$mask >> ($2 - 1)) & 1))
+}
+
+@test "--on-loss: one signal for one loss, not one for the server's message and one for its FIN" {
+	local sig=$(($(kill -l RTMIN) + 6))
+	spawn "$LOCKBOX" mutex --on-loss "$sig" "$U" python3 -c "$COUNT_SIGNALS" "$T/sig" "$sig"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/sig.beat"
+	sql "SELECT pg_terminate_backend($(backend_of "$holder"))" >/dev/null
+	# every signal the loss could raise has been raised once the FIN is
+	# in and a signal is pending: then count them
+	wait_for fin_in "$holder"
+	wait_for pending "$holder" "$sig"
+	: >"$T/sig.count"
+	wait_for test -s "$T/sig"
+	assert_equal "$(cat "$T/sig")" 1
+	stop_pid "$holder"
+	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): the server ended the session; its lock is free: sent SIG$sig to PIDs $holder\$"
+}
+
+@test "--on-loss tells the command's job: the children of a wrapper script too" {
+	# shellcheck disable=SC2016 # expanded by the child shells
+	local child='trap '\''echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 0'\'' TERM
+echo $$ >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"
+while :; do sleep 0.05; done'
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex "$U" sh -c 'sh -c "$1" sh "$2" & wait' sh "$child" "$T/child"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/child.pid"
+	track_pid "$(cat "$T/child.pid")"
+	sql "SELECT pg_terminate_backend($(backend_of "$holder"))" >/dev/null
+	wait_for -t 10 test -s "$T/child"
+	assert_equal "$(cat "$T/child")" TERM
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 143
+}
+
+# watcher_of NAME: the PID of the loss watcher of the holder of lock NAME
+watcher_of() {
+	local p
+	for p in $(pgrep -x lockbox-watch); do
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "lock=$1 "; then
+			printf '%s\n' "$p"
+		fi
+	done
+}
+
+@test "the loss watcher never holds the lock: stopped, it does not keep it past the command" {
+	hold mutex "$U"
+	local w
+	w=$(watcher_of "$NAME")
+	assert [ -n "$w" ]
+	track_pid "$w"
+	kill -STOP "$w"
+	stop_pid "$HOLD_PID"
+	wait_for held_is "$U" 0
+	run -0 "$LOCKBOX" mutex "$U" true
+	kill -CONT "$w"
+	# and it leaves once the command has
+	wait_for gone "$w"
+}
+
+gone() {
+	! kill -0 "$1" 2>/dev/null
 }
 
 # bats test_tags=privilege
@@ -258,6 +620,31 @@ Try 'lockbox mutex --help'."
 	assert_regex "$stderr" "^mutex: $(re_quote "${U/@/:***@}"): held by PID $HOLD_PID "
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$pw" check
 	assert_output "{\"file\":\"${U/@/:***@}\",\"held\":1}"
+}
+
+@test "a lock name with %00 is refused: it would be the name cut there" {
+	run -125 --separate-stderr "$LOCKBOX" mutex "$U%00x" touch "$T/ran"
+	assert_equal "$stderr" "mutex: $U%00x: invalid lock name"
+	run -125 --separate-stderr "$LOCKBOX" slots "$LOCKBOX_PG_URL?lock=%00" check
+	assert_equal "$stderr" "slots: $LOCKBOX_PG_URL?lock=%00: invalid lock name"
+	assert [ ! -e "$T/ran" ]
+}
+
+@test "a holder's age that the role may not read is shown as unknown, not as 0" {
+	need_superuser
+	local weak
+	weak="$(role_url lockbox_weak)?lock=$NAME"
+	hold mutex "$U"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$weak" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +\\? +[^ ]+ +sh\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$weak" list
+	printf '%s\n' "$output" | valid_json
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":[0-9]+,\"age_seconds\":null,\"started\":null,\"host\":"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$weak" true
+	assert_regex "$stderr" "^mutex: $(re_quote "$weak"): held by PID $HOLD_PID on [^ ]+ \\(sh, age unknown\\)\$"
+	# the holder's own role sees it
+	run -0 "$LOCKBOX" mutex "$U" list
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +"
 }
 
 @test "secret parameters (password=, sslpassword=) are never printed: messages, list, --json, adaptive status" {
@@ -350,6 +737,15 @@ EOF
 	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no lockbox-pg in this build"
 	LOCKBOX_PG_HELPER=$T/missing run -125 --separate-stderr "$LOCKBOX" mutex "$U" true
 	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory\$"
+}
+
+@test "the shell library takes lock files only, and says so to a server's URL" {
+	# shellcheck disable=SC2016 # expanded by the child bash
+	run -125 --separate-stderr bash -c '. "$("$1" --shell-lib)"; acquire_mutex "$2"' bash "$LOCKBOX" "$U"
+	assert_equal "$stderr" "mutex: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox mutex URL COMMAND"
+	# shellcheck disable=SC2016 # expanded by the child bash
+	run -125 --separate-stderr bash -c '. "$("$1" --shell-lib)"; acquire_slot "$2" 2' bash "$LOCKBOX" "$U"
+	assert_equal "$stderr" "slots: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox slots URL COMMAND"
 }
 
 # A holder in the simulation: marks itself in, checks the others, marks out.
@@ -492,6 +888,30 @@ finished status=0"
 	assert_output 1
 }
 
+@test "adaptive: the state table is every role's; in a table an older lockbox made, the message says what to grant" {
+	need_superuser
+	local db=lockbox_t$$_$RANDOM base other owner
+	sql "CREATE DATABASE $db"
+	printf '%s\n' "$db" >>"$T/.dropdb"
+	base=${LOCKBOX_PG_URL%/*}/$db
+	other=$(role_url lockbox_other "$db")
+	owner=$(sql "SELECT current_user")
+	# the first run makes the table; a run by another role uses it
+	run -0 "$LOCKBOX" adaptive -d "$base" -e 0 "$NAME" true
+	run -0 --separate-stderr "$LOCKBOX" adaptive -d "$other" -e 0 "$NAME" true
+	assert_equal "$stderr" ""
+	run -0 "$LOCKBOX" adaptive -d "$other" status "$NAME"
+	assert_regex "$output" $'\n  runs +2 '
+	# a table without the grant: the run says exactly what to grant
+	psql "$base" -XAtq -c "REVOKE ALL ON lockbox_atom FROM PUBLIC"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$other" -e 0 "$NAME" touch "$T/ran"
+	assert_equal "$stderr" "adaptive: $other?lock=$NAME: permission denied for table lockbox_atom; the table's owner, role $owner, may grant it: GRANT SELECT, INSERT, UPDATE ON lockbox_atom TO lockbox_other"
+	assert [ ! -e "$T/ran" ]
+	psql "$base" -XAtq -c "GRANT SELECT, INSERT, UPDATE ON lockbox_atom TO lockbox_other"
+	run -0 "$LOCKBOX" adaptive -d "$other" -e 0 "$NAME" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+}
+
 @test "adaptive: times are the server's: a client clock days off neither stores its time nor ends the wait" {
 	command -v faketime >/dev/null || skip "faketime is not installed"
 	# an ASan build refuses to start under faketime's LD_PRELOAD
@@ -515,6 +935,7 @@ finished status=0"
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=privilege
 @test "adaptive: a state URL takes no lock=; an unreachable server is 125" {
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$U" x true
 	assert_equal "$stderr" "adaptive: invalid state database '$U': lock= comes from NAME
@@ -528,11 +949,19 @@ Try 'lockbox adaptive --help'."
 }
 
 teardown() {
+	local d
+	if [[ -e ${T:-}/.down ]]; then
+		"$SRC/tools/pg-cluster" up "$LOCKBOX_PG_DIR" 3>&- || true
+	fi
+	if [[ -s ${T:-}/.dropdb ]]; then
+		while read -r d; do
+			sql "DROP DATABASE IF EXISTS $d WITH (FORCE)" || true
+		done <"$T/.dropdb"
+	fi
 	if [[ -s ${T:-}/.standby ]]; then
 		"$SRC/tools/pg-cluster" stop "$(cat "$T/.standby")" || true
 	fi
 	kill_tracked
-	local d
 	if [[ -f ${T:-}/.cleanup ]]; then
 		while read -r d; do
 			rm -rf -- "$d"

@@ -365,7 +365,7 @@ static int take(struct lb_runctx *r, int *status)
 
 static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 {
-	struct lb_pool_opts popts = { 0, 0 };
+	struct lb_pool_opts popts = { 0, 0, 0 };
 	struct lb_runctx r;
 	char *dir;
 	int status = LB_EXIT_FAIL, dirfd, shared = 0, in_fs;
@@ -395,6 +395,7 @@ static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 	}
 	/* a server tells this supervisor (SIGIO, see run_command) when the run's session ends */
 	popts.on_loss = SIGIO;
+	popts.loss_to_caller = 1;
 	r.pool = lb_pool_open(r.path, LB_POOL_WRITE, &popts);
 	if (r.pool == NULL || (shared && lb_state_file_check(r.pool, r.path, dirfd, 0) != 0)) {
 		if (r.pool != NULL)

@@ -284,7 +284,7 @@ static void report_busy(const struct poolcmd *cmd, const struct opts *o,
 		/* a server's holders may be on any host */
 		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
 		    (int)h->v[0].who.pid, hosts ? " on " : "", hosts ? h->v[0].who.host : "",
-		    h->v[0].who.command,
+		    h->v[0].who.command, h->v[0].age_unknown ? "age unknown" :
 		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
 		return;
 	}
@@ -345,7 +345,7 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
-	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss };
+	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss, 0 };
 	struct lb_ident who;
 	struct lb_pool *pool;
 	unsigned max = parse_max(cmd, max_arg), slot;
@@ -579,8 +579,8 @@ static void print_holders(const struct opts *o, int hosts, const struct lb_holde
 			if (x->foreign) {
 				print_foreign(x);
 			} else if (x->known) {
-				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid,
-				    lb_format_duration(lb_ident_age(&x->who), age));
+				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid, x->age_unknown ?
+				    "?" : lb_format_duration(lb_ident_age(&x->who), age));
 				if (hosts)
 					printf("%-16s ", x->who.host);
 				print_text(x->who.command);
@@ -602,10 +602,13 @@ static void print_holders(const struct opts *o, int hosts, const struct lb_holde
 		}
 		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
 		if (x->known) {
-			printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
-			    (int)x->who.pid, x->who.uid,
-			    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
-			    (long long)(x->who.wall_ns / LB_NS_PER_S));
+			printf(",\"pid\":%d,\"uid\":%u", (int)x->who.pid, x->who.uid);
+			if (x->age_unknown)
+				printf(",\"age_seconds\":null,\"started\":null,\"host\":");
+			else
+				printf(",\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
+				    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
+				    (long long)(x->who.wall_ns / LB_NS_PER_S));
 			lb_json_string(stdout, x->who.host);
 			printf(",\"command\":");
 			lb_json_string(stdout, x->who.command);
@@ -661,14 +664,16 @@ static int unchanged(unsigned char *area, size_t len, const struct lb_atom_clock
  */
 static int create(const struct opts *o, const char *path)
 {
-	struct lb_pool_opts popts = { (mode_t)o->mode, 0 };
+	struct lb_pool_opts popts = { (mode_t)o->mode, 0, 0 };
 	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
+	size_t n;
 	int r;
 
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	/* a server's locks need no file: reaching it is all there is to check */
-	r = lb_pool_caps(pool) & LB_POOL_IN_FS ? lb_pool_atom(pool, unchanged, NULL) : 0;
+	r = lb_pool_caps(pool) & LB_POOL_IN_FS ? lb_pool_atom(pool, unchanged, NULL) :
+	    lb_pool_count(pool, &n);
 	lb_pool_close(pool);
 	return r == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
 }

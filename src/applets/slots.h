@@ -12,8 +12,9 @@
 	"      --json          check/list output as JSON\n" \
 	"      --fd FD         acquire/release: lock on FD, which the caller opened\n" \
 	"      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n" \
-	"      --on-loss SIG   postgresql:// target: signal COMMAND with SIG (default\n" \
-	"                      TERM; none: do not) when the server connection is lost\n" \
+	"      --on-loss SIG   postgresql:// target: signal COMMAND's job, once, with\n" \
+	"                      SIG (default TERM; none: do not) when the server\n" \
+	"                      connection is lost\n" \
 	"  -h, --help          this help\n" \
 	"      --version       print lockbox's version and lock kind\n" \
 	"\n" \

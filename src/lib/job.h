@@ -26,7 +26,7 @@ struct lb_job {
 	size_t n, cap;
 };
 
-/* For the lock at SITE. */
+/* For the lock at SITE (byte -1: whoever has a descriptor of it holds it). */
 void lb_job_init(struct lb_job *job, const struct lb_lock_site *site);
 
 /*

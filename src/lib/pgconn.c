@@ -3,20 +3,29 @@
  * The PostgreSQL backend's connections: the URL (lock= apart from what
  * libpq gets, percent-decoded), the connection policy (keepalives on both
  * ends in the order that tells the command of a loss first, a session
- * hardened against the server's own timeouts, no standby, no pooler), and
- * the one-line error text of libpq's messages. Calls nothing above it.
+ * hardened against the server's own timeouts, no standby, no pooler, one
+ * round trip to set it all up), connecting within a deadline and again
+ * after a restart (what failed for a while, and what for good), and the
+ * one-line error text of libpq's messages. Calls nothing above it.
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
 #include "backend.h"
+#include "clock.h"
 #include "err.h"
 #include "hash.h"
+#include "parse.h"
 #include "pgpool.h"
 #include "text.h"
 
@@ -34,7 +43,18 @@
 #define SRV_COUNT	4
 #define SRV_USER_TIMEOUT 40000
 
-/* Percent-decode S[0..n) into a new string; NULL on a bad escape. */
+/* libpq's own default for connect_timeout is none: ours is 10 s */
+#define CONNECT_TIMEOUT	10
+/* a connection attempt within a wait gets at least this long */
+#define CONNECT_MIN	(1 * LB_NS_PER_S)
+/* between attempts at a server that is away: doubling from the first to the last */
+#define RETRY_FIRST	(50 * LB_NS_PER_MS)
+#define RETRY_LAST	(1 * LB_NS_PER_S)
+
+/*
+ * Percent-decode S[0..n) into a new string; NULL on a bad escape, and on
+ * %00: the name would end there and be another lock's.
+ */
 static char *pct_decode(const char *s, size_t n)
 {
 	char *out = malloc(n + 1), *o = out;
@@ -47,7 +67,7 @@ static char *pct_decode(const char *s, size_t n)
 			int hi = i + 2 < n ? lb_hexval(s[i + 1]) : -1;
 			int lo = i + 2 < n ? lb_hexval(s[i + 2]) : -1;
 
-			if (hi < 0 || lo < 0) {
+			if (hi < 0 || lo < 0 || hi * 16 + lo == 0) {
 				free(out);
 				return NULL;
 			}
@@ -117,36 +137,89 @@ int lbpg_split_url(struct pgpool *p, const char *url, int access)
 	return 0;
 }
 
+
+/*
+ * A line of libpq's text for messages: the first line of M, without the
+ * SQLSTATE that verbose errors put after the severity ("FATAL:  53300: ").
+ */
+static const char *one_line(const char *m, char *line, size_t size)
+{
+	size_t n = strcspn(m, "\n"), i, o = 0;
+
+	for (i = 0; i < n && o + 1 < size; i++) {
+		if (i >= 3 && m[i - 3] == ':' && m[i - 2] == ' ' && m[i - 1] == ' ' &&
+		    n - i > 6 && strspn(m + i, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") == 5 &&
+		    m[i + 5] == ':' && m[i + 6] == ' ')
+			i += 7;
+		line[o++] = m[i];
+	}
+	line[o] = '\0';
+	return line[0] != '\0' ? line : "unknown error";
+}
+
+/* The SQLSTATE a verbose message M carries ("...:  57P03: ..."), in STATE; 0 when none. */
+static int message_state(const char *m, char state[6])
+{
+	const char *s;
+
+	for (s = strstr(m, ":  "); s != NULL; s = strstr(s + 1, ":  "))
+		if (strspn(s + 3, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") == 5 &&
+		    s[8] == ':' && s[9] == ' ') {
+			memcpy(state, s + 3, 5);
+			state[5] = '\0';
+			return 1;
+		}
+	return 0;
+}
+
 /* The first line of libpq's last error, for a one-line message. */
 const char *lbpg_error(PGconn *conn)
 {
 	static char line[256];
-	const char *m = PQerrorMessage(conn);
-	size_t n = strcspn(m, "\n");
 
-	if (n >= sizeof line)
-		n = sizeof line - 1;
-	memcpy(line, m, n);
-	line[n] = '\0';
-	return line[0] != '\0' ? line : "unknown error";
+	return one_line(PQerrorMessage(conn), line, sizeof line);
 }
 
+/* R's error without its severity ("permission denied for ..."), else libpq's last. */
 const char *lbpg_res_error(PGresult *r, PGconn *conn)
 {
 	static char line[256];
-	const char *m = r != NULL ? PQresultErrorMessage(r) : "";
-	size_t n = strcspn(m, "\n");
+	const char *m = r != NULL ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 
-	if (n == 0)
+	if (m == NULL && r != NULL)
+		m = PQresultErrorMessage(r);
+	if (m == NULL || m[0] == '\0' || m[0] == '\n')
 		return lbpg_error(conn);
-	if (n >= sizeof line)
-		n = sizeof line - 1;
-	memcpy(line, m, n);
-	line[n] = '\0';
-	return line;
+	return one_line(m, line, sizeof line);
 }
 
-/* Run SQL; the last result when it is OK, else NULL (reported). */
+/*
+ * Whether an error with SQLSTATE S is the server being away for a while:
+ * restarting, shutting down, starting up, out of connections, or the
+ * connection itself failing. Anything else (a refused login, a database
+ * that does not exist, a permission) stays as it is when tried again.
+ */
+static int passing(const char *s)
+{
+	return strncmp(s, "08", 2) == 0 || strncmp(s, "53", 2) == 0 ||
+	    strcmp(s, "57P01") == 0 || strcmp(s, "57P02") == 0 ||
+	    strcmp(s, "57P03") == 0 || strcmp(s, "57P05") == 0;
+}
+
+int lbpg_lost(PGconn *conn, PGresult *r)
+{
+	const char *s = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	return conn == NULL || PQstatus(conn) == CONNECTION_BAD || (s != NULL && passing(s));
+}
+
+const char *lbpg_state(PGresult *r)
+{
+	const char *s = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	return s != NULL ? s : "";
+}
+
 PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql)
 {
 	PGresult *r = PQexec(conn, sql);
@@ -154,64 +227,14 @@ PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql)
 
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return r;
-	lb_warnx("%s: %s", p->base.name, lbpg_res_error(r, conn));
+	if (p->retrying && lbpg_lost(conn, r)) {
+		p->lost = 1;
+		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_res_error(r, conn));
+	} else {
+		lb_warnx("%s: %s", p->base.name, lbpg_res_error(r, conn));
+	}
 	PQclear(r);
 	return NULL;
-}
-
-PGconn *lbpg_connect(struct pgpool *p, const char *appname)
-{
-	const char *kw[] = {
-		"keepalives", "keepalives_idle", "keepalives_interval",
-		"keepalives_count", "tcp_user_timeout", "connect_timeout",
-		"application_name", "dbname", NULL
-	};
-	/* dbname comes last: what the URL sets overrides these defaults */
-	const char *val[] = {
-		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, "10",
-		appname, p->conninfo, NULL
-	};
-	PGconn *conn = PQconnectdbParams(kw, val, 1);
-
-	if (conn == NULL) {
-		lb_warnx("%s: cannot connect: out of memory", p->base.name);
-		return NULL;
-	}
-	if (PQstatus(conn) != CONNECTION_OK) {
-		lb_warnx("%s: cannot connect: %s", p->base.name, lbpg_error(conn));
-		PQfinish(conn);
-		return NULL;
-	}
-	return conn;
-}
-
-/*
- * A session advisory lock means something only on the primary and only
- * over a connection that is a session of its own. A standby takes advisory
- * locks that no other server sees. A pooler (PgBouncer) answers the startup
- * itself with a backend key of its own making, and in transaction mode
- * hands each transaction to any server session: the lock would stay in a
- * session this client no longer has.
- */
-int lbpg_check_server(struct pgpool *p, PGconn *conn)
-{
-	PGresult *r = lbpg_query(p, conn, "SELECT pg_is_in_recovery(), pg_backend_pid()");
-	int rc = -1;
-
-	if (r == NULL)
-		return -1;
-	if (PQntuples(r) != 1)
-		lb_warnx("%s: unexpected answer from the server", p->base.name);
-	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
-		lb_warnx("%s: the server is a standby (in recovery); its advisory locks are not shared with the primary",
-		    p->base.name);
-	else if (atoi(PQgetvalue(r, 0, 1)) != PQbackendPID(conn))
-		lb_warnx("%s: the connection goes through a pooler (server PID %s, startup said %d); session locks need a direct connection",
-		    p->base.name, PQgetvalue(r, 0, 1), PQbackendPID(conn));
-	else
-		rc = 0;
-	PQclear(r);
-	return rc;
 }
 
 /* A conninfo value as an integer; DEF when unset or not a number. */
@@ -231,6 +254,145 @@ static long conn_option(PGconn *conn, const char *key, long def)
 	return v;
 }
 
+/* Why an attempt failed, into p->last_err; 1 when it may pass (see passing). */
+static int attempt_failed(struct pgpool *p, PGconn *conn, const char *timeout)
+{
+	const char *m = timeout != NULL ? timeout : PQerrorMessage(conn);
+	char state[6];
+
+	one_line(m, p->last_err, sizeof p->last_err);
+	if (timeout != NULL)
+		return 1;
+	if (message_state(m, state))
+		return passing(state);
+	/* no word from a server: it was not reached, or went away while we spoke */
+	return !PQconnectionNeedsPassword(conn);
+}
+
+/*
+ * One attempt at a connection, bounded by the URL's connect_timeout (ours
+ * 10 s) and, for a wait (DEADLINE not LB_NO_WAIT), by its deadline, though
+ * never by less than CONNECT_MIN. NULL when it failed: p->last_err says
+ * why, and *PASSING whether trying again later may help.
+ */
+PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, int *passing_)
+{
+	const char *kw[] = {
+		"keepalives", "keepalives_idle", "keepalives_interval",
+		"keepalives_count", "tcp_user_timeout", "application_name",
+		"dbname", NULL
+	};
+	/* dbname comes last: what the URL sets overrides these defaults */
+	const char *val[] = {
+		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, appname,
+		p->conninfo, NULL
+	};
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	PGconn *conn = PQconnectStartParams(kw, val, 1);
+	int64_t until, floor;
+	long t;
+
+	*passing_ = 0;
+	if (conn == NULL) {
+		snprintf(p->last_err, sizeof p->last_err, "out of memory");
+		return NULL;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD) {	/* the URL itself */
+		attempt_failed(p, conn, NULL);
+		PQfinish(conn);
+		return NULL;
+	}
+	/* a server's refusal then says which SQLSTATE: what may pass, what will not */
+	PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+	t = conn_option(conn, "connect_timeout", CONNECT_TIMEOUT);
+	if (t > 0 && t < 2)
+		t = 2;	/* as libpq counts it */
+	until = t > 0 ? lb_deadline_after(t * LB_NS_PER_S) : INT64_MAX;
+	if (deadline != LB_NO_WAIT) {
+		floor = lb_deadline_after(CONNECT_MIN);
+		if (deadline > floor)
+			floor = deadline;
+		if (floor < until)
+			until = floor;
+	}
+	while (st != PGRES_POLLING_OK) {
+		struct pollfd pfd = { .fd = PQsocket(conn) };
+		int64_t left = until == INT64_MAX ? -1 : lb_remaining(until);
+		int r;
+
+		if (st == PGRES_POLLING_FAILED) {
+			*passing_ = attempt_failed(p, conn, NULL);
+			PQfinish(conn);
+			return NULL;
+		}
+		pfd.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+		r = left == 0 ? 0 : poll(&pfd, 1, left < 0 ? -1 :
+		    (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS));
+		if (r < 0 && errno != EINTR) {
+			snprintf(p->last_err, sizeof p->last_err, "poll: %s", strerror(errno));
+			PQfinish(conn);
+			return NULL;
+		}
+		if (r == 0) {
+			*passing_ = attempt_failed(p, conn, "timeout expired");
+			PQfinish(conn);
+			return NULL;
+		}
+		if (r > 0)
+			st = PQconnectPoll(conn);
+	}
+	PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+	return conn;
+}
+
+/*
+ * Whether OPTIONS (libpq's options=, the server's command line for the
+ * session: "-c name=value", "--name=value") sets the server's NAME.
+ */
+static int option_set(const char *options, const char *name)
+{
+	char word[128], key[128];
+	const char *s = options;
+	int next_is_c = 0;
+
+	while (s != NULL && *s != '\0') {
+		size_t n = 0, k = 0;
+		const char *w = word;
+
+		while (isspace((unsigned char)*s))
+			s++;
+		if (*s == '\0')
+			break;
+		/* a word, backslash quoting the next byte, as the server splits it */
+		while (*s != '\0' && !isspace((unsigned char)*s)) {
+			if (*s == '\\' && s[1] != '\0')
+				s++;
+			if (n + 1 < sizeof word)
+				word[n++] = *s;
+			s++;
+		}
+		word[n] = '\0';
+		if (!next_is_c && strcmp(word, "-c") == 0) {
+			next_is_c = 1;
+			continue;
+		}
+		if (next_is_c)
+			next_is_c = 0;
+		else if (strncmp(word, "-c", 2) == 0)
+			w = word + 2;
+		else if (strncmp(word, "--", 2) == 0)
+			w = word + 2;
+		else
+			continue;
+		for (; *w != '\0' && *w != '=' && k + 1 < sizeof key; w++)
+			key[k++] = *w == '-' ? '_' : *w;
+		key[k] = '\0';
+		if (strcasecmp(key, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * How long a silent peer goes unnoticed, in ms, as Linux counts it: with
  * a user timeout, the first probe after it; else the last probe.
@@ -247,50 +409,40 @@ static long loss_bound(long idle, long interval, long count, long user_timeout)
 	return (idle + interval * count) * 1000;
 }
 
+static const char *const srv_names[] = {
+	"tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count",
+	"tcp_user_timeout"
+};
+static const long srv_ours[] = { SRV_IDLE, SRV_INTERVAL, SRV_COUNT, SRV_USER_TIMEOUT };
+/* the first server version that has each (tcp_user_timeout: 12) */
+static const long srv_since[] = { 0, 0, 0, 120000 };
+
 /*
  * Keepalives on both ends of a holder's connection, the client's shorter:
  * when a partition cuts it, the command must hear of it before the server
- * frees the lock for another holder. Server settings the user chose (in
- * the URL's options=-c ...) are kept, and refused when they would undo
- * that order. Over a Unix socket there is no TCP and nothing to set.
+ * frees the lock for another holder. SRV are the server's settings as the
+ * session now has them. 0, or -1 (reported) when they are in the wrong
+ * order. Over a Unix socket there is no TCP and nothing to check.
  */
-static int set_keepalives(struct pgpool *p, PGconn *conn)
+static int check_keepalives(struct pgpool *p, PGconn *conn, const long srv[4])
 {
-	static const char *const names[] = {
-		"tcp_keepalives_idle", "tcp_keepalives_interval",
-		"tcp_keepalives_count", "tcp_user_timeout"
-	};
-	static const long ours[] = { SRV_IDLE, SRV_INTERVAL, SRV_COUNT, SRV_USER_TIMEOUT };
-	char sql[1024];
-	long srv[4], cli, server;
-	size_t n = 0, i;
-	PGresult *r;
+	long cli, server, idle = conn_option(conn, "keepalives_idle", 7200);
 
-	n += (size_t)snprintf(sql + n, sizeof sql - n, "SELECT ");
-	for (i = 0; i < 4; i++)
-		n += (size_t)snprintf(sql + n, sizeof sql - n,
-		    "%sSELECT CASE WHEN source = 'client' THEN setting"
-		    " ELSE set_config(name, '%ld', false) END"
-		    " FROM pg_settings WHERE name = '%s'", i ? "), (" : "(",
-		    ours[i], names[i]);
-	snprintf(sql + n, sizeof sql - n, ")");
-	r = lbpg_query(p, conn, sql);
-	if (r == NULL)
-		return -1;
-	for (i = 0; i < 4; i++)
-		srv[i] = PQgetisnull(r, 0, (int)i) ? 0 : atol(PQgetvalue(r, 0, (int)i));
-	PQclear(r);
 	if (srv[0] == 0 && srv[1] == 0 && srv[2] == 0)
 		return 0;	/* a Unix socket: the server has no TCP here */
 	server = loss_bound(srv[0], srv[1], srv[2], 0);
 	if (srv[3] > 0 && (server < 0 || srv[3] < server))
 		server = srv[3];
 	cli = conn_option(conn, "keepalives", 1) == 0 ? -1 :
-	    loss_bound(conn_option(conn, "keepalives_idle", 7200),
-	    conn_option(conn, "keepalives_interval", 75),
+	    loss_bound(idle, conn_option(conn, "keepalives_interval", 75),
 	    conn_option(conn, "keepalives_count", 9),
 	    conn_option(conn, "tcp_user_timeout", 0));
-	if (server >= 0 && (cli < 0 || cli >= server)) {
+	/*
+	 * The server last heard from an idle client (its probes) up to IDLE
+	 * before the link went silent: it counts from then, the client from
+	 * the silence.
+	 */
+	if (server >= 0 && (cli < 0 || cli + idle * 1000 >= server)) {
 		lb_warnx("%s: the server would drop a silent connection (and free the lock) after %lds, before this client notices (%s): the command could outlive its lock",
 		    p->base.name, server / 1000,
 		    cli < 0 ? "keepalives off" : "later");
@@ -299,34 +451,204 @@ static int set_keepalives(struct pgpool *p, PGconn *conn)
 	return 0;
 }
 
-/* Settings a holder's session must not have: timeouts that end it. */
-static int harden_session(struct pgpool *p, PGconn *conn)
+/* The URL's options= (and PGOPTIONS), as libpq has them: "" when none. */
+static char *conn_options(PGconn *conn)
 {
-	PGresult *r = lbpg_query(p, conn,
-	    "SELECT set_config('statement_timeout', '0', false),"
-	    " set_config('idle_in_transaction_session_timeout', '0', false),"
-	    " CASE WHEN current_setting('server_version_num')::int >= 140000"
-	    " THEN set_config('idle_session_timeout', '0', false) END");
+	PQconninfoOption *o = PQconninfo(conn), *i;
+	char *v = NULL;
 
-	if (r == NULL)
-		return -1;
-	PQclear(r);
+	for (i = o; i != NULL && i->keyword != NULL; i++)
+		if (strcmp(i->keyword, "options") == 0 && i->val != NULL)
+			v = strdup(i->val);
+	PQconninfoFree(o);
+	return v != NULL ? v : strdup("");
+}
+
+/*
+ * The setup of a new connection, in one round trip and checked in the
+ * same statement before anything is changed: a session advisory lock
+ * means something only on the primary and only over a connection that is
+ * a session of its own. A standby takes advisory locks that no other
+ * server sees. A pooler (PgBouncer) answers the startup itself with a
+ * backend key of its own making, and in transaction mode hands each
+ * transaction to any server session: a lock, or a setting, would stay in
+ * a session this client no longer has. For a holder (WRITE), the session
+ * then loses the timeouts that would end it, and gets lockbox's server
+ * keepalives where the user did not choose them (options=-c ...: kept,
+ * and refused when in the wrong order, see check_keepalives).
+ * lbpg_setup_sql writes the one statement (0, or -1 reported);
+ * lbpg_setup_check checks its answer R (0, or -1 reported).
+ */
+int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t size)
+{
+	char *options;
+	size_t n;
+	int i;
+
+	n = (size_t)snprintf(sql, size, "SELECT recovery, pid");
+	if (access == LB_POOL_WRITE) {
+		options = conn_options(conn);
+		if (options == NULL) {
+			lb_warn("%s", p->base.name);
+			return -1;
+		}
+		n += (size_t)snprintf(sql + n, size - n,
+		    ", CASE WHEN ours THEN set_config('statement_timeout', '0', false) END"
+		    ", CASE WHEN ours THEN set_config('idle_in_transaction_session_timeout', '0', false) END"
+		    ", CASE WHEN ours AND version >= 140000 THEN set_config('idle_session_timeout', '0', false) END");
+		for (i = 0; i < 4 && n < size; i++) {
+			if (option_set(options, srv_names[i]))
+				n += (size_t)snprintf(sql + n, size - n,
+				    ", CASE WHEN version >= %ld THEN current_setting('%s') END",
+				    srv_since[i], srv_names[i]);
+			else
+				n += (size_t)snprintf(sql + n, size - n,
+				    ", CASE WHEN ours AND version >= %ld THEN set_config('%s', '%ld', false) END",
+				    srv_since[i], srv_names[i], srv_ours[i]);
+		}
+		free(options);
+	}
+	snprintf(sql + n, size - n,
+	    " FROM (SELECT pg_is_in_recovery() AS recovery, pg_backend_pid() AS pid,"
+	    " current_setting('server_version_num')::int AS version,"
+	    " NOT pg_is_in_recovery() AND pg_backend_pid() = %d AS ours OFFSET 0) s;",
+	    PQbackendPID(conn));
 	return 0;
 }
 
-/* A connection ready to take slots; NULL (reported) */
-PGconn *lbpg_holder_conn(struct pgpool *p, int access)
+int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r)
 {
-	PGconn *conn = lbpg_connect(p, p->appname);
+	long srv[4];
+	int i;
 
-	if (conn == NULL)
-		return NULL;
-	if (lbpg_check_server(p, conn) != 0 || (access == LB_POOL_WRITE &&
-	    (harden_session(p, conn) != 0 || set_keepalives(p, conn) != 0))) {
-		PQfinish(conn);
+	if (PQntuples(r) != 1)
+		lb_warnx("%s: unexpected answer from the server", p->base.name);
+	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+		lb_warnx("%s: the server is a standby (in recovery); its advisory locks are not shared with the primary",
+		    p->base.name);
+	else if (atoi(PQgetvalue(r, 0, 1)) != PQbackendPID(conn))
+		lb_warnx("%s: the connection goes through a pooler (server PID %s, startup said %d); session locks need a direct connection",
+		    p->base.name, PQgetvalue(r, 0, 1), PQbackendPID(conn));
+	else if (access != LB_POOL_WRITE)
+		return 0;
+	else {
+		for (i = 0; i < 4; i++)
+			srv[i] = PQgetisnull(r, 0, 5 + i) ? 0 : atol(PQgetvalue(r, 0, 5 + i));
+		return check_keepalives(p, conn, srv);
+	}
+	return -1;
+}
+
+/* The setup on its own round trip. 0, or -1 (reported, or with p->lost when the connection went). */
+static int setup(struct pgpool *p, PGconn *conn, int access)
+{
+	char sql[2048];
+	PGresult *r;
+	int rc;
+
+	if (lbpg_setup_sql(p, conn, access, sql, sizeof sql) != 0)
+		return -1;
+	r = lbpg_query(p, conn, sql);
+	if (r == NULL)
+		return -1;
+	rc = lbpg_setup_check(p, conn, access, r);
+	PQclear(r);
+	return rc;
+}
+
+int lbpg_check_server(struct pgpool *p, PGconn *conn)
+{
+	return setup(p, conn, LB_POOL_READ);
+}
+
+/*
+ * One attempt at a connection ready for ACCESS (see setup), or, with
+ * LATER, whose setup is left to go with its first query (p->fresh). NULL
+ * when it failed: reported, or, when *PASSING_ is set, kept in p->last_err.
+ */
+static PGconn *holder_conn(struct pgpool *p, int access, int later, int64_t deadline,
+    int *passing_)
+{
+	PGconn *conn = lbpg_connect(p, p->appname, deadline, passing_);
+	int retrying = p->retrying;
+
+	if (conn == NULL) {
+		if (!*passing_)
+			lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
 		return NULL;
 	}
+	p->fresh = later;
+	if (later)
+		return conn;
+	/* a server that goes away during the setup is away */
+	p->retrying = 1;
+	p->lost = 0;
+	if (setup(p, conn, access) != 0) {
+		*passing_ = p->lost;
+		PQfinish(conn);
+		conn = NULL;
+	}
+	p->retrying = retrying;
+	p->lost = 0;
 	return conn;
+}
+
+static void nap(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / LB_NS_PER_S), (long)(ns % LB_NS_PER_S) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * p->conn, a connection ready for ACCESS (LATER: see holder_conn). A server that is away for a
+ * while (restarting, starting up, out of connections: see passing) is
+ * tried again until DEADLINE, at growing intervals; LB_NO_WAIT tries once.
+ * 1 connected; -1 failed (reported): for good, or away past the deadline
+ * when this run never reached it; 0 away past the deadline after it had
+ * been reached in this run (p->base.why says so: the lock was not taken).
+ */
+int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
+{
+	int64_t pause = RETRY_FIRST, wait;
+	int passing_ = 0;
+
+	for (;;) {
+		p->conn = holder_conn(p, access, later, deadline, &passing_);
+		if (p->conn != NULL) {
+			p->connected = 1;
+			p->conn_gen++;
+			return 1;
+		}
+		if (!passing_)
+			return -1;
+		if (lb_remaining(deadline) == 0)
+			break;
+		/* spread out, so that waiters back from a restart do not all come at once */
+		wait = pause / 2 + lb_now(CLOCK_MONOTONIC) % (pause / 2 + 1);
+		if (wait > lb_remaining(deadline))
+			wait = lb_remaining(deadline);
+		nap(wait);
+		pause = pause * 2 > RETRY_LAST ? RETRY_LAST : pause * 2;
+	}
+	if (!p->connected) {
+		lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
+		return -1;
+	}
+	snprintf(p->base.why, sizeof p->base.why, "the server is unreachable: %.200s", p->last_err);
+	p->base.why_at_once = deadline == LB_NO_WAIT;
+	return 0;
+}
+
+/* Forget a connection that failed: the server ends its session, and its locks with it. */
+void lbpg_drop(struct pgpool *p)
+{
+	if (p->conn != NULL)
+		PQfinish(p->conn);
+	p->conn = NULL;
+	p->slot = 0;
+	p->lost = 0;
 }
 
 /* S quoted as an SQL literal (PQfreemem it), or NULL (reported). */

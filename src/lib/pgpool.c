@@ -10,9 +10,11 @@
  * lives (or keeps the socket). Holders describe themselves in their
  * application_name; pg_locks joined with pg_stat_activity lists them.
  *
- * This is the backend's top: open, taking and waiting for slots, holders,
- * release, ending a holder's session, arming the loss signal for exec.
- * Below it, each calling only further down: pgstate.c (adaptive's state
+ * This is the backend's top: open, taking and waiting for slots (one
+ * connection a client, which becomes the holder's; a server that restarts
+ * is reached again within the wait), holders, release, ending a holder's
+ * session, arming the loss signal for exec. Below it, each calling only
+ * further down: pgwatch.c (the loss watcher), pgstate.c (adaptive's state
  * table), pgconn.c (the URL, connections and their policy); pgpool.h is
  * theirs alone.
  */
@@ -22,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +39,29 @@
 #include "pgpool.h"
 #include "text.h"
 
-/* a waiter queues on at most this many held slots; past that it also
- * re-checks every WAIT_RECHECK */
-#define WAIT_CONNS	8
-#define WAIT_RECHECK	(500 * LB_NS_PER_MS)
+/*
+ * A waiter queues on one held slot. When other slots are held it looks
+ * again this often (lock_timeout ends its wait on the server): soon when
+ * one of them has no waiter, so that a slot freed there is not left idle;
+ * now and then otherwise, since waiters come and go.
+ */
+#define RECHECK_FAST	(250 * LB_NS_PER_MS)
+#define RECHECK_SLOW	(2 * LB_NS_PER_S)
+/* how long past its lock_timeout the client waits for a waiting statement's answer */
+#define ANSWER_GRACE	(5 * LB_NS_PER_S)
 /* the slot-counting transaction's own lock: (KEY, -1) */
 #define COUNT_LOCK	"-1"
+/* how long another session may keep the count lock, at least, before we give up */
+#define COUNT_STUCK	(5 * LB_NS_PER_S)
+/* new connections after the deadline, for a server that keeps ending them */
+#define LATE_CONNECTS	3
+
+/* what the steps of an acquisition return besides 1, 0 and -1 */
+enum {
+	LOST = -2,	/* the connection failed (p->last_err): connect again */
+	STUCK = 3,	/* the count lock stayed held by another session (p->base.why) */
+	AGAIN = 4	/* look again at once */
+};
 
 static const struct lb_pool_ops pg_ops;
 
@@ -70,11 +90,16 @@ static void pg_close(struct lb_pool *pool)
 		PQfinish(p->conn);
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
+	lbpg_watch_stop(p);
 	free(p->conninfo);
 	free(p->lock);
 	free(p);
 }
 
+/*
+ * A pool that takes slots (WRITE) connects when it acquires, within the
+ * acquisition's deadline; one that only looks connects now.
+ */
 struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool_opts *opts)
 {
 	struct pgpool *p = calloc(1, sizeof *p);
@@ -88,15 +113,27 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 		free(p);
 		return NULL;
 	}
+	p->access = access;
+	p->watch_fd = -1;
 	p->on_loss = opts->on_loss;
+	p->to_caller = opts->loss_to_caller;
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
-	if (lbpg_split_url(p, url, access) != 0 || (p->conn = lbpg_holder_conn(p, access)) == NULL) {
+	if (lbpg_split_url(p, url, access) != 0 ||
+	    (access != LB_POOL_WRITE && lbpg_open_conn(p, access, 0, LB_NO_WAIT) != 1)) {
 		lb_pool_close(&p->base);
 		return NULL;
 	}
 	return &p->base;
+}
+
+/* p->conn, connected now if it is not yet (for what is not an acquisition); NULL (reported). */
+static PGconn *conn_now(struct pgpool *p)
+{
+	if (p->conn == NULL && lbpg_open_conn(p, p->access, 0, LB_NO_WAIT) != 1)
+		return NULL;
+	return p->conn;
 }
 
 /* "lockbox pid=P uid=U host=H cmd=C", cut to what pg_stat_activity keeps */
@@ -117,31 +154,145 @@ static void describe_self(struct pgpool *p, const struct lb_ident *who)
 			p->appname[i] = '?';
 }
 
-/* The WHERE clause of "held slots of this lock" over pg_locks l. */
-static void held_where(const struct pgpool *p, char *buf, size_t n)
+/* The WHERE clause of "held slots of this lock" over pg_locks l (static storage). */
+static const char *held_where(const struct pgpool *p)
 {
-	snprintf(buf, n,
+	static char buf[512];
+
+	snprintf(buf, sizeof buf,
 	    "l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database"
 	    " WHERE datname = current_database()) AND l.classid = %" PRId32
 	    " AND l.objsubid = 2 AND l.mode = 'ExclusiveLock' AND l.granted"
 	    " AND l.objid BETWEEN 1 AND %d", p->key, LB_POOL_MAX_SLOTS);
+	return buf;
 }
 
 /*
- * The start of every counting transaction: name the holder, then take the
- * pool's count lock. Writes it to SQL; -1 (reported) if NAME cannot be quoted.
+ * The count lock may be held by another session for a moment; a session
+ * that keeps it (stopped, or hostile: any role that may connect may take
+ * it) is waited for until DEADLINE, and at least COUNT_STUCK, or for the
+ * tests a duration in LOCKBOX_TEST_PG_COUNT_STUCK. In milliseconds.
  */
-static int count_prefix(struct pgpool *p, PGconn *conn, char *sql, size_t size)
+static long long count_bound(int64_t deadline)
 {
-	char *name = lbpg_literal(p, conn, p->appname);
+	static int64_t stuck;
+	int64_t left = lb_remaining(deadline);
+	const char *env;
 
-	if (name == NULL)
-		return -1;
-	snprintf(sql, size, "SET application_name = %s;"
-	    " SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ");", name, p->key);
-	PQfreemem(name);
-	return 0;
+	if (stuck == 0) {
+		env = secure_getenv("LOCKBOX_TEST_PG_COUNT_STUCK");
+		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
+			stuck = COUNT_STUCK;
+	}
+	if (left < stuck)
+		left = stuck;
+	return (long long)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS);
 }
+
+/*
+ * The start of every counting transaction, into SQL: take the pool's
+ * count lock, waiting for it no longer than count_bound (a lock_timeout
+ * of this transaction alone); with FRESH, also let go of whatever an
+ * interrupted wait may have left on this session. (The holder named
+ * itself when it connected: describe_self comes first.)
+ */
+static void count_prefix(struct pgpool *p, char *sql, size_t size, int64_t deadline, int fresh)
+{
+	snprintf(sql, size, "SELECT pg_advisory_xact_lock(%" PRId32 ", " COUNT_LOCK ")%s"
+	    " FROM (SELECT set_config('lock_timeout', '%lld', true) OFFSET 0) t;",
+	    p->key, fresh ? ", pg_advisory_unlock_all()" : "", count_bound(deadline));
+}
+
+/*
+ * Run SQL, a counting transaction, after the connection's setup when it is
+ * fresh (one round trip for both: see try_take). 1 with *RES, the last
+ * result, once the setup's answer passed lbpg_setup_check; else STUCK,
+ * LOST, or -1 (reported).
+ */
+static int count_run(struct pgpool *p, const char *sql, int64_t deadline, PGresult **res)
+{
+	PGresult *r, *first = NULL, *last = NULL, *bad = NULL;
+	char b[32];
+	int rc = 1;
+
+	if (!PQsendQuery(p->conn, sql)) {
+		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_error(p->conn));
+		return LOST;
+	}
+	while ((r = PQgetResult(p->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+
+		if ((st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) || bad != NULL) {
+			if (bad == NULL)
+				bad = r;
+			else
+				PQclear(r);
+		} else if (first == NULL) {
+			first = r;
+		} else {
+			PQclear(last);
+			last = r;
+		}
+	}
+	if (p->fresh && first != NULL) {
+		/* the setup's answer, first; a refused server's session took nothing */
+		p->fresh = 0;
+		if (lbpg_setup_check(p, p->conn, LB_POOL_WRITE, first) != 0)
+			rc = -1;
+	}
+	if (rc != 1) {
+		/* reported */
+	} else if (bad != NULL && strcmp(lbpg_state(bad), "55P03") == 0) {	/* our lock_timeout */
+		snprintf(p->base.why, sizeof p->base.why,
+		    "another session kept the lock's count lock (advisory lock %" PRId32 ", -1) for %s",
+		    p->key, lb_format_duration_ms(count_bound(deadline) * LB_NS_PER_MS, b));
+		p->base.why_at_once = deadline == LB_NO_WAIT;
+		rc = STUCK;
+	} else if (bad != NULL && lbpg_lost(p->conn, bad)) {
+		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_res_error(bad, p->conn));
+		rc = LOST;
+	} else if (bad != NULL) {
+		lb_warnx("%s: %s", p->base.name, lbpg_res_error(bad, p->conn));
+		rc = -1;
+	} else if (last == NULL || PQresultStatus(last) != PGRES_TUPLES_OK) {
+		lb_warnx("%s: unexpected answer from the server", p->base.name);
+		rc = -1;
+	}
+	PQclear(bad);
+	PQclear(first);
+	if (rc == 1)
+		*res = last;
+	else
+		PQclear(last);
+	return rc;
+}
+
+/*
+ * Run a counting transaction: the setup of a fresh connection, then
+ * count_prefix, then FMT. As count_run.
+ */
+static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **res,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **res,
+    const char *fmt, ...)
+{
+	char sql[4096];
+	va_list ap;
+	size_t n = 0;
+
+	if (p->fresh) {
+		if (lbpg_setup_sql(p, p->conn, LB_POOL_WRITE, sql, sizeof sql) != 0)
+			return -1;
+		n = strlen(sql);
+	}
+	count_prefix(p, sql + n, sizeof sql - n, deadline, fresh);
+	n += strlen(sql + n);
+	va_start(ap, fmt);
+	vsnprintf(sql + n, sizeof sql - n, fmt, ap);
+	va_end(ap);
+	return count_run(p, sql, deadline, res);
+}
+
 /*
  * Take the lowest free slot in 1..MAX when fewer than MAX are held, all in
  * one round trip and one transaction. The count and the claim run under
@@ -149,30 +300,27 @@ static int count_prefix(struct pgpool *p, PGconn *conn, char *sql, size_t size)
  * both see room for one more. The count is of every holder, whatever slot
  * it sits in, so a MAX smaller than another client's still holds. The
  * transaction's id is the fence: each acquisition gets a larger one.
- * Returns 1 taken, 0 busy, 2 room by the count but no slot free in 1..MAX
- * (one is changing hands), -1 error (reported).
+ * Whatever an interrupted wait may have left on this session is let go
+ * first. On a fresh connection its setup comes first in the same round
+ * trip, and the claim checks what the setup checks (a primary, a session
+ * of our own) for itself. Returns 1 taken, 0 busy, 2 room by the count
+ * but no slot free in 1..MAX (one is changing hands), STUCK, LOST, -1
+ * error (reported).
  */
-static int try_take(struct pgpool *p, unsigned max)
+static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 {
-	char where[512], sql[2048];
 	PGresult *r;
-	size_t n;
-	int rc;
-
-	if (count_prefix(p, p->conn, sql, sizeof sql) != 0)
-		return -1;
-	n = strlen(sql);
-	held_where(p, where, sizeof where);
-	snprintf(sql + n, sizeof sql - n,
+	int rc = counting(p, deadline, 1, &r,
 	    " SELECT s, CASE WHEN s IS NOT NULL THEN txid_current() END, h"
-	    " FROM (SELECT h, CASE WHEN h < %u THEN"
+	    " FROM (SELECT h, CASE WHEN h < %u AND NOT pg_is_in_recovery()"
+	    " AND pg_backend_pid() = %d THEN"
 	    " (SELECT s FROM generate_series(1, %u) s"
 	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
 	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
-	    max, max, p->key, where);
-	r = lbpg_query(p, p->conn, sql);
-	if (r == NULL)
-		return -1;
+	    max, PQbackendPID(p->conn), max, p->key, held_where(p));
+
+	if (rc != 1)
+		return rc;
 	rc = 0;
 	if (PQntuples(r) != 1) {
 		lb_warnx("%s: unexpected answer from the server", p->base.name);
@@ -189,29 +337,30 @@ static int try_take(struct pgpool *p, unsigned max)
 }
 
 /*
- * After a wait handed CONN slot S: keep it if S is within MAX and the
+ * After a wait handed us slot S: keep it if S is within MAX and the
  * holders, counted under the transaction lock, are no more than MAX (a
  * client with a larger MAX may have filled the pool meanwhile). 1 kept
- * (fence set), 0 let go, -1 error.
+ * (fence set), 0 let go, STUCK (let go), LOST, -1 error.
  */
-static int confirm(struct pgpool *p, PGconn *conn, unsigned s, unsigned max)
+static int confirm(struct pgpool *p, unsigned s, unsigned max, int64_t deadline)
 {
-	char where[512], sql[2048];
 	PGresult *r;
-	size_t n;
-	int rc = 0;
-
-	if (count_prefix(p, conn, sql, sizeof sql) != 0)
-		return -1;
-	n = strlen(sql);
-	held_where(p, where, sizeof where);
-	snprintf(sql + n, sizeof sql - n,
+	int rc = counting(p, deadline, 0, &r,
 	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
 	    " THEN txid_current() WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
-	    s, max, where, max, p->key, s);
-	r = lbpg_query(p, conn, sql);
-	if (r == NULL)
-		return -1;
+	    s, max, held_where(p), max, p->key, s);
+
+	if (rc == STUCK) {
+		/* the slot is still ours: a session lock outlives the failed transaction */
+		r = lbpg_query(p, p->conn, "SELECT pg_advisory_unlock_all()");
+		if (r == NULL)
+			return p->lost ? LOST : -1;
+		PQclear(r);
+		return STUCK;
+	}
+	if (rc != 1)
+		return rc;
+	rc = 0;
 	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "-1") != 0) {
 		snprintf(p->fence, sizeof p->fence, "%s", PQgetvalue(r, 0, 0));
 		rc = 1;
@@ -220,239 +369,192 @@ static int confirm(struct pgpool *p, PGconn *conn, unsigned s, unsigned max)
 	return rc;
 }
 
-/* The slots held now, ascending, preferring those within MAX; at most N. */
-static int held_slots(struct pgpool *p, unsigned max, unsigned *v, size_t n, size_t *got)
+/*
+ * The slot to wait for: a held one, within MAX if any is, with the fewest
+ * waiters queued on it, the lowest of those. *N: how many are held, 0
+ * when none is (freed meanwhile); *UNWATCHED: whether another held slot
+ * has no waiter. 1, or LOST, -1 (reported).
+ */
+static int pick_slot(struct pgpool *p, unsigned max, unsigned *slot, long *n, int *unwatched)
 {
-	char where[512], sql[1024];
+	char sql[1024];
 	PGresult *r;
-	int i;
 
-	held_where(p, where, sizeof where);
 	snprintf(sql, sizeof sql,
-	    "SELECT l.objid FROM pg_locks l WHERE %s ORDER BY l.objid > %u, l.objid LIMIT %zu",
-	    where, max, n);
+	    "SELECT (array_agg(objid ORDER BY objid > %u, q, objid))[1],"
+	    " (array_agg(q ORDER BY objid > %u, q, objid))[1],"
+	    " count(*) FILTER (WHERE q = 0), count(*)"
+	    " FROM (SELECT l.objid, count(*) FILTER (WHERE NOT l.granted) AS q"
+	    " FROM pg_locks l WHERE l.locktype = 'advisory' AND l.database ="
+	    " (SELECT oid FROM pg_database WHERE datname = current_database())"
+	    " AND l.classid = %" PRId32 " AND l.objsubid = 2 AND l.mode = 'ExclusiveLock'"
+	    " AND l.objid BETWEEN 1 AND %d"
+	    " GROUP BY l.objid HAVING bool_or(l.granted)) h",
+	    max, max, p->key, LB_POOL_MAX_SLOTS);
 	r = lbpg_query(p, p->conn, sql);
 	if (r == NULL)
-		return -1;
-	*got = 0;
-	for (i = 0; i < PQntuples(r); i++)
-		v[(*got)++] = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
+		return p->lost ? LOST : -1;
+	*n = PQntuples(r) == 1 ? atol(PQgetvalue(r, 0, 3)) : 0;
+	if (*n > 0) {
+		*slot = (unsigned)strtoul(PQgetvalue(r, 0, 0), NULL, 10);
+		/* the unwatched ones, but for the one picked */
+		*unwatched = atol(PQgetvalue(r, 0, 2)) - (strcmp(PQgetvalue(r, 0, 1), "0") == 0) > 0;
+	}
 	PQclear(r);
-	return 0;
-}
-
-struct waiter {
-	PGconn *conn;
-	unsigned slot;
-	int busy;	/* a query is in flight */
-	int won;	/* it returned: the slot is this connection's */
-};
-
-/* Read what is there; 1 when the query finished, 0 not yet, -1 error. */
-static int waiter_poll(struct pgpool *p, struct waiter *w)
-{
-	PGresult *r;
-	int ok = 0, err = 0;
-
-	if (!PQconsumeInput(w->conn)) {
-		lb_warnx("%s: %s", p->base.name, lbpg_error(w->conn));
-		return -1;
-	}
-	if (PQisBusy(w->conn))
-		return 0;
-	while ((r = PQgetResult(w->conn)) != NULL) {
-		ExecStatusType st = PQresultStatus(r);
-
-		if (st == PGRES_TUPLES_OK)
-			ok = 1;
-		else if (st != PGRES_COMMAND_OK)
-			err = 1;
-		PQclear(r);
-	}
-	w->busy = 0;
-	w->won = ok && !err;
 	return 1;
 }
 
-/* Cancel a query still waiting and collect its end, whatever it was. */
-static void waiter_stop(struct pgpool *p, struct waiter *w)
-{
-	PGcancel *c;
-	char buf[256];
-
-	if (!w->busy)
-		return;
-	c = PQgetCancel(w->conn);
-	if (c != NULL) {
-		PQcancel(c, buf, sizeof buf);
-		PQfreeCancel(c);
-	}
-	while (w->busy && waiter_poll(p, w) == 0) {
-		struct pollfd pfd = { .fd = PQsocket(w->conn), .events = POLLIN };
-
-		if (poll(&pfd, 1, 5000) <= 0)
-			break;
-	}
-	w->busy = 0;
-}
-
-static int waiter_send(struct pgpool *p, struct waiter *w, int64_t deadline)
-{
-	char sql[256];
-	/* the server ends the wait itself shortly after the deadline, so a
-	 * client that vanishes leaves no waiter queued for long */
-	long long ms = lb_remaining(deadline) / LB_NS_PER_MS + 1000;
-
-	snprintf(sql, sizeof sql,
-	    "SET lock_timeout = %lld; SELECT pg_advisory_lock(%" PRId32 ", %u)",
-	    ms, p->key, w->slot);
-	if (!PQsendQuery(w->conn, sql)) {
-		lb_warnx("%s: %s", p->base.name, lbpg_error(w->conn));
-		return -1;
-	}
-	w->busy = 1;
-	return 0;
-}
-
 /*
- * Wait for one of the held slots without polling the server: queue a
- * blocking pg_advisory_lock on each (up to WAIT_CONNS), the first on our
- * own connection, the rest on connections of their own. The server hands
- * a freed lock to the first in its queue, so waiters are served in order
- * per slot and a newcomer cannot barge in. The first request granted wins
- * and the others are cancelled. Returns 1 with *slot held on p->conn,
- * 0 when the deadline passed or a re-check is due, -1 on error.
+ * Wait on the server, with this client's one connection, for one held
+ * slot (pick_slot): a blocking pg_advisory_lock, which the server grants
+ * to the first in its queue when the slot's holder lets go, so waiters on
+ * a slot are served in order and a newcomer cannot barge in. The wait's
+ * lock_timeout is set for its own transaction only (set_config local to
+ * the statement): the deadline, or sooner when other slots are held and
+ * it is time to look again (see RECHECK_FAST). Returns 1 with *slot held
+ * on p->conn, 0 when the deadline passed or a look is due, LOST, -1.
  */
 static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned *slot)
 {
-	struct waiter w[WAIT_CONNS];
-	struct pollfd pfd[WAIT_CONNS];
-	unsigned held[WAIT_CONNS + 1];
-	size_t n, i, nw = 0;
-	int64_t until = deadline;
-	int rc = -1, win = -1;
+	char sql[256];
+	int64_t until = deadline, every, answer;
+	long long ms;
+	long n = 0;
+	unsigned s = 0;
+	int unwatched = 0, rc;
+	PGresult *r;
 
-	if (held_slots(p, max, held, WAIT_CONNS + 1, &n) != 0)
-		return -1;
+	if ((rc = pick_slot(p, max, &s, &n, &unwatched)) != 1)
+		return rc;
 	if (n == 0)
 		return 0;	/* freed meanwhile: try again at once */
-	if (n > WAIT_CONNS) {
-		n = WAIT_CONNS;
-		if (lb_remaining(deadline) > WAIT_RECHECK)
-			until = lb_deadline_after(WAIT_RECHECK);
+	/* the holder-to-be's watcher, now: a handoff does not wait for its fork */
+	if (lbpg_watch_start(p) != 0)
+		return -1;
+	if (n > 1) {
+		every = unwatched ? RECHECK_FAST : RECHECK_SLOW;
+		if (lb_remaining(deadline) > every)
+			until = lb_deadline_after(every);
 	}
-	memset(w, 0, sizeof w);
-	for (i = 0; i < n; i++) {
-		w[i].slot = held[i];
-		/* any of them may end up holding the slot: each is a holder's */
-		w[i].conn = i == 0 ? p->conn : lbpg_holder_conn(p, LB_POOL_WRITE);
-		if (w[i].conn == NULL)
-			goto out;
-		nw++;
-		if (waiter_send(p, &w[i], deadline) != 0)
-			goto out;
+	ms = (lb_remaining(until) + LB_NS_PER_MS - 1) / LB_NS_PER_MS;
+	if (ms < 1)
+		ms = 1;
+	if (ms > INT32_MAX)
+		ms = INT32_MAX;
+	snprintf(sql, sizeof sql,
+	    "SELECT pg_advisory_lock(%" PRId32 ", %u)"
+	    " FROM (SELECT set_config('lock_timeout', '%lld', true) OFFSET 0) t",
+	    p->key, s, ms);
+	if (!PQsendQuery(p->conn, sql)) {
+		snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_error(p->conn));
+		return LOST;
 	}
-	while (win < 0) {
-		int64_t left = lb_remaining(until);
-		int ms = (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS), r;
+	/* the server answers by then; if it does not, it is gone */
+	answer = lb_remaining(until) + ANSWER_GRACE;
+	answer = lb_deadline_after(answer);
+	while (PQisBusy(p->conn)) {
+		struct pollfd pfd = { .fd = PQsocket(p->conn), .events = POLLIN };
+		int64_t left = lb_remaining(answer);
 
 		if (left == 0) {
-			rc = 0;
-			goto out;
+			snprintf(p->last_err, sizeof p->last_err, "no answer from the server");
+			return LOST;
 		}
-		for (i = 0; i < nw; i++) {
-			pfd[i].fd = PQsocket(w[i].conn);
-			pfd[i].events = w[i].busy ? POLLIN : 0;
-		}
-		r = poll(pfd, nw, ms);
-		if (r < 0 && errno != EINTR) {
+		if (poll(&pfd, 1, (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS)) < 0 &&
+		    errno != EINTR) {
 			lb_warn("%s: poll", p->base.name);
-			goto out;
+			return -1;
 		}
-		for (i = 0; r > 0 && i < nw; i++) {
-			if (pfd[i].revents == 0 || !w[i].busy)
-				continue;
-			if (waiter_poll(p, &w[i]) < 0)
-				goto out;
-			if (!w[i].busy && !w[i].won && lb_remaining(deadline) > 0) {
-				lb_warnx("%s: %s", p->base.name, lbpg_error(w[i].conn));
-				goto out;
-			}
-			if (w[i].won && win < 0)
-				win = (int)i;
+		if (!PQconsumeInput(p->conn)) {
+			snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_error(p->conn));
+			return LOST;
 		}
 	}
-	rc = 1;
-out:
-	for (i = 0; i < nw; i++)
-		waiter_stop(p, &w[i]);
-	/* a request granted while being cancelled is let go with its connection */
-	for (i = 0; i < nw; i++) {
-		if ((int)i == win)
-			continue;
-		if (i == 0 && w[0].won) {
-			char sql[128];
-			PGresult *r;
+	rc = 0;
+	while ((r = PQgetResult(p->conn)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
 
-			snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%" PRId32 ", %u)",
-			    p->key, w[0].slot);
-			r = lbpg_query(p, p->conn, sql);
-			if (r == NULL)
-				rc = -1;
-			PQclear(r);
+		if (st == PGRES_TUPLES_OK && rc == 0) {
+			rc = 1;
+		} else if (st != PGRES_TUPLES_OK && strcmp(lbpg_state(r), "55P03") != 0) {
+			/* not our lock_timeout: the connection went, or an error */
+			snprintf(p->last_err, sizeof p->last_err, "%s", lbpg_res_error(r, p->conn));
+			rc = lbpg_lost(p->conn, r) ? LOST : -1;
 		}
-		if (i > 0 && w[i].conn != NULL)
-			PQfinish(w[i].conn);
+		PQclear(r);
 	}
-	if (rc == 1) {
-		if (win > 0) {
-			PQfinish(p->conn);
-			p->conn = w[win].conn;
-		}
-		*slot = w[win].slot;
-	}
+	if (rc == -1)
+		lb_warnx("%s: %s", p->base.name, p->last_err);
+	if (rc == 1)
+		*slot = s;
 	return rc;
+}
+
+/*
+ * One round of an acquisition on p->conn: take a slot, else wait for one
+ * until a look is due. 1 taken (p->slot), 0 the deadline passed, AGAIN,
+ * STUCK, LOST, -1 (reported).
+ */
+static int acquire_round(struct pgpool *p, unsigned max, int64_t deadline, int *tries)
+{
+	unsigned s = 0;
+	int r = try_take(p, max, deadline);
+
+	if (r != 0 && r != 2)
+		return r;
+	/* a freed slot may be in a waiter's hands for an instant */
+	if (r == 2 && (*tries)++ < 3)
+		return AGAIN;
+	if (lb_remaining(deadline) == 0)
+		return 0;
+	r = wait_slot(p, max, deadline, &s);
+	if (r == 1 && (r = confirm(p, s, max, deadline)) == 1)
+		p->slot = s;
+	return r == 0 ? AGAIN : r;
 }
 
 static int pg_holders(struct lb_pool *pool, struct lb_holders *out);
 
+/*
+ * Acquire with one connection, which becomes the holder's: take a slot,
+ * or wait for one until DEADLINE. A connection that fails (the server
+ * restarting or stopped, a network) is made again, within the deadline
+ * (see lbpg_open_conn), and the acquisition goes on from the start: the
+ * server ended the old session's locks and waits with it.
+ */
 static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	struct pgpool *p = pp(pool);
-	unsigned s;
-	int r, tries = 0;
+	int r, tries = 0, late = 0;
 
 	describe_self(p, who);
-	for (;;) {
-		r = try_take(p, max);
-		if (r == 1) {
-			*slot = p->slot;
-			return 1;
-		}
-		if (r < 0)
-			return -1;
-		/* a freed slot may be in a waiter's hands for an instant */
-		if (r == 2 && tries++ < 3)
-			continue;
-		if (lb_remaining(deadline) == 0)
-			break;
-		r = wait_slot(p, max, deadline, &s);
-		if (r < 0)
-			return -1;
-		if (r == 1) {
-			r = confirm(p, p->conn, s, max);
-			if (r < 0)
-				return -1;
-			if (r == 1) {
-				*slot = p->slot = s;
-				return 1;
+	p->retrying = 1;
+	do {
+		if (p->conn == NULL) {
+			if (lb_remaining(deadline) == 0 && p->connected && late++ >= LATE_CONNECTS) {
+				snprintf(p->base.why, sizeof p->base.why,
+				    "the server keeps ending the session: %.200s", p->last_err);
+				r = 0;
+				break;
 			}
+			if ((r = lbpg_open_conn(p, LB_POOL_WRITE, 1, deadline)) != 1)
+				break;
 		}
-	}
-	if (busy != NULL && pg_holders(pool, busy) != 0)
-		return -1;
-	return 0;
+		r = acquire_round(p, max, deadline, &tries);
+		if (r == LOST) {
+			lbpg_drop(p);
+			lbpg_watch_stop(p);
+			r = AGAIN;
+		}
+	} while (r == AGAIN);
+	p->retrying = 0;
+	if (r == 1)
+		*slot = p->slot;
+	/* busy: the holders, unless something else kept the slot (why) */
+	if (r == 0 && p->base.why[0] == '\0' && busy != NULL && pg_holders(pool, busy) != 0)
+		r = -1;
+	return r == STUCK ? 0 : r;
 }
 
 static unsigned pg_own_slot(struct lb_pool *pool)
@@ -463,9 +565,12 @@ static unsigned pg_own_slot(struct lb_pool *pool)
 static int pg_release(struct lb_pool *pool, pid_t owner)
 {
 	struct pgpool *p = pp(pool);
-	PGresult *r = lbpg_query(p, p->conn, "SELECT pg_advisory_unlock_all()");
+	PGresult *r;
 
 	(void)owner;
+	if (p->conn == NULL)
+		return 0;	/* no session, no lock */
+	r = lbpg_query(p, p->conn, "SELECT pg_advisory_unlock_all()");
 	if (r == NULL)
 		return -1;
 	PQclear(r);
@@ -502,22 +607,24 @@ static int parse_appname(const char *s, struct lb_ident *who)
  * Holders from the server: its lock table says who holds what, and each
  * holder's session says who it is. Ages are the server's (since the
  * holder's session last changed state: the end of its acquisition), so
- * clocks of other hosts do not matter.
+ * clocks of other hosts do not matter. A role that may not see another
+ * role's sessions in detail (pg_read_all_stats) gets no age for them.
  */
 static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 {
 	struct pgpool *p = pp(pool);
-	char where[512], sql[1024];
+	char sql[1024];
 	PGresult *r;
 	int i, n;
 
-	held_where(p, where, sizeof where);
+	if (conn_now(p) == NULL)
+		return -1;
 	snprintf(sql, sizeof sql,
 	    "SELECT l.objid, a.application_name,"
 	    " (extract(epoch FROM now() - a.state_change) * 1000)::bigint, l.pid,"
 	    " " BACKEND_START_SQL
 	    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
-	    " WHERE %s ORDER BY l.objid", where);
+	    " WHERE %s ORDER BY l.objid", held_where(p));
 	r = lbpg_query(p, p->conn, sql);
 	if (r == NULL)
 		return -1;
@@ -535,8 +642,10 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 		memset(h, 0, sizeof *h);
 		h->slot = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
 		h->known = !PQgetisnull(r, i, 1) && parse_appname(PQgetvalue(r, i, 1), &h->who);
-		/* no boot id: ages are taken on the wall clock, from the server's */
+		/* no boot id: ages are taken on the wall clock, from the server's;
+		 * a session the server does not show this role has no age to show */
 		h->who.wall_ns = lb_now(CLOCK_REALTIME) - (age > 0 ? age : 0) * LB_NS_PER_MS;
+		h->age_unknown = h->known && PQgetisnull(r, i, 2);
 		h->session.pid = atoi(PQgetvalue(r, i, 3));
 		h->session.start_us = PQgetisnull(r, i, 4) ? -1 :
 		    strtoll(PQgetvalue(r, i, 4), NULL, 10);
@@ -556,12 +665,14 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 {
 	struct pgpool *p = pp(pool);
-	char where[512], sql[2048], start[32], *name;
+	char sql[2048], start[32], *name;
 	PGresult *r;
 	int rc = -1;
 
 	if (h->session.pid <= 0)
 		return 0;
+	if (conn_now(p) == NULL)
+		return -1;
 	name = lbpg_literal(p, p->conn, h->session.name);
 	if (name == NULL)
 		return -1;
@@ -569,13 +680,12 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 		snprintf(start, sizeof start, "NULL");
 	else
 		snprintf(start, sizeof start, "%lld", (long long)h->session.start_us);
-	held_where(p, where, sizeof where);
 	snprintf(sql, sizeof sql,
 	    "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
 	    " JOIN pg_stat_activity a ON a.pid = l.pid WHERE %s AND l.objid = %u"
 	    " AND l.pid = %d AND a.application_name = %s"
 	    " AND " BACKEND_START_SQL " IS NOT DISTINCT FROM %s",
-	    where, h->slot, h->session.pid, name, start);
+	    held_where(p), h->slot, h->session.pid, name, start);
 	PQfreemem(name);
 	r = PQexec(p->conn, sql);
 	if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK) {
@@ -592,11 +702,13 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
 
 /*
  * The command inherits the connection's socket, and with it the lock.
- * The kernel signals the command (opts.on_loss) when the socket turns
- * readable or fails: after the last answer the server has nothing more to
- * say to a holder, so anything it sends (a FATAL message before it ends
- * the session, its FIN) and any error (keepalives gave up) means the
- * session, and the lock, are gone or going.
+ * After the last answer the server has nothing more to say to a holder,
+ * so anything it sends (a FATAL message before it ends the session, its
+ * FIN) and any error (keepalives gave up) means the session, and the
+ * lock, are gone or going. Who hears of it: a caller that supervises the
+ * command (opts.loss_to_caller: adaptive) gets opts.on_loss itself from
+ * the kernel (O_ASYNC); else the command's job is told by a watcher
+ * (pgwatch.c), once.
  */
 static int pg_keep_on_exec(struct lb_pool *pool)
 {
@@ -608,7 +720,7 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 		lb_warn("%s: socket", p->base.name);
 		return -1;
 	}
-	if (p->on_loss != 0) {
+	if (p->on_loss != 0 && p->to_caller) {
 		fl = fcntl(fd, F_GETFL);
 		if (fl < 0 || fcntl(fd, F_SETOWN, getpid()) != 0 ||
 		    fcntl(fd, F_SETSIG, p->on_loss) != 0 ||
@@ -616,12 +728,16 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 			lb_warn("%s: cannot watch the connection", p->base.name);
 			return -1;
 		}
+	}
+	if (p->on_loss != 0) {
 		/* what arrived before the watch was armed raised no signal */
 		if (poll(&pfd, 1, 0) != 0) {
 			lb_warnx("%s: the connection was lost before the command started",
 			    p->base.name);
 			return -1;
 		}
+		if (!p->to_caller && lbpg_watch_arm(p) != 0)
+			return -1;
 	}
 	if (setenv("LOCKBOX_FENCE", p->fence, 1) != 0) {
 		lb_warn("setenv");

@@ -18,16 +18,26 @@
 
 struct pgpool {
 	struct lb_pool base;
-	PGconn *conn;
+	PGconn *conn;		/* NULL: none yet, or the last one failed */
 	char *conninfo;		/* the URL without lock= */
 	char *lock;		/* NAME */
 	int32_t key;
+	int access;		/* LB_POOL_READ, WRITE, LIST */
 	int on_loss;
+	int to_caller;		/* opts.loss_to_caller: the loss is this process's to handle */
 	unsigned slot;		/* held, 0: none */
 	int armed;		/* keep_on_exec: the holder's connection must stay silent */
+	int connected;		/* a connection was made in this run (see lbpg_open_conn) */
+	int fresh;		/* p->conn's setup is still to go, with its first query */
+	unsigned conn_gen;	/* counts the connections made */
+	int watch_fd;		/* an unarmed watcher's end of its socket pair; -1: none */
+	unsigned watch_gen;	/* the connection it watches (conn_gen then) */
+	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
+	int lost;		/* the last lbpg_query failed with the connection (see lbpg_lost) */
 	PGconn *state_conn;	/* for atom transactions once armed */
 	char fence[24];		/* the acquisition's transaction id */
 	char appname[APPNAME_MAX + 1];
+	char last_err[256];	/* why the last attempt at the server failed, not yet reported */
 };
 
 static inline struct pgpool *pp(struct lb_pool *pool)
@@ -37,18 +47,44 @@ static inline struct pgpool *pp(struct lb_pool *pool)
 
 /* pgconn.c: the URL, connections and their policy, error text */
 int lbpg_split_url(struct pgpool *p, const char *url, int access);
+/* libpq's last error, or R's, on one line: static storage */
 const char *lbpg_error(PGconn *conn);
 const char *lbpg_res_error(PGresult *r, PGconn *conn);
+/* R's SQLSTATE, "" when it has none */
+const char *lbpg_state(PGresult *r);
+/* Whether a failure (R may be NULL) is the connection's end, or the server away for a while. */
+int lbpg_lost(PGconn *conn, PGresult *r);
+/*
+ * Run SQL on CONN: the last result when it is OK. Else NULL, and the
+ * failure reported; with p->retrying, a lost connection's failure is not,
+ * but kept: p->lost set, p->last_err why.
+ */
 PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql);
 char *lbpg_literal(struct pgpool *p, PGconn *conn, const char *s);
-PGconn *lbpg_connect(struct pgpool *p, const char *appname);
+PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, int *passing);
+/* 0 when CONN is a direct connection to a primary, else -1 (reported) */
 int lbpg_check_server(struct pgpool *p, PGconn *conn);
-PGconn *lbpg_holder_conn(struct pgpool *p, int access);
+/* the setup of a connection for ACCESS, as one statement (";"-ended) into SQL, and the check of its answer */
+int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t size);
+int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r);
+int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline);
+void lbpg_drop(struct pgpool *p);
 
 /* pgstate.c: adaptive's state table (the ops of the same names in backend.h) */
 int lbpg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
 int lbpg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
     struct lb_atom_clock *now);
 int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n);
+
+/*
+ * pgwatch.c: the loss watcher of a command that holds a slot. start: one
+ * for p->conn, unarmed, while waiting (nothing when no one is to be told,
+ * or one runs already); arm: from now on the connection's end is the
+ * command's loss (a new watcher, armed, if none watches p->conn); stop:
+ * let an unarmed one go. 0, or -1 (reported).
+ */
+int lbpg_watch_start(struct pgpool *p);
+int lbpg_watch_arm(struct pgpool *p);
+void lbpg_watch_stop(struct pgpool *p);
 
 #endif

@@ -36,12 +36,19 @@
  */
 #define SERVER_CLOCK_ID	"postgresql clock"
 
+/*
+ * The table, made by the first run in a database: every role that may
+ * connect may take an atom's lock, so every such role may keep its state
+ * (an administrator may REVOKE that from PUBLIC and grant it to chosen
+ * roles). Whoever made it first, it stays shared.
+ */
 #define ATOM_TABLE_SQL \
 	"CREATE TABLE IF NOT EXISTS lockbox_atom (" \
 	" name text PRIMARY KEY," \
 	" lock_key integer NOT NULL," \
 	" area bytea NOT NULL," \
-	" updated timestamptz NOT NULL)"
+	" updated timestamptz NOT NULL);" \
+	" GRANT SELECT, INSERT, UPDATE ON lockbox_atom TO PUBLIC"
 /* the server's time, in microseconds since the epoch */
 #define SERVER_NOW_SQL	"(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 
@@ -54,20 +61,74 @@
 static PGconn *state_conn(struct pgpool *p)
 {
 	char name[APPNAME_MAX + 1];
+	int passing;
 
-	if (!p->armed)
+	if (!p->armed) {
+		if (p->conn == NULL && lbpg_open_conn(p, p->access, 0, LB_NO_WAIT) != 1)
+			return NULL;
 		return p->conn;
+	}
 	if (p->state_conn != NULL && PQstatus(p->state_conn) == CONNECTION_OK)
 		return p->state_conn;
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
 	snprintf(name, sizeof name, "lockbox-state pid=%d", (int)getpid());
-	p->state_conn = lbpg_connect(p, name);
+	p->state_conn = lbpg_connect(p, name, LB_NO_WAIT, &passing);
+	if (p->state_conn == NULL)
+		lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
 	if (p->state_conn != NULL && lbpg_check_server(p, p->state_conn) != 0) {
 		PQfinish(p->state_conn);
 		p->state_conn = NULL;
 	}
 	return p->state_conn;
+}
+
+/*
+ * Report MSG, a permission denied: a role the table is not granted to (a
+ * table an older lockbox made, or one an administrator restricted) is
+ * told what its owner may grant. The failed transaction is rolled back.
+ */
+static void denied(struct pgpool *p, PGconn *conn, const char *msg)
+{
+	PGresult *r;
+
+	if (PQtransactionStatus(conn) == PQTRANS_INERROR)
+		PQclear(PQexec(conn, "ROLLBACK"));
+	r = PQexec(conn, "SELECT pg_get_userbyid(relowner),"
+	    " format('GRANT SELECT, INSERT, UPDATE ON %s TO %I', oid::regclass, current_user)"
+	    " FROM pg_class WHERE oid = to_regclass('lockbox_atom')");
+	if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		lb_warnx("%s: %s; the table's owner, role %s, may grant it: %s", p->base.name,
+		    msg, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+	else
+		lb_warnx("%s: %s; a role that may create the table lockbox_atom there runs adaptive first",
+		    p->base.name, msg);
+	PQclear(r);
+}
+
+/* Report the failure R, after WHAT; a permission denied by denied(). */
+static void state_failed(struct pgpool *p, PGconn *conn, PGresult *r, const char *what)
+{
+	char msg[300];
+
+	snprintf(msg, sizeof msg, "%s%s", what, lbpg_res_error(r, conn));
+	if (strcmp(lbpg_state(r), "42501") == 0)
+		denied(p, conn, msg);
+	else
+		lb_warnx("%s: %s", p->base.name, msg);
+}
+
+/* Run SQL on CONN as lbpg_query does, a failure reported by state_failed(). */
+static PGresult *state_query(struct pgpool *p, PGconn *conn, const char *sql)
+{
+	PGresult *r = PQexec(conn, sql);
+	ExecStatusType st = r != NULL ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return r;
+	state_failed(p, conn, r, "");
+	PQclear(r);
+	return NULL;
 }
 
 static void server_clock(const char *us, struct lb_atom_clock *now)
@@ -122,7 +183,7 @@ static int store_area(struct pgpool *p, PGconn *conn, const unsigned char *area,
 	if (r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK)
 		rc = 0;
 	else
-		lb_warnx("%s: cannot store the run state: %s", p->base.name, lbpg_res_error(r, conn));
+		state_failed(p, conn, r, "cannot store the run state: ");
 	PQclear(r);
 	return rc;
 }
@@ -151,11 +212,13 @@ int lbpg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	snprintf(sql, sizeof sql,
 	    "BEGIN; SELECT pg_advisory_xact_lock(%" PRId32 ", " ATOM_LOCK ");"
 	    " DO $$BEGIN IF to_regclass('lockbox_atom') IS NULL THEN"
-	    " PERFORM pg_advisory_xact_lock(" TABLE_LOCK "); " ATOM_TABLE_SQL "; END IF; END$$;"
+	    " PERFORM pg_advisory_xact_lock(" TABLE_LOCK ");"
+	    " IF to_regclass('lockbox_atom') IS NULL THEN " ATOM_TABLE_SQL "; END IF;"
+	    " END IF; END$$;"
 	    " SELECT (SELECT area FROM lockbox_atom WHERE name = %s), " SERVER_NOW_SQL,
 	    p->key, name);
 	PQfreemem(name);
-	r = lbpg_query(p, conn, sql);
+	r = state_query(p, conn, sql);
 	if (r != NULL && PQntuples(r) == 1 &&
 	    unescape_area(p, PQgetvalue(r, 0, 0), area, sizeof area) == 0) {
 		server_clock(PQgetvalue(r, 0, 1), &now);
@@ -166,7 +229,8 @@ int lbpg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	PQclear(r);
 	if (rc == 1)
 		return command(p, conn, "COMMIT", "COMMIT") == 0 ? 1 : -1;
-	command(p, conn, "ROLLBACK", "ROLLBACK");
+	if (PQtransactionStatus(conn) != PQTRANS_IDLE)
+		command(p, conn, "ROLLBACK", "ROLLBACK");
 	return rc;
 }
 
@@ -205,7 +269,7 @@ int lbpg_atom_read(struct lb_pool *pool, unsigned char *area, size_t len,
 		return -1;
 	snprintf(sql, sizeof sql, "SELECT area FROM lockbox_atom WHERE name = %s", name);
 	PQfreemem(name);
-	r = lbpg_query(p, conn, sql);
+	r = state_query(p, conn, sql);
 	if (r == NULL)
 		return -1;
 	rc = PQntuples(r) == 1;
@@ -223,7 +287,7 @@ int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n)
 
 	if (rc <= 0)
 		return rc;
-	r = lbpg_query(p, p->conn, "SELECT name FROM lockbox_atom ORDER BY name COLLATE \"C\"");
+	r = state_query(p, p->conn, "SELECT name FROM lockbox_atom ORDER BY name COLLATE \"C\"");
 	if (r == NULL)
 		return -1;
 	*names = calloc((size_t)PQntuples(r) + 1, sizeof **names);

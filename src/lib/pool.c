@@ -70,7 +70,7 @@ static struct lb_pool *pg_open(const char *target, int access,
 
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts)
 {
-	static const struct lb_pool_opts defaults = { 0, 0 };
+	static const struct lb_pool_opts defaults = { 0, 0, 0 };
 
 	if (is_pg(target))
 		return with_caps(pg_open(target, access, opts != NULL ? opts : &defaults), PG_CAPS);

@@ -40,6 +40,7 @@ struct lb_holder {
 	int foreign;
 	int foreign_write;
 	long long lock_lo, lock_hi;
+	int age_unknown;	/* known, but its age is not shown to us (who.wall_ns: now) */
 };
 
 struct lb_holders {
@@ -50,7 +51,8 @@ struct lb_holders {
 /* How a pool is opened; NULL means every default. */
 struct lb_pool_opts {
 	mode_t mode;		/* permissions of a file created now; 0: 0600 */
-	int on_loss;		/* signal for the command when a remote lock is lost; 0: none */
+	int on_loss;		/* signal for the command's job when a remote lock is lost; 0: none */
+	int loss_to_caller;	/* on_loss goes to this process, which supervises the command */
 };
 
 /*
@@ -184,7 +186,7 @@ int lb_pool_end_session(struct lb_pool *pool, const struct lb_holder *h);
 struct lb_lock_site {
 	dev_t dev;
 	ino_t ino;
-	off_t byte;
+	off_t byte;	/* -1: holding a descriptor of it is holding the lock (a server's socket) */
 };
 int lb_pool_lock_site(struct lb_pool *pool, unsigned slot, struct lb_lock_site *site);
 

@@ -325,6 +325,10 @@ int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 		/* stat follows the descriptor's link to the open file itself */
 		if (stat(path, &st) != 0 || st.st_dev != dev || st.st_ino != ino)
 			continue;
+		if (byte < 0) {
+			holds = 1;
+			break;
+		}
 		snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", (int)pid, fd);
 		holds = lb_procfs_fdinfo_locks(path, dev, ino, holds_byte, &byte);
 		/* closed, or the process gone, meanwhile: no lock through it */

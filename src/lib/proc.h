@@ -80,7 +80,8 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
  * /proc/PID/fdinfo lists both): 1 or 0; -1 when its descriptors cannot be
  * read (errno ENOENT or ESRCH: it is gone; EACCES or EPERM: another
  * user's; anything else, such as EMFILE: a failure, and the answer is
- * unknown). Having the file open without the lock is 0.
+ * unknown). Having the file open without the lock is 0; with BYTE -1 the
+ * descriptor is all there is to hold (a socket whose session holds a lock).
  */
 int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte);
 
