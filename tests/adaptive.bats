@@ -51,6 +51,10 @@ start_run() {
 	wait_for holder_ready "$marker" "$RUN_PID"
 	CMD_PID=$(cat "$marker")
 	track_pid "$CMD_PID"
+	# and its supervisor has logged the start (it does so after the
+	# fork, so the command may run first): a test that stops or
+	# expires the run then finds that line in its place
+	wait_for grep -qF " $name ran pid=$CMD_PID " "$LOG"
 }
 
 # overdue NAME: status reports the run as older than its EXPIREAFTER.
