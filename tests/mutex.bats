@@ -110,7 +110,7 @@ Try 'lockbox mutex --help'."
 	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +sleep\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
 	printf '%s\n' "$output" | valid_json
-	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"[^\"]*\",\"command\":\"sleep\"\\}\\]\$"
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"[^\"]*\",\"command\":\"sleep\",\"mode\":\"exclusive\"\\}\\]\$"
 	stop_pid "$HOLD_PID"
 	run -0 "$LOCKBOX" mutex "$F" check
 	assert_output 0
@@ -265,12 +265,12 @@ blocked_in_queue() {
 }
 
 # queue_tickets LOCKFILE: how many tickets are held in its queue (locked
-# bytes at offset 2^32 or above); a head's lock requests on slots are not
-# counted, unlike in lock_waiters.
+# bytes at offset 2^32 or above, below the waiters' marks at 2^32 + 2^48);
+# a head's lock requests on slots are not counted, unlike in lock_waiters.
 queue_tickets() {
 	local ino
 	ino=$(stat -c %i "$1") || return 1
-	awk -v ino="$ino" '$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+	awk -v ino="$ino" '$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 && $7 < 281479271677952 { n++ }
 		END { print n + 0 }' /proc/locks
 }
 

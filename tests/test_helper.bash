@@ -237,15 +237,15 @@ held_is() {
 }
 
 # lock_waiters LOCKFILE: how many processes wait on LOCKFILE: those in
-# its queue (each holds a ticket byte at offset 2^32 or above) and those
-# the kernel has blocked on a lock below the queue (the "->" lines of
-# /proc/locks for its inode).
+# its queue (each holds a ticket byte at offset 2^32 or above, below the
+# waiters' marks at 2^32 + 2^48) and those the kernel has blocked on a
+# lock below the queue (the "->" lines of /proc/locks for its inode).
 lock_waiters() {
 	local ino
 	ino=$(stat -c %i "$1") || return 1
 	awk -v ino="$ino" '
 		$2 == "->" && $7 ~ (":" ino "$") && $8 < 4294967296 { n++ }
-		$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+		$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 && $7 < 281479271677952 { n++ }
 		END { print n + 0 }' /proc/locks
 }
 

@@ -212,6 +212,29 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args
 	lb_text_clean(who->command);
 }
 
+void lb_ident_of_process(struct lb_ident *who, pid_t pid)
+{
+	struct lb_proc_stat st;
+	struct stat ps;
+	char path[64];
+	long tck = sysconf(_SC_CLK_TCK);
+	int64_t start;
+
+	lb_ident_fill(who, pid, NULL, 0);
+	/* gone: nothing to say of it but its PID */
+	if (lb_proc_stat(pid, &st) != 0 || tck <= 0) {
+		who->command[0] = '\0';
+		return;
+	}
+	start = (int64_t)(st.starttime / (uint64_t)tck) * 1000000000 +
+	    (int64_t)(st.starttime % (uint64_t)tck) * (1000000000 / tck);
+	who->wall_ns -= who->boot_ns - start;
+	who->boot_ns = start;
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	if (stat(path, &ps) == 0)
+		who->uid = (uint32_t)ps.st_uid;
+}
+
 int lb_same_boot(const uint8_t a[16], const uint8_t b[16])
 {
 	static const uint8_t none[16];

@@ -49,6 +49,14 @@ uint64_t lb_proc_starttime(pid_t pid);
  */
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args);
 
+/*
+ * WHO as the kernel shows process PID, for a lock that has no record (a
+ * flock(2) lock): its name as lb_ident_fill gives it, its owner's uid,
+ * and the clocks of its start (the lock was taken after it). A process
+ * that is gone keeps only its PID.
+ */
+void lb_ident_of_process(struct lb_ident *who, pid_t pid);
+
 /* Set the clocks of WHO to now: the moment its slot is taken, after any wait. */
 void lb_ident_stamp(struct lb_ident *who);
 
