@@ -400,6 +400,9 @@ Try 'lockbox slots --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -s "$F" list
 	assert_stderr "mutex: -s goes with COMMAND or acquire
 Try 'lockbox mutex --help'."
+	# a server's advisory locks are each for one holder: refused before any connection
+	run -125 --separate-stderr "$LOCKBOX" mutex -s 'postgresql://127.0.0.1:1/db?lock=x' true
+	assert_stderr "mutex: postgresql://127.0.0.1:1/db?lock=x: a shared lock needs a lock file; a server's locks are each for one holder"
 }
 
 @test "-s: a shared holder killed with SIGKILL leaves its share, and the lock frees with the last one" {

@@ -584,6 +584,13 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
+	/* a lock that can be lost tells COMMAND so through what COMMAND inherits */
+	if (o->close && (lb_pool_caps(pool) & LB_POOL_LOSS) != 0) {
+		lb_warnx("%s: -o needs a lock file: a server's lock is watched for COMMAND through its connection",
+		    lb_pool_name(pool));
+		lb_pool_close(pool);
+		return LB_EXIT_FAIL;
+	}
 	lb_ident_fill(&who, getpid(), command, o->record_args);
 	/* the pool's name: a server URL's password is not repeated */
 	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
