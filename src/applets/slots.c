@@ -600,8 +600,12 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 	snprintf(env, sizeof env, "%u", slot);
 	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
 		lb_die(LB_EXIT_FAIL, "setenv");
-	if (o->close)
-		return run_closed(command);
+	if (o->close) {
+		/* COMMAND has ended: the lock goes with our open file */
+		status = run_closed(command);
+		lb_pool_close(pool);
+		return status;
+	}
 	if (lb_pool_keep_on_exec(pool) != 0)
 		return LB_EXIT_FAIL;
 	/* the slot's lock lives on in the fd the command inherits */

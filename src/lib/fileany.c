@@ -185,7 +185,6 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 	}
 	for (i = 0; i < n; i++) {
 		struct lb_holder *h;
-		struct lb_proc_stat st;
 
 		if (v[i].blocked != waiting)
 			continue;
@@ -194,13 +193,14 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 		h->shared = !v[i].l.write;
 		h->lock_lo = v[i].l.lo;
 		h->lock_hi = v[i].l.hi;
-		lb_ident_of_process(&h->who, v[i].l.pid);
 		if (waiting) {
 			h->waiting = 1;
 			h->queue = ++queue;
-			h->stopped = lb_proc_stat(v[i].l.pid, &st) == 0 &&
-			    (st.state == 'T' || st.state == 't');
-		} else if (v[i].l.pid > 0 && kill(v[i].l.pid, 0) != 0 && errno == ESRCH) {
+			lb_ident_of_waiter(&h->who, v[i].l.pid, &h->stopped);
+			continue;
+		}
+		lb_ident_of_process(&h->who, v[i].l.pid);
+		if (v[i].l.pid > 0 && kill(v[i].l.pid, 0) != 0 && errno == ESRCH) {
 			h->gone = 1;
 			h->keeper = lb_lock_keeper(p->fd, &v[i].l, 1);
 		}

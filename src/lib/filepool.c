@@ -615,7 +615,6 @@ static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
 	if (p->fd < 0)
 		return 0;
 	struct lb_queued *q;
-	struct lb_proc_stat st;
 	size_t n, i;
 
 	if (p->any)
@@ -636,12 +635,8 @@ static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
 		h->waiting = 1;
 		h->queue = (unsigned)out->n;
 		h->shared = q[i].shared;
-		h->known = q[i].pid > 0;
-		if (h->known) {
-			lb_ident_of_process(&h->who, q[i].pid);
-			h->stopped = lb_proc_stat(q[i].pid, &st) == 0 &&
-			    (st.state == 'T' || st.state == 't');
-		}
+		/* one read of /proc/PID/stat each: a long queue costs little more than the table */
+		h->known = q[i].pid > 0 && lb_ident_of_waiter(&h->who, q[i].pid, &h->stopped) == 0;
 	}
 	free(q);
 	return 0;

@@ -57,6 +57,14 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args
  */
 void lb_ident_of_process(struct lb_ident *who, pid_t pid);
 
+/*
+ * WHO as one read of /proc/PID/stat shows a process that waits for a lock:
+ * its PID, kernel name, start (on the clocks, so that its age is how long
+ * it has run) and this host; *STOPPED whether it is stopped (T or t). 0,
+ * or -1 when it is gone (WHO then has only its PID).
+ */
+int lb_ident_of_waiter(struct lb_ident *who, pid_t pid, int *stopped);
+
 /* Set the clocks of WHO to now: the moment its slot is taken, after any wait. */
 void lb_ident_stamp(struct lb_ident *who);
 
@@ -73,6 +81,7 @@ struct lb_proc_stat {
 	pid_t pgid;
 	uint64_t starttime;	/* clock ticks after boot */
 	char state;		/* R, S, D, T, Z, ... */
+	char comm[16];		/* its name as the kernel gives it, cleaned for printing */
 };
 
 /*
