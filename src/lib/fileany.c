@@ -160,6 +160,21 @@ int fa_release(struct filepool *p)
 	return 0;
 }
 
+/* Whether the table still shows the flock(2) lock L (its locker's PID and kind). */
+static int still_held(struct filepool *p, const struct lb_lockinfo *l)
+{
+	struct lb_lockline *v;
+	size_t n, i;
+	int held = 0;
+
+	if (lb_scan_flocks(p->fd, &v, &n) != 0)
+		return 1;	/* not known: as it was */
+	for (i = 0; i < n && !held; i++)
+		held = !v[i].blocked && v[i].l.pid == l->pid && v[i].l.write == l->write;
+	free(v);
+	return held;
+}
+
 /*
  * The holders (WAITING 0) or the waiters (1) from the kernel's lock table:
  * a flock(2) lock names the process that took it, which may have ended
@@ -201,8 +216,9 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 		}
 		lb_ident_of_process(&h->who, v[i].l.pid);
 		if (v[i].l.pid > 0 && kill(v[i].l.pid, 0) != 0 && errno == ESRCH) {
-			h->gone = 1;
 			h->keeper = lb_lock_keeper(p->fd, &v[i].l, 1);
+			/* none found: another user's, or the lock went with it since the look */
+			h->gone = h->keeper > 0 || still_held(p, &v[i].l);
 		}
 	}
 	free(v);

@@ -277,14 +277,20 @@ static void holder_gone(struct filepool *p, struct lb_holder *h)
 	/* 0: gone; another start: its PID is another process's now */
 	if (start != 0 && (h->who.starttime == 0 || start == h->who.starttime))
 		return;
-	h->gone = 1;
 #ifdef HAVE_OFD_LOCKS
 	l.lo = l.hi = (long long)lb_slot_offset(h->slot);
 	l.pid = 0;
 	l.write = 1;
 	l.ofd = 1;
 	h->keeper = lb_lock_keeper(p->fd, &l, 0);
+	/*
+	 * No process holds it: the holder ended since the look, and the
+	 * slot went with it (its lock is not held now), or the keeper is
+	 * another user's (the slot is still held).
+	 */
+	h->gone = h->keeper > 0 || lb_lock_conflict(p->cfd, F_WRLCK, (off_t)l.lo, 1, &l) == 1;
 #else
+	/* a classic POSIX lock dies with its process: the slot is free by now */
 	(void)p;
 	(void)l;
 #endif
