@@ -757,3 +757,36 @@ exit code: 0"
 	assert_stderr "mutex: $TS_LOCK: took slot 1 of 1
 mutex: $TS_LOCK: took slot 1 of 1"
 }
+
+@test "the library's acquire_mutex -s: shared locks held by shells, an exclusive one refused, acquire_slot -s refused" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib
+	lib=$("$LOCKBOX" --shell-lib)
+	cat >"$T/reader" <<'EOF2'
+. "$1" || exit 125
+acquire_mutex -s "$2" || exit
+printf '%s\n' "$$" >"$3.tmp" && mv "$3.tmp" "$3"
+read -r _ <"$4"
+release_mutex "$2"
+EOF2
+	mkfifo "$T/go"
+	spawn bash "$T/reader" "$lib" "$F" "$T/r1" "$T/go"
+	local r1=$SPAWN_PID
+	wait_for test -s "$T/r1"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '. "$1" && acquire_mutex --shared "$2" && "$3" mutex "$2" list' \
+		sh "$lib" "$F" "$LOCKBOX"
+	assert_regex "${lines[1]}" "^1 +$r1 +$AGE_RE +shared: reader\$"
+	assert_regex "${lines[2]}" "^2 +[0-9]+ +$AGE_RE +shared: bash\$"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -75 --separate-stderr bash -c '. "$1" && acquire_mutex "$2"' sh "$lib" "$F"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $r1 \\(reader, $AGE_RE, shared\\)\$"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -125 --separate-stderr bash -c '. "$1" && acquire_slot -s "$2" 3' sh "$lib" "$F"
+	assert_stderr "acquire_slot: -s goes with acquire_mutex: a slot is never shared"
+	echo >"$T/go"
+	reap "$r1"
+	assert_equal "$REAP_STATUS" 0
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
