@@ -523,8 +523,10 @@ static char **shell_command(char **command)
 	const char *shell = getenv("SHELL");
 
 	if (command[0] == NULL ||
-	    (strcmp(command[0], "-c") != 0 && strcmp(command[0], "--command") != 0))
+	    (strcmp(command[0], "-c") != 0 && strcmp(command[0], "--command") != 0)) {
+		misplaced(command[0]);
 		return command;
+	}
 	if (command[1] == NULL || command[2] != NULL)
 		lb_usage_error("%s takes exactly one argument, the command for the shell", command[0]);
 	argv[0] = shell != NULL && shell[0] == '/' ? (char *)shell : "/bin/sh";
@@ -574,9 +576,10 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 
 	if (command[0] != NULL && strcmp(command[0], "--") == 0)
 		command++;
-	else if (command[0] == NULL || command[0][0] != '-' || command[0][1] != 'c' || command[0][2] != '\0')
+	else if (cmd->fixed_max == 1)
+		command = shell_command(command);	/* mutex(1)'s, as flock(1) has it */
+	else
 		misplaced(command[0]);
-	command = shell_command(command);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
 	/* a pool of one (mutex) takes any file, as flock(1) does */
