@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: ISC
 # shellcheck shell=bash
 # bash completion for lockbox and its applets (slots, mutex, waitfor,
-# adaptive). Options come from each applet's own --help, so they follow
+# adaptive, locks). Options come from each applet's own --help, so they follow
 # the binary; adaptive's atom names come from 'adaptive status'.
 # Works with the bash-completion framework, and without it.
 
@@ -134,7 +134,7 @@ _lockbox_main() {
 	[[ $bin == '~'/* ]] && bin=$HOME/${bin#'~'/}
 	if [[ ${bin##*/} == lockbox ]]; then
 		if ((cword == 1)); then
-			_lockbox_add "$cur" "$(printf '%s\n' adaptive mutex slots waitfor \
+			_lockbox_add "$cur" "$(printf '%s\n' adaptive locks mutex slots waitfor \
 				--help --version --list --shell-lib)"
 			return 0
 		fi
@@ -148,7 +148,7 @@ _lockbox_main() {
 		[[ -x ${bin%/*}/lockbox ]] && bin=${bin%/*}/lockbox
 	fi
 	case $applet in
-	slots | mutex | waitfor | adaptive) ;;
+	slots | mutex | waitfor | adaptive | locks) ;;
 	*) return 0 ;;
 	esac
 	type -P "$bin" >/dev/null 2>&1 || return 0
@@ -179,9 +179,9 @@ _lockbox_main() {
 				$applet:$word == adaptive:status ]]; then
 				sub=$word
 			fi
-			# check, list, create: nothing follows
+			# check, list, held, create: nothing follows
 			[[ -z $sub && ${#pos[@]} -ge 2 && $applet != waitfor &&
-				$word =~ ^(check|list|create)$ ]] && return 0
+				$word =~ ^(check|list|held|create)$ ]] && return 0
 			if _lockbox_at_command; then
 				_lockbox_command "$((i + 1))"
 				return 0
@@ -213,7 +213,7 @@ _lockbox_main() {
 		_lockbox_files "$cur"
 		;;
 	slots:1:)
-		_lockbox_add "$cur" "$(printf '%s\n' check list create)"
+		_lockbox_add "$cur" "$(printf '%s\n' check list held create)"
 		;;
 	adaptive:0:)
 		_lockbox_add "$cur" status
@@ -250,7 +250,7 @@ _lockbox_at_command() {
 	esac
 }
 
-# Complete COMMAND [ARG...] starting at word $1 (mutex: or check, list, create).
+# Complete COMMAND [ARG...] starting at word $1 (mutex: or check, list, held, create).
 _lockbox_command() {
 	local start=$1 c
 	if ((start < cword)); then
@@ -262,10 +262,10 @@ _lockbox_command() {
 		return 0
 	fi
 	[[ $applet == mutex && ${#pos[@]} == 1 ]] &&
-		_lockbox_add "$cur" "$(printf '%s\n' check list create)"
+		_lockbox_add "$cur" "$(printf '%s\n' check list held create)"
 	while IFS= read -r c; do
 		COMPREPLY+=("$c")
 	done < <(compgen -c -- "$cur" | sort -u)
 }
 
-complete -F _lockbox lockbox slots mutex waitfor adaptive
+complete -F _lockbox lockbox slots mutex waitfor adaptive locks

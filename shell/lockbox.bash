@@ -76,8 +76,9 @@ declare -A _lockbox_kind=()	# F -> mutex or slots
 declare -A _lockbox_slot=()	# F -> the slot number held on F
 _lockbox_slot_file=		# the F that LOCKBOX_SLOT came from
 _lockbox_r=			# a function's result (no subshell needed)
-_lockbox_quiet=0		# acquire_*'s -q and -w, as _lockbox_acquire_opts read them
+_lockbox_quiet=0		# acquire_*'s -q, -w and -s, as _lockbox_acquire_opts read them
 _lockbox_wait=
+_lockbox_shared=0
 
 # The EXIT trap: _lockbox_exit_pid is the $BASHPID whose real EXIT trap is
 # _lockbox_on_exit; _lockbox_exit_cmd is the script's own EXIT command, which
@@ -257,12 +258,16 @@ _lockbox_close() {
 }
 
 # _lockbox_acquire APPLET QUIET WAIT FILE [MAX]: take a slot (mutex: the one
-# slot); WAIT is -w's duration, or empty not to wait.
+# slot, or with _lockbox_shared one shared lock); WAIT is -w's duration, or
+# empty not to wait.
 _lockbox_acquire() {
 	local app=$1 quiet=$2 wait=$3 file=$4 key fd slot rc=0
 	local -a args=("$app" acquire)
 	if ((quiet)); then
 		args+=(-q)
+	fi
+	if ((_lockbox_shared)); then
+		args+=(-s)
 	fi
 	if [[ -n $wait ]]; then
 		args+=(-w "$wait")
@@ -563,9 +568,11 @@ _lockbox_acquire_opts() {
 	shift
 	_lockbox_quiet=0
 	_lockbox_wait=
+	_lockbox_shared=0
 	while (($#)); do
 		case $1 in
 		-q) _lockbox_quiet=1 ;;
+		-s | --shared) _lockbox_shared=1 ;;
 		-w)
 			if (($# < 2)); then
 				_lockbox_warn "$name: option '-w' needs an argument"
@@ -588,7 +595,8 @@ _lockbox_acquire_opts() {
 	_lockbox_r=$n
 }
 
-# acquire_mutex [-q] [-w DUR] [FILE]: take the exclusive lock on FILE; 75
+# acquire_mutex [-q] [-s] [-w DUR] [FILE]: take the exclusive lock on FILE
+# (-s, --shared: a shared one, which other shared holders may hold too); 75
 # (and the holder named on stderr, unless -q) when it is held. With -w the
 # binary waits up to DUR for it, blocked in the kernel (bare number: seconds).
 _lockbox_acquire_mutex() {
@@ -655,6 +663,10 @@ _lockbox_acquire_slot() {
 	shift "$_lockbox_r"
 	quiet=$_lockbox_quiet
 	wait=$_lockbox_wait
+	if ((_lockbox_shared)); then
+		_lockbox_warn "acquire_slot: -s goes with acquire_mutex: a slot is never shared"
+		return 125
+	fi
 	if (($# != 2)); then
 		_lockbox_warn "acquire_slot: usage: acquire_slot [-q] [-w DUR] FILE MAX"
 		return 125

@@ -29,6 +29,7 @@ struct applet {
 /* sorted by name, for bsearch */
 static const struct applet applets[] = {
 	{ "adaptive", adaptive_main },
+	{ "locks", locks_main },
 	{ "mutex", mutex_main },
 	{ "slots", slots_main },
 	{ "waitfor", waitfor_main },

@@ -15,7 +15,7 @@ setup() {
 	mkdir -p "$T/bin"
 	ln -s "$LOCKBOX" "$T/bin/lockbox"
 	local a
-	for a in slots mutex waitfor adaptive; do
+	for a in slots mutex waitfor adaptive locks; do
 		ln -s lockbox "$T/bin/$a"
 	done
 }
@@ -69,7 +69,7 @@ framework() {
 @test "completion: applets and lockbox's own options" {
 	run complete_words lockbox ''
 	assert_success
-	assert_output "$(printf '%s\n' --help --list --shell-lib --version adaptive mutex slots waitfor)"
+	assert_output "$(printf '%s\n' --help --list --shell-lib --version adaptive locks mutex slots waitfor)"
 	run complete_words lockbox sl
 	assert_output slots
 }
@@ -104,7 +104,7 @@ framework() {
 	run complete_words slots -w 5 job
 	assert_output job.lock
 	run complete_words slots job.lock ''
-	assert_output "$(printf '%s\n' check create list)"
+	assert_output "$(printf '%s\n' check create held list)"
 	run complete_words mutex job.lock ''
 	assert_line check
 	assert_line list
@@ -121,7 +121,7 @@ framework() {
 	assert_output --fd
 	# a postgresql:// target is one word, though bash splits it at : and =
 	run complete_words slots 'postgresql://db/ops?lock=x' ''
-	assert_output "$(printf '%s\n' check create list)"
+	assert_output "$(printf '%s\n' check create held list)"
 	run complete_words slots --wait=5 'postgresql://db/ops?lock=x' 4 basenam
 	assert_output basename
 }
@@ -181,10 +181,10 @@ framework() {
 	# the installed layout: the file named lockbox, links for the applets
 	mkdir -p "$d"
 	cp "$COMPLETION" "$d/lockbox"
-	for a in slots mutex waitfor adaptive; do
+	for a in slots mutex waitfor adaptive locks; do
 		ln -s lockbox "$d/$a"
 	done
-	for a in lockbox slots mutex waitfor adaptive; do
+	for a in lockbox slots mutex waitfor adaptive locks; do
 		# shellcheck disable=SC2016 # expanded by the inner bash
 		run env HOME="$T" XDG_DATA_HOME= BASH_COMPLETION_USER_DIR= XDG_DATA_DIRS=/nonexistent bash -c '
 			. /usr/share/bash-completion/bash_completion || exit 1

@@ -110,7 +110,7 @@ Try 'lockbox mutex --help'."
 	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +sleep\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
 	printf '%s\n' "$output" | valid_json
-	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"[^\"]*\",\"command\":\"sleep\"\\}\\]\$"
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"[^\"]*\",\"command\":\"sleep\",\"mode\":\"exclusive\"\\}\\]\$"
 	stop_pid "$HOLD_PID"
 	run -0 "$LOCKBOX" mutex "$F" check
 	assert_output 0
@@ -216,9 +216,9 @@ stopped() {
 # blocked_in_queue LOCKFILE N: N waiters are blocked in the kernel on the
 # ticket of the one ahead of them (a "->" line at offset 2^32 or above).
 blocked_in_queue() {
-	local ino
-	ino=$(stat -c %i "$1") || return 1
-	(($(awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 >= 4294967296 { n++ }
+	local id
+	id=$(lock_id "$1") || return 1
+	(($(awk -v id="$id" '$2 == "->" && $7 == id && $8 >= 4294967296 { n++ }
 		END { print n + 0 }' /proc/locks) == $2))
 }
 
@@ -265,21 +265,21 @@ blocked_in_queue() {
 }
 
 # queue_tickets LOCKFILE: how many tickets are held in its queue (locked
-# bytes at offset 2^32 or above); a head's lock requests on slots are not
-# counted, unlike in lock_waiters.
+# bytes at offset 2^32 or above, below the waiters' marks at 2^32 + 2^48);
+# a head's lock requests on slots are not counted, unlike in lock_waiters.
 queue_tickets() {
-	local ino
-	ino=$(stat -c %i "$1") || return 1
-	awk -v ino="$ino" '$2 != "->" && $6 ~ (":" ino "$") && $7 >= 4294967296 { n++ }
+	local id
+	id=$(lock_id "$1") || return 1
+	awk -v id="$id" '$2 != "->" && $6 == id && $7 >= 4294967296 && $7 < 281479271677952 { n++ }
 		END { print n + 0 }' /proc/locks
 }
 
 # blocked_on_slot LOCKFILE: a lock request waits in the kernel for slot 1
 # (a "->" line on its byte, offset 4096).
 blocked_on_slot() {
-	local ino
-	ino=$(stat -c %i "$1") || return 1
-	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 4096 { n++ }
+	local id
+	id=$(lock_id "$1") || return 1
+	awk -v id="$id" '$2 == "->" && $7 == id && $8 == 4096 { n++ }
 		END { exit n ? 0 : 1 }' /proc/locks
 }
 
@@ -396,10 +396,10 @@ header_gen() {
 # the header (a "->" line at offset 0), whose count is still GEN; 2 (give
 # up) once the count has moved: someone went through the header.
 header_waited_for() {
-	local ino
+	local id
 	[[ $(header_gen "$1") == "$2" ]] || return 2
-	ino=$(stat -c %i "$1") || return 1
-	awk -v ino="$ino" '$2 == "->" && $7 ~ (":" ino "$") && $8 == 0 { n++ }
+	id=$(lock_id "$1") || return 1
+	awk -v id="$id" '$2 == "->" && $7 == id && $8 == 0 { n++ }
 		END { exit n ? 0 : 1 }' /proc/locks
 }
 

@@ -41,9 +41,31 @@ magic_file() {
 	assert_equal "$(stat -c %s "$1")" 4096
 }
 
-@test "a directory is refused, not a lock file" {
+# locked_unwritten MESSAGE PATH: slots (a pool of 2) refuses PATH with 125
+# and "slots: PATH: MESSAGE", without blocking; check and list read it
+# (nobody holds it); mutex (a pool of one) locks it as flock(1) does and
+# runs its command. The caller checks that nothing was written.
+locked_unwritten() {
+	local msg=$1 path=$2
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" 2 touch "$T/ran"
+	assert_stderr "slots: $path: $msg"
+	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots -w 5 "$path" 2 touch "$T/ran"
+	assert_stderr "slots: $path: $msg"
+	assert [ ! -e "$T/ran" ]
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" check
+	assert_output 0
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots --json "$path" list
+	assert_output "[]"
+	run -0 --separate-stderr timeout 10 "$LOCKBOX" mutex "$path" touch "$T/ran"
+	assert_stderr ""
+	assert [ -e "$T/ran" ]
+	rm "$T/ran"
+}
+
+# bats test_tags=lockkind
+@test "a directory is refused as a pool, locked as flock(1) locks it by mutex, and left alone" {
 	mkdir "$T/dir"
-	refused "not a regular file" "$T/dir"
+	locked_unwritten "not a regular file" "$T/dir"
 	run -0 ls -A "$T/dir"
 	assert_output ""
 }
@@ -83,6 +105,7 @@ magic_file() {
 	assert_equal "$(sha "$F")" "$before"
 }
 
+# bats test_tags=lockkind
 @test "a file that is not a lock file is left byte-identical" {
 	local name before
 	printf 'line one\nline two\n' >"$T/text"
@@ -99,7 +122,9 @@ magic_file() {
 	} | tr 'l' 'L' >"$T/other-case"
 	for name in text random newline short-magic other-version other-case; do
 		before=$(sha "$T/$name")
-		refused "not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)" "$T/$name"
+		locked_unwritten "not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)" "$T/$name"
+		run -125 --separate-stderr "$LOCKBOX" mutex "$T/$name" create
+		assert_stderr "mutex: $T/$name: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
 		assert_equal "$(sha "$T/$name")" "$before"
 	done
 }
@@ -109,7 +134,7 @@ magic_file() {
 	for size in 1 16 4096 5000; do
 		head -c "$size" /dev/zero >"$T/zeros"
 		before=$(sha "$T/zeros")
-		refused "not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)" "$T/zeros"
+		locked_unwritten "not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)" "$T/zeros"
 		assert_equal "$(sha "$T/zeros")" "$before"
 		assert_equal "$(stat -c %s "$T/zeros")" "$size"
 	done
@@ -631,13 +656,18 @@ mutex: /proc/sys/kernel/hostname: $fdmsg"
 	assert_output ""
 }
 
-# not_adopted MESSAGE FILE: every applet form refuses the empty FILE with
-# 125 and "APPLET: FILE: MESSAGE", and it stays empty
+# not_adopted MESSAGE FILE: every applet form that would write a header
+# refuses the empty FILE with 125 and "APPLET: FILE: MESSAGE", and it
+# stays empty; mutex running a command locks it as flock(1) does, without
+# a header
 not_adopted() {
 	local msg=$1 f=$2 owner
 	owner=$(stat -c %u:%a "$f")
-	run -125 --separate-stderr "$LOCKBOX" mutex "$f" touch "$T/ran"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$f" create
 	assert_stderr "mutex: $f: $msg"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$f" touch "$T/ran.mutex"
+	assert_stderr ""
+	assert [ -e "$T/ran.mutex" ]
 	run -125 --separate-stderr "$LOCKBOX" slots -w 1 "$f" 2 touch "$T/ran"
 	assert_stderr "slots: $f: $msg"
 	# shellcheck disable=SC2016 # expanded by the inner bash
@@ -675,7 +705,7 @@ not_adopted() {
 	assert [ ! -e "$T/ran" ]
 	assert_equal "$(stat -c %s "$state")" 0
 	# the safe case stays: root's own, one link
-	run -0 "$LOCKBOX" mutex "$F" true
+	run -0 "$LOCKBOX" mutex "$F" create
 	run -0 head -c 16 "$F"
 	assert_output "lockbox lock v1"
 }
@@ -692,7 +722,7 @@ not_adopted() {
 	mkdir "$T/private"
 	: >"$T/private/x.lock"
 	chmod 0666 "$T/private/x.lock"
-	run -0 "$LOCKBOX" mutex "$T/private/x.lock" true
+	run -0 "$LOCKBOX" mutex "$T/private/x.lock" create
 	run -0 head -c 16 "$T/private/x.lock"
 	assert_output "lockbox lock v1"
 }
@@ -705,7 +735,7 @@ not_adopted() {
 	chmod 1777 "$d"
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	as_nobody sh -c ': >"$1"' sh "$d/x.lock"
-	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/x.lock" true
+	run -0 --separate-stderr as_nobody "$LOCKBOX" slots "$d/x.lock" 2 true
 	run -0 head -c 16 "$d/x.lock"
 	assert_output "lockbox lock v1"
 }
@@ -736,7 +766,7 @@ not_adopted() {
 		assert_stderr_regex "^mutex: invalid mode '$bad': [^"$'\n'"]+"$'\n'"Try 'lockbox mutex --help'\.\$"
 	done
 	run -125 --separate-stderr "$LOCKBOX" slots --mode 0644 "$F" check
-	assert_stderr "slots: --mode does not go with check or list"$'\n'"Try 'lockbox slots --help'."
+	assert_stderr "slots: --mode does not go with check, list or held"$'\n'"Try 'lockbox slots --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex acquire --mode 0644 --fd 0
 	assert_stderr "mutex: --mode goes with COMMAND: the caller made FD's file"$'\n'"Try 'lockbox mutex --help'."
 	assert [ ! -e "$F" ]
@@ -1227,7 +1257,7 @@ no_temp() {
 	(($(stat -f -c %a "$m") == 2)) || { umount "$m"; skip "cannot leave exactly two blocks free"; }
 	: >"$m/empty"
 	# gathered first, then unmounted, then judged: no assertion leaves it mounted
-	st2=0 err2=$("$LOCKBOX" mutex "$m/empty" true 2>&1) || st2=$?
+	st2=0 err2=$("$LOCKBOX" slots "$m/empty" 2 true 2>&1) || st2=$?
 	size=$(stat -c %s "$m/empty")
 	st1=0 err1=$("$LOCKBOX" slots "$m/new" 2 true 2>&1) || st1=$?
 	st3=0 err3=$("$LOCKBOX" slots "$m/new" check 2>&1) || st3=$?
@@ -1238,7 +1268,7 @@ no_temp() {
 	assert_equal "$err1" "slots: $m/new: cannot write header: No space left on device"
 	# an empty file lockbox adopts stays empty
 	assert_equal "$st2" 125
-	assert_equal "$err2" "mutex: $m/empty: cannot write header: No space left on device"
+	assert_equal "$err2" "slots: $m/empty: cannot write header: No space left on device"
 	assert_equal "$size" 0
 	# nothing was left: the new file does not exist, no blocks were kept
 	assert_equal "$st3:$err3" "0:0"

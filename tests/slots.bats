@@ -90,7 +90,8 @@ spawn_sleeper() {
 import json, os, socket, sys
 v = json.loads(sys.argv[1])
 for x in v:
-    assert sorted(x) == ["age_seconds", "command", "host", "pid", "slot", "started", "uid"], x
+    assert sorted(x) == ["age_seconds", "command", "host", "mode", "pid", "slot", "started", "uid"], x
+    assert x["mode"] == "exclusive", x
     assert x["uid"] == os.getuid() and x["host"] == socket.gethostname(), x
     assert x["command"] == "sleep" and 0 <= x["age_seconds"] < 600, x
     assert isinstance(x["started"], int) and x["started"] > 1500000000, x

@@ -297,11 +297,13 @@ ran_through() {
 	wait_for held_is "$F" 0
 }
 
-# tickets LOCKFILE N: N waiters hold a ticket of LOCKFILE's queue.
+# tickets LOCKFILE N: N waiters hold a ticket of LOCKFILE's queue (below
+# the waiters' marks at 2^32 + 2^48).
 tickets() {
 	local id
 	id=$(lock_id "$1") || return 1
-	(($(awk -v id="$id" '$2 != "->" && $6 == id && $7 >= 4294967296 { n++ } END { print n + 0 }' /proc/locks) == $2))
+	(($(awk -v id="$id" '$2 != "->" && $6 == id && $7 >= 4294967296 && $7 < 281479271677952 { n++ }
+		END { print n + 0 }' /proc/locks) == $2))
 }
 
 # masked CMD...: become CMD, in a mount namespace of its own where

@@ -247,15 +247,15 @@ lock_id() {
 }
 
 # lock_waiters LOCKFILE: how many processes wait on LOCKFILE: those in
-# its queue (each holds a ticket byte at offset 2^32 or above) and those
-# the kernel has blocked on a lock below the queue (the "->" lines of
-# /proc/locks for it).
+# its queue (each holds a ticket byte at offset 2^32 or above, below the
+# waiters' marks at 2^32 + 2^48) and those the kernel has blocked on a
+# lock below the queue (the "->" lines of /proc/locks for it).
 lock_waiters() {
 	local id
 	id=$(lock_id "$1") || return 1
 	awk -v id="$id" '
 		$2 == "->" && $7 == id && $8 < 4294967296 { n++ }
-		$2 != "->" && $6 == id && $7 >= 4294967296 { n++ }
+		$2 != "->" && $6 == id && $7 >= 4294967296 && $7 < 281479271677952 { n++ }
 		END { print n + 0 }' /proc/locks
 }
 

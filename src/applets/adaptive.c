@@ -365,7 +365,7 @@ static int take(struct lb_runctx *r, int *status)
 
 static int run_atom(struct lb_run_opts *o, const char *name, char **command)
 {
-	struct lb_pool_opts popts = { 0, 0, 0 };
+	struct lb_pool_opts popts = { .mode = 0 };
 	struct lb_runctx r;
 	char *dir;
 	int status = LB_EXIT_FAIL, dirfd, shared = 0, in_fs;

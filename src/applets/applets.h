@@ -4,6 +4,7 @@
 #define LOCKBOX_APPLETS_H
 
 int adaptive_main(int argc, char **argv);
+int locks_main(int argc, char **argv);
 int mutex_main(int argc, char **argv);
 int slots_main(int argc, char **argv);
 int waitfor_main(int argc, char **argv);

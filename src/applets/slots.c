@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "applets.h"
@@ -22,10 +23,12 @@
 #include "parse.h"
 #include "pool.h"
 #include "slots.h"
+#include "supervise.h"
 
 #define USAGE \
-	"usage: slots [-qv] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
+	"usage: slots [-noqvF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
 	"       slots [--json] LOCKFILE check|list\n" \
+	"       slots LOCKFILE held\n" \
 	"       slots [--mode MODE] LOCKFILE create\n" \
 	"       slots acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD MAX\n" \
 	"       slots release [--path PATH] --fd FD"
@@ -38,37 +41,61 @@ static const struct poolcmd slots = {
 	    "LOCKBOX_SLOT tells it which (1..MAX). Fail with 75 when all are busy.\n"
 	    "\n"
 	    "  -w, --wait DUR      wait up to DUR for a slot (bare number: seconds;\n"
-	    "                      units ms s m h d, sums like 1m30s)\n"
+	    "                      units ms s m h d, sums like 1m30s; inf: no end)\n"
+	    "      --timeout DUR   the same as --wait\n"
+	    "  -n, --nb, --nonblock\n"
+	    "                      do not wait: the default (the last of -n and -w counts)\n"
+	    "  -o, --close         run COMMAND in a child that does not inherit the\n"
+	    "                      slot, holding it until the child ends\n"
+	    "  -F, --no-fork       accepted: COMMAND always runs in place\n"
 	    "  -E, --conflict-exit-code CODE\n"
 	    "                      exit with CODE instead of 75 when no slot is taken\n"
 	    "  -q, --quiet         no message when no slot is taken\n"
-	    "  -v, --verbose       say which slot was taken\n"
+	    "  -v, --verbose       say which slot was taken; on a terminal, a status\n"
+	    "                      line while waiting\n"
 	    POOLCMD_HELP_OPTIONS
-	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND.\n"
+	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND,\n"
+	    "the holders and then the -w waiters in queue order; held exits 0 when\n"
+	    "a slot is held and 1 when none is. A slot is never shared (mutex -s).\n"
+	    "\n"
 	    POOLCMD_HELP_TAIL "See slots(1).\n",
 	.fixed_max = 0,
 };
 
 struct opts {
-	int64_t wait;		/* -w, ns; -1: do not wait */
+	int64_t wait;		/* -w, ns; -1: do not wait; LB_DURATION_MAX: -w inf */
 	int busy_status;	/* -E */
 	int quiet, verbose, json;
-	int fd;			/* --fd; -1: none */
+	int fd;			/* --fd, or flock(1)'s FD; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
 	unsigned mode;		/* --mode: of a file created now; 0: the default */
 	int record_args;	/* --record-args: the whole command line in the record */
+	int shared;		/* -s: a shared lock; -x: not */
+	int close;		/* -o: COMMAND does not inherit the lock */
+	int no_fork;		/* -F: what lockbox always does (flock(1)'s spelling) */
+	int unlock;		/* -u: flock(1)'s "flock -u FD" */
+	int flock_fd;		/* flock(1)'s "flock FD": FD any file, nothing on stdout */
 };
 
 enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
 	OPT_VERSION };
 
-/* What the command line asks for: LOCKFILE [MAX] COMMAND, check or list, create, acquire, release. */
-enum mode { RUN, LOOK, CREATE, ACQUIRE, RELEASE };
+/*
+ * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
+ * held, create, acquire, release (flock(1)'s "FD" and "-u FD" are these two).
+ */
+enum mode { RUN, LOOK, HELD, CREATE, ACQUIRE, RELEASE };
 #define M(mode)		(1u << (mode))
+#define ALL_MODES	(M(RUN) | M(LOOK) | M(HELD) | M(CREATE) | M(ACQUIRE) | M(RELEASE))
 
 /* The options a mode may refuse or need. */
-enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32 };
+enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32,
+	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512 };
+
+/* The applets a rule is for (0: both). */
+enum { FOR_SLOTS = 1, FOR_MUTEX = 2 };
+#define ONE_OF	2	/* a rule's need: at most one of its options */
 
 /*
  * Which options go with which mode, checked in this order by check_mode;
@@ -78,35 +105,66 @@ enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_
 static const struct rule {
 	unsigned modes;		/* the modes it applies to */
 	unsigned opts;		/* the options it is about */
-	int need;		/* 1: the mode needs one of them; 0: it takes none */
+	int need;		/* 1: the mode needs one of them; 0: it takes none; ONE_OF: not two */
+	unsigned applets;	/* FOR_: the applets it is for; 0: both */
 	const char *msg;
 } rules[] = {
-	{ M(ACQUIRE) | M(RELEASE), HAS_FD, 1, "%s needs --fd FD" },
-	{ M(ACQUIRE) | M(RELEASE), HAS_MODE, 0, "--mode goes with COMMAND: the caller made FD's file" },
-	{ M(RELEASE), HAS_RECORD, 0, "--record-args goes with COMMAND or acquire" },
-	{ M(RUN) | M(LOOK) | M(CREATE), HAS_PATH, 0, "--path goes with acquire or release --fd" },
-	{ M(LOOK), HAS_MODE, 0, "--mode does not go with check or list" },
-	{ M(LOOK), HAS_RECORD, 0, "--record-args goes with COMMAND or acquire" },
-	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, "create takes no option but --mode" },
-	{ M(RUN), HAS_JSON, 0, "--json goes with check or list" },
-	{ M(RUN), HAS_FD, 0, "--json and --fd do not go with COMMAND" },
+	{ ALL_MODES, HAS_SHARED, 0, FOR_SLOTS,
+	    "-s goes with mutex: a slot is never shared (see slots(1))" },
+	{ M(ACQUIRE) | M(RELEASE), HAS_FD, 1, 0, "%s needs --fd FD" },
+	{ M(ACQUIRE) | M(RELEASE), HAS_MODE, 0, 0, "--mode goes with COMMAND: the caller made FD's file" },
+	{ M(RELEASE), HAS_RECORD, 0, 0, "--record-args goes with COMMAND or acquire" },
+	{ M(RUN) | M(LOOK) | M(HELD) | M(CREATE), HAS_PATH, 0, 0,
+	    "--path goes with acquire or release --fd" },
+	{ ALL_MODES & ~M(RELEASE), HAS_UNLOCK, 0, 0, "-u goes with a file descriptor: mutex -u FD" },
+	{ ALL_MODES & ~M(RUN), HAS_CLOSE | HAS_NO_FORK, 0, 0, "-o and -F go with COMMAND" },
+	/* -o forks to keep the lock from COMMAND; -F says never fork */
+	{ M(RUN), HAS_CLOSE | HAS_NO_FORK, ONE_OF, 0, "-o and -F do not go together" },
+	{ M(LOOK) | M(HELD) | M(CREATE) | M(RELEASE), HAS_SHARED, 0, 0,
+	    "-s goes with COMMAND or acquire" },
+	{ M(LOOK) | M(HELD), HAS_MODE, 0, 0, "--mode does not go with check, list or held" },
+	{ M(LOOK) | M(HELD), HAS_RECORD, 0, 0, "--record-args goes with COMMAND or acquire" },
+	{ M(HELD), HAS_JSON, 0, 0, "--json goes with check or list; held says it with its status" },
+	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, 0, "create takes no option but --mode" },
+	{ M(RUN), HAS_JSON, 0, 0, "--json goes with check or list" },
+	{ M(RUN), HAS_FD, 0, 0, "--json and --fd do not go with COMMAND" },
 };
 
 static const struct option longopts[] = {
+	{ "close", no_argument, NULL, 'o' },
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "exclusive", no_argument, NULL, 'x' },
 	{ "fd", required_argument, NULL, OPT_FD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "nb", no_argument, NULL, 'n' },
+	{ "no-fork", no_argument, NULL, 'F' },
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "nonblocking", no_argument, NULL, 'n' },
 	{ "path", required_argument, NULL, OPT_PATH },
 	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
+	{ "shared", no_argument, NULL, 's' },
+	{ "timeout", required_argument, NULL, 'w' },
+	{ "unlock", no_argument, NULL, 'u' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/*
+ * -w DUR, or "inf" (flock(1) and chpst wait for ever by default; lockbox
+ * does not wait unless told): a wait with no end a run will see.
+ */
+static int64_t opt_wait(const char *arg)
+{
+	if (strcmp(arg, "inf") == 0 || strcmp(arg, "infinity") == 0)
+		return LB_DURATION_MAX;
+	return lb_opt_duration(arg, LB_NS_PER_S);
+}
 
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
@@ -116,21 +174,40 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 	int c;
 
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:E:hqvw:", longopts)) != -1) {
+	while ((c = lb_getopt(argc, argv, "+:E:Fehnoqsuvw:x", longopts)) != -1) {
 		switch (c) {
 		case 'E':
 			o->busy_status = lb_opt_exit_code(optarg);
 			break;
+		case 'F':
+			o->no_fork = 1;
+			break;
+		case 'e':
+		case 'x':
+			o->shared = 0;
+			break;
 		case 'h':
 			lb_help(cmd->usage, cmd->help);
+		case 'n':
+			o->wait = -1;	/* the last of -n and -w counts, as in flock(1) */
+			break;
+		case 'o':
+			o->close = 1;
+			break;
 		case 'q':
 			o->quiet = 1;
+			break;
+		case 's':
+			o->shared = 1;
+			break;
+		case 'u':
+			o->unlock = 1;
 			break;
 		case 'v':
 			o->verbose = 1;
 			break;
 		case 'w':
-			o->wait = lb_opt_duration(optarg, LB_NS_PER_S);
+			o->wait = opt_wait(optarg);
 			break;
 		case OPT_FD:
 			if (lb_parse_uint(optarg, 0, INT_MAX, &v) != 0)
@@ -159,17 +236,26 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 	return optind;
 }
 
-static void check_mode(const struct opts *o, enum mode mode, const char *word)
+static void check_mode(const struct poolcmd *cmd, const struct opts *o, enum mode mode,
+    const char *word)
 {
 	unsigned given = (o->wait >= 0 ? HAS_WAIT : 0) | (o->json ? HAS_JSON : 0) |
 	    (o->fd >= 0 ? HAS_FD : 0) | (o->path != NULL ? HAS_PATH : 0) |
-	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0);
+	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0) |
+	    (o->shared ? HAS_SHARED : 0) | (o->close ? HAS_CLOSE : 0) |
+	    (o->no_fork ? HAS_NO_FORK : 0) | (o->unlock ? HAS_UNLOCK : 0);
+	unsigned applet = cmd->fixed_max == 1 ? FOR_MUTEX : FOR_SLOTS;
 	size_t i;
 
-	for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
-		if ((rules[i].modes & M(mode)) != 0 &&
-		    ((given & rules[i].opts) != 0) != rules[i].need)
+	for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+		unsigned has = given & rules[i].opts;
+
+		if ((rules[i].modes & M(mode)) == 0 ||
+		    (rules[i].applets != 0 && (rules[i].applets & applet) == 0))
+			continue;
+		if (rules[i].need == ONE_OF ? (has & (has - 1)) != 0 : (has != 0) != rules[i].need)
 			lb_usage_error(rules[i].msg, word);
+	}
 }
 
 /*
@@ -185,7 +271,7 @@ static void misplaced(const char *word)
 	if (word == NULL || word[0] != '-' || word[1] == '\0' || strcmp(word, "--") == 0)
 		return;
 	if (word[1] != '-') {
-		if (strchr("Ehqvw", word[1]) == NULL)
+		if (strchr("EFehnoqsuvwx", word[1]) == NULL)
 			return;
 	} else {
 		n = strcspn(word + 2, "=");
@@ -249,6 +335,35 @@ static void report_foreign(const char *name, const char *waited, const struct lb
 	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
 }
 
+/*
+ * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
+ * host when HOSTS (a server's holders may be on any), shared or not; and
+ * when that process has exited and the lock lives on in the children
+ * that inherited it, that it has, and which one holds on.
+ */
+static void report_holder(const char *name, const char *waited, int hosts,
+    const struct lb_holder *x)
+{
+	struct lb_ident keeper;
+	char age[32], gone[LB_COMMAND_MAX + 96] = "", what[LB_COMMAND_MAX + 48];
+
+	if (x->who.command[0] != '\0')
+		snprintf(what, sizeof what, "%s, %s%s", x->who.command, x->age_unknown ?
+		    "age unknown" : lb_format_duration(lb_ident_age(&x->who), age),
+		    x->shared ? ", shared" : "");
+	else
+		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
+	if (x->gone && x->keeper > 0) {
+		lb_ident_fill(&keeper, x->keeper, NULL, 0);
+		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
+		    (int)x->keeper, keeper.command);
+	} else if (x->gone) {
+		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
+	}
+	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
+	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
+}
+
 /* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
 static void report_busy(const struct poolcmd *cmd, const struct opts *o,
     const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
@@ -281,11 +396,7 @@ static void report_busy(const struct poolcmd *cmd, const struct opts *o,
 		return;
 	}
 	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
-		/* a server's holders may be on any host */
-		lb_warnx("%s: %sheld by PID %d%s%s (%s, %s)", name, waited,
-		    (int)h->v[0].who.pid, hosts ? " on " : "", hosts ? h->v[0].who.host : "",
-		    h->v[0].who.command, h->v[0].age_unknown ? "age unknown" :
-		    lb_format_duration(lb_ident_age(&h->v[0].who), age));
+		report_holder(name, waited, hosts, &h->v[0]);
 		return;
 	}
 	msg[0] = '\0';
@@ -314,6 +425,59 @@ static void report_busy(const struct poolcmd *cmd, const struct opts *o,
 		    h->n == 1 ? "" : "s", msg);
 }
 
+/* 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st... */
+static const char *ordinal(unsigned n)
+{
+	return n % 100 >= 11 && n % 100 <= 13 ? "th" : n % 10 == 1 ? "st" :
+	    n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+/* A waiter's status line on a terminal (-v): what it says, and whether it is shown. */
+struct status_line {
+	const char *name;
+	int64_t start;		/* CLOCK_MONOTONIC of the first attempt */
+	int shown;
+};
+
+/*
+ * "mutex: F: waiting 12s, 3rd in the queue, held by PID 4242 (backup, 3m12s)",
+ * written over itself: cut to the terminal's width, so that a carriage
+ * return brings the cursor back to its start.
+ */
+static void status_line(void *arg, const struct lb_progress *pr)
+{
+	struct status_line *sl = arg;
+	struct winsize ws;
+	char line[512], waited[32], age[32], place[48] = "", holder[LB_COMMAND_MAX + 96] = "";
+	size_t cols = 80, n;
+	int r;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+		cols = ws.ws_col;
+	if (pr->place == 1)
+		snprintf(place, sizeof place, ", next in line");
+	else if (pr->place > 1)
+		snprintf(place, sizeof place, ", %u%s in the queue", pr->place, ordinal(pr->place));
+	if (pr->holder != NULL && pr->holder->who.command[0] != '\0')
+		snprintf(holder, sizeof holder, ", held by PID %d (%s, %s)", (int)pr->holder->who.pid,
+		    pr->holder->who.command, pr->holder->age_unknown ? "age unknown" :
+		    lb_format_duration(lb_ident_age(&pr->holder->who), age));
+	else if (pr->holder != NULL)
+		snprintf(holder, sizeof holder, ", held by PID %d", (int)pr->holder->who.pid);
+	r = snprintf(line, sizeof line, "\r%s: %s: waiting %s%s%s", lb_prog, sl->name,
+	    lb_format_duration(lb_now(CLOCK_MONOTONIC) - sl->start, waited), place, holder);
+	n = r < 0 ? 0 : (size_t)r < sizeof line ? (size_t)r : sizeof line - 1;
+	if (n > cols)
+		n = cols;	/* the \r and cols - 1 characters */
+	/* the rest of a longer line before it goes */
+	if (n + 3 < sizeof line) {
+		memcpy(line + n, "\033[K", 3);
+		n += 3;
+	}
+	if (write(STDERR_FILENO, line, n) > 0)
+		sl->shown = 1;
+}
+
 /*
  * 1 when the slot is taken; else 0 with the status to exit with. That
  * status is the user's -E when busy and may well be 0, so it never
@@ -324,7 +488,16 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
     const struct lb_ident *who, unsigned *slot, int *status)
 {
 	struct lb_holders busy = { NULL, 0 };
-	int r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
+	struct status_line sl = { name, lb_now(CLOCK_MONOTONIC), 0 };
+	int r;
+
+	/* -v on a terminal: one line, rewritten while we wait; off one, the last line only */
+	if (o->verbose && o->wait > 0 && isatty(STDERR_FILENO))
+		lb_pool_set_progress(pool, status_line, &sl);
+	r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
+	lb_pool_set_progress(pool, NULL, NULL);
+	if (sl.shown)
+		(void)!write(STDERR_FILENO, "\r\033[K", 4);
 
 	if (r < 0) {
 		*status = LB_EXIT_FAIL;
@@ -342,10 +515,61 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 	return 1;
 }
 
+/*
+ * flock(1)'s "LOCKFILE -c COMMAND": one command string, run by $SHELL
+ * (else /bin/sh) -c, as flock(1) runs it. COMMAND itself otherwise.
+ */
+static char **shell_command(char **command)
+{
+	static char *argv[4];
+	const char *shell = getenv("SHELL");
+
+	if (command[0] == NULL ||
+	    (strcmp(command[0], "-c") != 0 && strcmp(command[0], "--command") != 0)) {
+		misplaced(command[0]);
+		return command;
+	}
+	if (command[1] == NULL || command[2] != NULL)
+		lb_usage_error("%s takes exactly one argument, the command for the shell", command[0]);
+	argv[0] = shell != NULL && shell[0] == '/' ? (char *)shell : "/bin/sh";
+	argv[1] = "-c";
+	argv[2] = command[1];
+	return argv;
+}
+
+/*
+ * -o: COMMAND runs in a child that does not inherit the lock, and we
+ * hold it until the child ends, passing it the signals a caller sends
+ * us (a terminal's reach it directly), as flock -o does. Its status is
+ * ours; 128+n when signal n killed it.
+ */
+static int run_closed(char **command)
+{
+	static const int passed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	struct lb_super child;
+	int wstatus;
+
+	if (lb_super_init(&child, passed, sizeof passed / sizeof passed[0], NULL, 0,
+	    LB_SUPER_NOT_KERNEL) != 0)
+		lb_die(LB_EXIT_FAIL, "cannot set up signals");
+	if (lb_super_start(&child, command) != 0) {
+		if (child.exec_errno != 0) {
+			lb_warn("cannot run '%s'", command[0]);
+			return lb_child_exec_status(child.exec_errno);
+		}
+		lb_die(LB_EXIT_FAIL, "cannot start '%s'", command[0]);
+	}
+	if (lb_super_wait(&child, LB_NO_DEADLINE, &wstatus) != 0)
+		lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
+	return lb_child_status(wstatus);
+}
+
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
-	struct lb_pool_opts popts = { (mode_t)o->mode, o->on_loss, 0 };
+	struct lb_pool_opts popts = {
+		.mode = (mode_t)o->mode, .on_loss = o->on_loss, .shared = o->shared
+	};
 	struct lb_ident who;
 	struct lb_pool *pool;
 	unsigned max = parse_max(cmd, max_arg), slot;
@@ -354,24 +578,41 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 
 	if (command[0] != NULL && strcmp(command[0], "--") == 0)
 		command++;
+	else if (cmd->fixed_max == 1)
+		command = shell_command(command);	/* mutex(1)'s, as flock(1) has it */
 	else
 		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
+	/* a pool of one (mutex) takes any file, as flock(1) does */
+	popts.any_file = max == 1;
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
+	/* a lock that can be lost tells COMMAND so through what COMMAND inherits */
+	if (o->close && (lb_pool_caps(pool) & LB_POOL_LOSS) != 0) {
+		lb_warnx("%s: -o needs a lock file: a server's lock is watched for COMMAND through its connection",
+		    lb_pool_name(pool));
+		lb_pool_close(pool);
+		return LB_EXIT_FAIL;
+	}
 	lb_ident_fill(&who, getpid(), command, o->record_args);
 	/* the pool's name: a server URL's password is not repeated */
 	if (!take(cmd, o, pool, lb_pool_name(pool), max, &who, &slot, &status)) {
 		lb_pool_close(pool);
 		return status;
 	}
-	if (lb_pool_keep_on_exec(pool) != 0)
-		return LB_EXIT_FAIL;
 	snprintf(env, sizeof env, "%u", slot);
 	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
 		lb_die(LB_EXIT_FAIL, "setenv");
+	if (o->close) {
+		/* COMMAND has ended: the lock goes with our open file */
+		status = run_closed(command);
+		lb_pool_close(pool);
+		return status;
+	}
+	if (lb_pool_keep_on_exec(pool) != 0)
+		return LB_EXIT_FAIL;
 	/* the slot's lock lives on in the fd the command inherits */
 	lb_exec(command);
 }
@@ -417,28 +658,22 @@ static int held_above(const struct poolcmd *cmd, const char *name, int fd,
 	return LB_EXIT_FAIL;
 }
 
-static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **argv)
+/*
+ * Take (or with RELEASE let go of) MAX's slot on o->fd, the caller's open
+ * file: acquire and release --fd, and flock(1)'s "flock FD" and "flock
+ * -u FD" (o->flock_fd: any file, through an fd open in any way, and
+ * nothing on stdout).
+ */
+static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigned max)
 {
-	int release = strcmp(argv[0], "release") == 0;
-	int i = parse_opts(cmd, o, argc, argv);
-	const char *max_arg = i < argc ? argv[i++] : NULL;
+	struct lb_pool_opts popts = { .any_file = o->flock_fd, .shared = o->shared };
 	struct lb_pool *pool;
 	struct lb_ident who;
-	unsigned max = 0, slot;
+	unsigned slot;
 	char link[64], name[PATH_MAX];
 	ssize_t n;
-	int status;
+	int status, flock;
 
-	check_mode(o, release ? RELEASE : ACQUIRE, argv[0]);
-	if (release || cmd->fixed_max) {
-		if (max_arg != NULL)
-			lb_usage_error("unexpected argument '%s'", max_arg);
-		max = (unsigned)cmd->fixed_max;
-	} else {
-		max = parse_max(cmd, max_arg);
-	}
-	if (i < argc)
-		lb_usage_error("unexpected argument '%s'", argv[i]);
 	/* messages name the file the caller opened, as it knows it */
 	if (o->path != NULL) {
 		snprintf(name, sizeof name, "%s", o->path);
@@ -450,7 +685,7 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 		else
 			snprintf(name, sizeof name, "fd %d", o->fd);
 	}
-	if (!release && check_access(o->fd, name) != 0)
+	if (!release && !o->flock_fd && check_access(o->fd, name) != 0)
 		return LB_EXIT_FAIL;
 	/*
 	 * --path: the caller opened PATH and passed the fd, but between its
@@ -461,9 +696,15 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 	 * after this check is harmless: the lock is on the file the fd is
 	 * open on, as for any holder.)
 	 */
-	pool = lb_pool_from_fd(o->fd, name, o->path);
+	pool = lb_pool_from_fd(o->fd, name, o->path, &popts);
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
+	flock = (lb_pool_caps(pool) & LB_POOL_FLOCK) != 0;
+	/* flock(1)'s 9>FILE on a lockbox lock file has truncated it: see check_access */
+	if (!release && o->flock_fd && !flock && check_access(o->fd, name) != 0) {
+		lb_pool_close(pool);
+		return LB_EXIT_FAIL;
+	}
 	/* the lock belongs to the caller's open file: the caller is its holder */
 	if (release) {
 		status = lb_pool_release(pool, getppid()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
@@ -471,14 +712,16 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 		/* taking again what the fd holds changes nothing */
 		slot = lb_pool_own_slot(pool);
 		lb_ident_fill(&who, getppid(), NULL, o->record_args);
-		if (slot > max) {
+		/* a shared holder's slot is any of the file's */
+		if (slot > max && !o->shared) {
 			status = held_above(cmd, name, o->fd, slot, max);
 		} else if (slot != 0) {
 			if (o->verbose)
 				lb_warnx("%s: holds slot %u already", name, slot);
-			printf("%u\n", slot);
+			if (!o->flock_fd)
+				printf("%u\n", slot);
 			status = LB_EXIT_OK;
-		} else if (take(cmd, o, pool, name, max, &who, &slot, &status)) {
+		} else if (take(cmd, o, pool, name, max, &who, &slot, &status) && !o->flock_fd) {
 			/*
 			 * The caller learns its slot only from stdout: a slot
 			 * whose number did not get there is given back, not
@@ -494,6 +737,26 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 	}
 	lb_pool_close(pool);
 	return status;
+}
+
+static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **argv)
+{
+	int release = strcmp(argv[0], "release") == 0;
+	int i = parse_opts(cmd, o, argc, argv);
+	const char *max_arg = i < argc ? argv[i++] : NULL;
+	unsigned max = 0;
+
+	check_mode(cmd, o, release ? RELEASE : ACQUIRE, argv[0]);
+	if (release || cmd->fixed_max) {
+		if (max_arg != NULL)
+			lb_usage_error("unexpected argument '%s'", max_arg);
+		max = (unsigned)cmd->fixed_max;
+	} else {
+		max = parse_max(cmd, max_arg);
+	}
+	if (i < argc)
+		lb_usage_error("unexpected argument '%s'", argv[i]);
+	return fd_op(cmd, o, release, max);
 }
 
 /* A command with a newline or escape in it must not break the table. */
@@ -562,83 +825,205 @@ static void print_count(const struct opts *o, const char *path, size_t n)
 	}
 }
 
-/* HOSTS: the holders may be on any host (a server's), and a HOST column says which. */
-static void print_holders(const struct opts *o, int hosts, const struct lb_holders *h)
+
+/*
+ * What the COMMAND column says of a holder or waiter before its command,
+ * as it does of another program's lock: "shared", "exited, kept by PID
+ * 4250", "waiting 2nd, stopped, shared"; "" for a plain holder.
+ */
+static void annotation(const struct lb_holder *x, char *buf, size_t size)
 {
-	char age[32];
+	size_t n = 0;
+	int r;
+
+	buf[0] = '\0';
+	if (x->waiting) {
+		r = snprintf(buf, size, "waiting %u%s%s", x->queue, ordinal(x->queue),
+		    x->stopped ? ", stopped" : "");
+		n = r > 0 ? (size_t)r : 0;
+	} else if (x->gone && x->keeper > 0) {
+		r = snprintf(buf, size, "exited, kept by PID %d", (int)x->keeper);
+		n = r > 0 ? (size_t)r : 0;
+	} else if (x->gone) {
+		r = snprintf(buf, size, "exited, kept by its children");
+		n = r > 0 ? (size_t)r : 0;
+	}
+	if (x->shared && n < size)
+		snprintf(buf + n, size - n, "%sshared", n ? ", " : "");
+}
+
+/* A row's first columns: SLOT ("-" for none), PID, AGE. */
+static void print_start(const struct lb_holder *x)
+{
+	char slot[16] = "-", age[32];
+
+	if (x->slot != 0)
+		snprintf(slot, sizeof slot, "%u", x->slot);
+	/*
+	 * a process gone before we looked, with no record of its own, or a
+	 * server's holder whose start the role may not read: its age is not known
+	 */
+	printf("%-5s %-8d %-7s ", slot, (int)x->who.pid,
+	    (x->gone && x->who.starttime == 0) || x->age_unknown ? "?" :
+	    lb_format_duration(lb_ident_age(&x->who), age));
+}
+
+/* HOSTS: the holders may be on any host (a server's), and a HOST column says which. */
+static void print_rows(int hosts, const struct lb_holders *h)
+{
+	char note[96];
 	size_t i;
 
-	if (!o->json) {
-		if (hosts)
-			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
-		else
-			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
-		for (i = 0; i < h->n; i++) {
-			const struct lb_holder *x = &h->v[i];
-
-			if (x->foreign) {
-				print_foreign(x);
-			} else if (x->known) {
-				printf("%-5u %-8d %-7s ", x->slot, (int)x->who.pid, x->age_unknown ?
-				    "?" : lb_format_duration(lb_ident_age(&x->who), age));
-				if (hosts)
-					printf("%-16s ", x->who.host);
-				print_text(x->who.command);
-			} else if (hosts) {
-				printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
-			} else {
-				printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
-			}
-		}
-		return;
-	}
-	printf("[");
 	for (i = 0; i < h->n; i++) {
 		const struct lb_holder *x = &h->v[i];
 
 		if (x->foreign) {
-			print_foreign_json(x, i);
-			continue;
-		}
-		printf("%s{\"slot\":%u", i ? "," : "", x->slot);
-		if (x->known) {
-			printf(",\"pid\":%d,\"uid\":%u", (int)x->who.pid, x->who.uid);
-			if (x->age_unknown)
-				printf(",\"age_seconds\":null,\"started\":null,\"host\":");
+			print_foreign(x);
+		} else if (x->known) {
+			print_start(x);
+			if (hosts)
+				printf("%-16s ", x->who.host);
+			annotation(x, note, sizeof note);
+			if (note[0] != '\0')
+				printf("%s: ", note);
+			print_text(x->who.command);
+		} else if (x->waiting) {
+			/* a waiter whose mark the table does not show (an older lockbox's) */
+			annotation(x, note, sizeof note);
+			if (hosts)
+				printf("%-5s %-8s %-7s %-16s %s: ?\n", "-", "?", "?", "?", note);
 			else
-				printf(",\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
-				    (double)lb_ident_age(&x->who) / LB_NS_PER_S,
-				    (long long)(x->who.wall_ns / LB_NS_PER_S));
-			lb_json_string(stdout, x->who.host);
-			printf(",\"command\":");
-			lb_json_string(stdout, x->who.command);
+				printf("%-5s %-8s %-7s %s: ?\n", "-", "?", "?", note);
+		} else if (hosts) {
+			printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
 		} else {
-			printf(",\"pid\":null");
+			printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
 		}
-		printf("}");
 	}
+}
+
+/* One holder or waiter in JSON; I its place in the array. */
+static void print_json(const struct lb_holder *x, size_t i)
+{
+	double age;
+
+	if (x->foreign) {
+		print_foreign_json(x, i);
+		return;
+	}
+	printf("%s{\"slot\":", i ? "," : "");
+	if (x->slot != 0)
+		printf("%u", x->slot);
+	else
+		printf("null");
+	if (!x->known && x->waiting) {
+		printf(",\"waiting\":true,\"queue\":%u,\"pid\":null}", x->queue);
+		return;
+	}
+	if (!x->known) {
+		printf(",\"pid\":null}");
+		return;
+	}
+	age = (double)lb_ident_age(&x->who) / LB_NS_PER_S;
+	if (x->waiting) {
+		printf(",\"waiting\":true,\"queue\":%u,\"pid\":%d,\"waited_seconds\":%.3f,\"stopped\":%s,\"command\":",
+		    x->queue, (int)x->who.pid, age, x->stopped ? "true" : "false");
+		lb_json_string(stdout, x->who.command);
+		printf(",\"mode\":\"%s\"}", x->shared ? "shared" : "exclusive");
+		return;
+	}
+	if (x->gone && x->who.starttime == 0)
+		printf(",\"pid\":%d,\"uid\":null,\"age_seconds\":null,\"started\":null,\"host\":",
+		    (int)x->who.pid);
+	else if (x->age_unknown)
+		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":null,\"started\":null,\"host\":",
+		    (int)x->who.pid, x->who.uid);
+	else
+		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
+		    (int)x->who.pid, x->who.uid, age, (long long)(x->who.wall_ns / LB_NS_PER_S));
+	lb_json_string(stdout, x->who.host);
+	printf(",\"command\":");
+	lb_json_string(stdout, x->who.command);
+	printf(",\"mode\":\"%s\"", x->shared ? "shared" : "exclusive");
+	if (x->gone && x->keeper > 0)
+		printf(",\"exited\":true,\"kept_by\":%d", (int)x->keeper);
+	else if (x->gone)
+		printf(",\"exited\":true,\"kept_by\":null");
+	printf("}");
+}
+
+void poolcmd_print_json(const struct lb_holders *h)
+{
+	size_t i;
+
+	printf("[");
+	for (i = 0; i < h->n; i++)
+		print_json(&h->v[i], i);
+	printf("]");
+}
+
+/* The holders, then those who wait (W, NULL for none), in their order. */
+void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
+    const struct lb_holders *w)
+{
+	size_t i;
+
+	if (!json) {
+		if (hosts)
+			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
+		else
+			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
+		print_rows(hosts, h);
+		if (w != NULL)
+			print_rows(hosts, w);
+		return;
+	}
+	printf("[");
+	for (i = 0; i < h->n; i++)
+		print_json(&h->v[i], i);
+	for (i = 0; w != NULL && i < w->n; i++)
+		print_json(&w->v[i], h->n + i);
 	printf("]\n");
 }
 
-static int look(const struct opts *o, const char *path, int count_only)
+/* check, list, held */
+enum { LOOK_COUNT, LOOK_LIST, LOOK_HELD };
+
+/*
+ * check prints the count of holders, list describes them and those who
+ * wait, held says with its status whether anyone holds (0) or not (1).
+ */
+static int look(const struct opts *o, const char *path, int what)
 {
-	struct lb_holders h;
-	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ, NULL);
+	int count_only = what != LOOK_LIST;
+	/* any file: one that is not a lockbox lock file shows its flock(2) holders */
+	struct lb_pool_opts popts = { .any_file = 1 };
+	struct lb_holders h, w;
+	struct lb_pool *pool = lb_pool_open(path, LB_POOL_READ, &popts);
 	size_t n;
 	int r;
 
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
 	r = count_only ? lb_pool_count(pool, &n) : lb_pool_holders(pool, &h);
+	if (r == 0 && !count_only && lb_pool_waiters(pool, &w) != 0) {
+		lb_holders_free(&h);
+		r = -1;
+	}
 	if (r != 0) {
 		lb_pool_close(pool);
 		return LB_EXIT_FAIL;
 	}
+	if (what == LOOK_HELD) {
+		lb_pool_close(pool);
+		return n > 0 ? LB_EXIT_OK : LB_EXIT_FREE;
+	}
 	if (count_only) {
 		print_count(o, lb_pool_name(pool), n);
 	} else {
-		print_holders(o, (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0, &h);
+		poolcmd_print_list(o->json, (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0, &h, &w);
 		lb_holders_free(&h);
+		lb_holders_free(&w);
 	}
 	lb_pool_close(pool);
 	return LB_EXIT_OK;
@@ -664,7 +1049,7 @@ static int unchanged(unsigned char *area, size_t len, const struct lb_atom_clock
  */
 static int create(const struct opts *o, const char *path)
 {
-	struct lb_pool_opts popts = { (mode_t)o->mode, 0, 0 };
+	struct lb_pool_opts popts = { .mode = (mode_t)o->mode };
 	struct lb_pool *pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
 	size_t n;
 	int r;
@@ -686,24 +1071,36 @@ int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv)
 	int i = parse_opts(cmd, &o, argc, argv);
 	const char *path, *word;
 	enum mode mode = RUN;
+	uint64_t fd;
 
 	if (i >= argc)
 		lb_usage_error("missing LOCKFILE");
 	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
 		return by_fd(cmd, &o, argc - i, argv + i);
+	/* flock(1)'s "flock [-s|-x|-u] FD": a number alone is a descriptor */
+	if (cmd->fixed_max == 1 && i + 1 == argc && lb_parse_uint(argv[i], 0, INT_MAX, &fd) == 0) {
+		o.fd = (int)fd;
+		o.flock_fd = 1;
+		check_mode(cmd, &o, o.unlock ? RELEASE : ACQUIRE, o.unlock ? "release" : "acquire");
+		return fd_op(cmd, &o, o.unlock, 1);
+	}
 	path = argv[i++];
 	word = i < argc ? argv[i] : NULL;
 	if (word != NULL && (strcmp(word, "check") == 0 || strcmp(word, "list") == 0))
 		mode = LOOK;
+	else if (word != NULL && strcmp(word, "held") == 0)
+		mode = HELD;
 	else if (word != NULL && strcmp(word, "create") == 0)
 		mode = CREATE;
 	if (mode != RUN && i + 1 < argc) {
 		misplaced(argv[i + 1]);
 		lb_usage_error("unexpected argument '%s'", argv[i + 1]);
 	}
-	check_mode(&o, mode, word);
+	check_mode(cmd, &o, mode, word);
 	if (mode == LOOK)
-		return look(&o, path, word[0] == 'c');
+		return look(&o, path, word[0] == 'c' ? LOOK_COUNT : LOOK_LIST);
+	if (mode == HELD)
+		return look(&o, path, LOOK_HELD);
 	if (mode == CREATE)
 		return create(&o, path);
 	if (cmd->fixed_max)

@@ -19,13 +19,13 @@
 	"      --version       print lockbox's version and lock kind\n" \
 	"\n" \
 	"create makes LOCKFILE (or checks the one there) without taking it:\n" \
-	"0 when it is a lock file lockbox may use, 125 otherwise.\n" \
-	"\n"
+	"0 when it is a lock file lockbox may use, 125 otherwise.\n"
 #define POOLCMD_HELP_TAIL \
 	"LOCKFILE may be postgresql://HOST/DB?lock=NAME: a lock on a PostgreSQL\n" \
 	"server, shared between hosts; see lockbox-postgresql(7).\n" \
 	"Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed,\n" \
-	"126 COMMAND not executable, 127 COMMAND not found. "
+	"126 COMMAND not executable, 127 COMMAND not found; held: 1 free.\n" \
+	"With -o, 128+n when signal n killed COMMAND. "
 
 struct poolcmd {
 	const char *usage;	/* the synopsis, as in the man page */
@@ -34,5 +34,16 @@ struct poolcmd {
 };
 
 int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv);
+
+/*
+ * list's report: the holders H, then the waiters W (NULL: none), as a
+ * table under a header line, or with JSON one array and a newline; a
+ * HOST column when HOSTS. poolcmd_print_json prints one array of H's,
+ * without the newline.
+ */
+struct lb_holders;
+void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
+    const struct lb_holders *w);
+void poolcmd_print_json(const struct lb_holders *h);
 
 #endif

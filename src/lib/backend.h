@@ -16,6 +16,8 @@ struct lb_pool {
 	char why[256];
 	int why_at_once;
 	unsigned caps;	/* lb_pool_caps; set by pool.c */
+	lb_progress_fn *progress;	/* lb_pool_set_progress's, NULL: none */
+	void *progress_arg;
 };
 
 /* The operations of pool.h, with the same contracts. */
@@ -25,6 +27,7 @@ struct lb_pool_ops {
 	unsigned (*own_slot)(struct lb_pool *);
 	int (*release)(struct lb_pool *, pid_t owner);
 	int (*holders)(struct lb_pool *, struct lb_holders *out);
+	int (*waiters)(struct lb_pool *, struct lb_holders *out);	/* NULL: none known */
 	int (*count)(struct lb_pool *, size_t *n);	/* NULL: holders, counted */
 	int (*atom)(struct lb_pool *, lb_atom_fn *fn, void *arg);
 	int (*atom_read)(struct lb_pool *, unsigned char *area, size_t len,
@@ -40,9 +43,20 @@ struct lb_pool_ops {
  * with lb_pool_close, which a backend may call on its own failed open) */
 int lb_pool_init(struct lb_pool *pool, const struct lb_pool_ops *ops, const char *name);
 
+/*
+ * A waiting acquisition's progress, told to the pool's progress function
+ * if it has one (poolbase.c): PLACE and HOLDER as lb_progress has them.
+ */
+void lb_pool_progress(struct lb_pool *pool, unsigned place, const struct lb_holder *holder);
+
+/* How often a wait with a progress function tells it, at least (ms). */
+#define LB_PROGRESS_MS	1000
+
 /* The lock-file backend. */
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts);
-struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path);
+struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
+    const struct lb_pool_opts *opts);
+int lb_filepool_in_use(char ***paths, size_t *n);
 
 /* The PostgreSQL backend (lockbox-pg only): session advisory locks. */
 struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool_opts *opts);

@@ -62,15 +62,63 @@ static struct lb_pool *pool_new(int fd, int cfd, int owned, int idflags, const c
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts)
 {
 	struct lb_pool *p;
-	int fd, idflags;
+	int fd, idflags, any = 0;
 
-	fd = lb_lockfile_open(path, access == LB_POOL_WRITE, opts->mode, &idflags);
+	fd = lb_lockfile_open(path, access == LB_POOL_WRITE, opts->mode, &idflags,
+	    opts->any_file ? &any : NULL);
 	if (fd == -1)
 		return NULL;
 	p = pool_new(fd, fd, 1, idflags, path);
 	if (p == NULL && fd >= 0)
 		close(fd);
+	if (p != NULL) {
+		fp(p)->any = any;
+		fp(p)->shared = opts->shared;
+		p->caps = any ? LB_POOL_FLOCK : 0;
+	}
 	return p;
+}
+
+/*
+ * flock(1)'s "flock FD": an fd open in any way (9>FILE, read-only, on a
+ * directory) on a file that is not a lockbox lock file is locked with
+ * flock(2) through that very fd. 1 when FD is such a file (*ST its
+ * stat), 0 when it is a lockbox lock file, -1 (reported).
+ */
+static int fd_is_any(int fd, const char *name, struct stat *st)
+{
+	unsigned char magic[LB_MAGIC_LEN];
+	ssize_t n;
+
+	if (fstat(fd, st) != 0) {
+		lb_warn("%s", name);
+		return -1;
+	}
+	if (S_ISDIR(st->st_mode))
+		return 1;
+	if (!S_ISREG(st->st_mode)) {
+		lb_warnx("%s: not a regular file", name);
+		return -1;
+	}
+	if (st->st_size == 0)
+		return 1;
+	/* a write-only fd cannot be read: its magic is read through a file of our own */
+	n = pread(fd, magic, sizeof magic, 0);
+	if (n < 0 && errno == EBADF) {
+		char self[64];
+		int rfd;
+
+		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+		rfd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		n = rfd < 0 ? -1 : pread(rfd, magic, sizeof magic, 0);
+		if (rfd >= 0)
+			close(rfd);
+	}
+	if (n < 0) {
+		lb_warn("%s", name);
+		return -1;
+	}
+	return n != LB_MAGIC_LEN || memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0;
 }
 
 /*
@@ -78,17 +126,32 @@ struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_p
  * caller's: if this process dies holding one, the kernel drops it with
  * us, instead of leaving it to a shell that lives on.
  */
-struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path)
+struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
+    const struct lb_pool_opts *opts)
 {
+	struct stat a;
+	struct lb_pool *p;
+	int any = 0;
+
+	/* a flock(2) lock belongs to the open file in every build */
+	if (opts->any_file && (any = fd_is_any(fd, name, &a)) < 0)
+		return NULL;
+	if (any) {
+		p = pool_new(fd, fd, 0, 0, name);
+		if (p != NULL) {
+			fp(p)->any = 1;
+			fp(p)->shared = opts->shared;
+			p->caps = LB_POOL_FLOCK;
+		}
+		return p;
+	}
 #ifndef HAVE_OFD_LOCKS
 	/* a per-process lock taken by this helper would die with it */
-	(void)fd;
 	(void)path;
 	lb_warnx("%s: --fd needs open file description locks, which this build lacks", name);
 	return NULL;
 #else
-	struct stat a, b;
-	struct lb_pool *p;
+	struct stat b;
 	char self[64];
 	/* where the caller found the file is unknown: an empty one is trusted less */
 	int cfd, idflags = LB_ID_SHARED_DIR;
@@ -112,8 +175,65 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path)
 	p = pool_new(fd, cfd, 0, idflags, name);
 	if (p == NULL)
 		close(cfd);
+	else
+		fp(p)->shared = opts->shared;
 	return p;
 #endif
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Whether PATH is, now, the lock file F that the lock table showed: the
+ * same file, regular, not reached through a symlink, with the magic.
+ */
+static int is_lock_file(const struct lb_locked_file *f)
+{
+	unsigned char magic[LB_MAGIC_LEN];
+	struct stat st;
+	int fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return 0;	/* another user's, or gone: not ours to see */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == f->dev &&
+	    st.st_ino == f->ino && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic)
+		r = memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
+	close(fd);
+	return r;
+}
+
+int lb_filepool_in_use(char ***paths, size_t *n)
+{
+	struct lb_locked_file *v;
+	size_t k, i, m = 0;
+	char **out;
+
+	*paths = NULL;
+	*n = 0;
+	if (lb_scan_locked_files(&v, &k) != 0) {
+		lb_warn("cannot read the kernel's lock table");
+		return -1;
+	}
+	out = calloc(k ? k : 1, sizeof *out);
+	if (out == NULL) {
+		lb_warn("cannot list the lock files");
+		lb_locked_files_free(v, k);
+		return -1;
+	}
+	for (i = 0; i < k; i++)
+		if (v[i].path != NULL && is_lock_file(&v[i])) {
+			out[m++] = v[i].path;
+			v[i].path = NULL;
+		}
+	lb_locked_files_free(v, k);
+	if (m > 1)
+		qsort(out, m, sizeof *out, by_path);
+	*paths = out;
+	*n = m;
+	return 0;
 }
 
 static void file_close(struct lb_pool *pool)
@@ -141,6 +261,41 @@ static int file_keep_on_exec(struct lb_pool *pool)
 	return 0;
 }
 
+/*
+ * Whether H's recorded process has ended while its slot is held: then
+ * the lock lives on in processes that inherited its open file (a job's
+ * children), and the first of them found is named (H->keeper).
+ */
+static void holder_gone(struct filepool *p, struct lb_holder *h)
+{
+	struct lb_lockinfo l;
+	uint64_t start;
+
+	if (h->who.pid <= 0 || !lb_ident_local(&h->who))
+		return;
+	start = lb_proc_starttime(h->who.pid);
+	/* 0: gone; another start: its PID is another process's now */
+	if (start != 0 && (h->who.starttime == 0 || start == h->who.starttime))
+		return;
+#ifdef HAVE_OFD_LOCKS
+	l.lo = l.hi = (long long)lb_slot_offset(h->slot);
+	l.pid = 0;
+	l.write = 1;
+	l.ofd = 1;
+	h->keeper = lb_lock_keeper(p->fd, &l, 0);
+	/*
+	 * No process holds it: the holder ended since the look, and the
+	 * slot went with it (its lock is not held now), or the keeper is
+	 * another user's (the slot is still held).
+	 */
+	h->gone = h->keeper > 0 || lb_lock_conflict(p->cfd, F_WRLCK, (off_t)l.lo, 1, &l) == 1;
+#else
+	/* a classic POSIX lock dies with its process: the slot is free by now */
+	(void)p;
+	(void)l;
+#endif
+}
+
 /* The holders: of the slots in p->held, from the records in buf; then another program's locks. */
 static int describe(struct filepool *p, struct lb_holders *out)
 {
@@ -157,8 +312,11 @@ static int describe(struct filepool *p, struct lb_holders *out)
 
 		h->slot = p->held.v[i];
 		h->known = fp_state(p, h->slot) == LB_REC_HELD;
-		if (h->known)
+		if (h->known) {
 			lb_record_decode(fp_record(p, h->slot), &h->who);
+			h->shared = lb_record_shared(fp_record(p, h->slot));
+			holder_gone(p, h);
+		}
 	}
 	for (i = 0; i < p->nfgn; i++) {
 		struct lb_holder *h = &out->v[out->n++];
@@ -205,6 +363,16 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	r = fp_enter(p, deadline, &size);
 	if (r != 1)
 		return r;
+	/*
+	 * A shared request never goes past one that waits: the one queued
+	 * may be a request for the lock alone, waiting for the shared holders
+	 * to go, and later shared ones would keep it out for ever.
+	 */
+	if (p->shared && lb_remaining(deadline) == 0 && fp_queue_busy(p)) {
+		fp_header_unlock(p);
+		p->behind = 2;
+		return 0;
+	}
 	if (lb_remaining(deadline) == 0 || !fp_queue_busy(p)) {
 		r = fp_take_slot(p, size, max, who, NULL, slot);
 		if (r != 0 || lb_remaining(deadline) == 0) {
@@ -229,9 +397,24 @@ static int look(struct filepool *p);
 static void blame_ahead(struct filepool *p, unsigned max)
 {
 	struct lb_ident who;
+	size_t i;
 
-	if (look(p) != 0 || p->held.n >= max)
+	if (look(p) != 0)
 		return;
+	/* a shared request is kept out by a holder that is not shared */
+	for (i = 0; p->shared && i < p->held.n; i++)
+		if (fp_state(p, p->held.v[i]) != LB_REC_HELD ||
+		    !lb_record_shared(fp_record(p, p->held.v[i])))
+			return;
+	if ((!p->shared && p->held.n >= max) || p->nfgn > 0)
+		return;
+	if (p->behind == 2) {
+		/* refused at once, not waited in the queue */
+		p->base.why_at_once = 1;
+		snprintf(p->base.why, sizeof p->base.why,
+		    "another request waits in the queue, and a shared one does not go past it");
+		return;
+	}
 	if (p->ahead > 0) {
 		lb_ident_fill(&who, p->ahead, NULL, 0);
 		snprintf(p->base.why, sizeof p->base.why, "waiting behind PID %d (%s%s) in the queue",
@@ -249,6 +432,12 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	off_t size;
 	int r;
 
+	if (p->any) {
+		r = fa_acquire(p, max, deadline, slot);
+		if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
+			return -1;
+		return r;
+	}
 	p->behind = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
@@ -294,6 +483,8 @@ static unsigned file_own_slot(struct lb_pool *pool)
 	struct lb_slotset own = { NULL, 0, 0 };
 	unsigned slot = 0;
 
+	if (p->any)
+		return 0;	/* flock(2) takes again what it holds, as flock(1) does */
 	if (lb_scan_own(p->fd, &own) == 0 && own.n > 0)
 		slot = own.v[0];
 	lb_slotset_free(&own);
@@ -309,6 +500,8 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	size_t i;
 	int r, rc = 0;
 
+	if (p->any)
+		return fa_release(p);
 	/* a file that is not a lock file keeps whatever locks others put on it */
 	if (fp_pread_all(p, magic, sizeof magic, 0) != 0)
 		return -1;
@@ -416,7 +609,43 @@ static int file_holders(struct lb_pool *pool, struct lb_holders *out)
 
 	if (p->fd < 0)
 		return 0;	/* no file: nobody holds it */
+	if (p->any)
+		return fa_holders(p, 0, out);
 	return look(p) != 0 ? -1 : describe(p, out);
+}
+
+static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
+{
+	struct filepool *p = fp(pool);
+
+	if (p->fd < 0)
+		return 0;
+	struct lb_queued *q;
+	size_t n, i;
+
+	if (p->any)
+		return fa_holders(p, 1, out);
+	if (lb_scan_queue(p->cfd, &q, &n) != 0) {
+		lb_warn("%s: cannot read the kernel's lock table", p->name);
+		return -1;
+	}
+	out->v = calloc(n ? n : 1, sizeof *out->v);
+	if (out->v == NULL) {
+		lb_warn("%s", p->name);
+		free(q);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		struct lb_holder *h = &out->v[out->n++];
+
+		h->waiting = 1;
+		h->queue = (unsigned)out->n;
+		h->shared = q[i].shared;
+		/* one read of /proc/PID/stat each: a long queue costs little more than the table */
+		h->known = q[i].pid > 0 && lb_ident_of_waiter(&h->who, q[i].pid, &h->stopped) == 0;
+	}
+	free(q);
+	return 0;
 }
 
 /* As file_holders, without describing anyone. */
@@ -424,9 +653,18 @@ static int file_count(struct lb_pool *pool, size_t *n)
 {
 	struct filepool *p = fp(pool);
 
+	struct lb_holders h;
+
 	*n = 0;
 	if (p->fd < 0)
 		return 0;
+	if (p->any) {
+		if (fa_holders(p, 0, &h) != 0)
+			return -1;
+		*n = h.n;
+		lb_holders_free(&h);
+		return 0;
+	}
 	if (look(p) != 0)
 		return -1;
 	*n = p->held.n + p->nfgn;
@@ -439,7 +677,13 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	unsigned char area[LB_ATOM_SIZE];
 	struct lb_atom_clock now;
 	off_t size;
-	int r = fp_enter(p, LB_NO_WAIT, &size);
+	int r;
+
+	if (p->any) {
+		lb_warnx("%s: not a lockbox lock file; refusing to touch it", p->name);
+		return -1;
+	}
+	r = fp_enter(p, LB_NO_WAIT, &size);
 
 	if (r != 1) {
 		if (r == 0)
@@ -482,6 +726,10 @@ static int file_lock_site(struct lb_pool *pool, unsigned slot, struct lb_lock_si
 	struct filepool *p = fp(pool);
 	struct stat st;
 
+	if (p->any) {
+		errno = ENOTSUP;
+		return -1;
+	}
 	if (p->fd < 0 || fstat(p->fd, &st) != 0)
 		return -1;
 	site->dev = st.st_dev;
@@ -495,6 +743,7 @@ static const struct lb_pool_ops file_ops = {
 	.own_slot = file_own_slot,
 	.release = file_release,
 	.holders = file_holders,
+	.waiters = file_waiters,
 	.count = file_count,
 	.atom = file_atom,
 	.atom_read = file_atom_read,

@@ -23,13 +23,16 @@ struct filepool {
 	int cfd;		/* header and queue locks: always our own open file */
 	int owned;		/* we opened fd */
 	int idflags;		/* LB_ID_ flags: how far an empty file may be trusted */
+	int any;		/* not a lockbox lock file: flock(2) on fd, no records (fileany.c) */
+	int shared;		/* acquisitions are for a shared lock */
 	unsigned char head[LB_HDR_FIELDS];	/* the header fields, as last read */
 	unsigned char *buf;	/* header and records as last read; zeros past that */
 	size_t loaded;		/* bytes of buf read from the file */
 	size_t cap;		/* bytes allocated for buf */
 	unsigned nrec;		/* whole records in buf */
 	struct lb_slotset held;	/* last full scan: locked slots */
-	int behind;		/* it timed out in the queue, behind another waiter */
+	int behind;		/* it timed out in the queue, behind another waiter;
+				 * 2: a shared request found others queued first */
 	pid_t ahead;		/* that waiter (0: not found) */
 	int ahead_stopped;
 	struct lb_lockinfo *fgn;	/* another program's locks on the file, one a process */
@@ -74,6 +77,11 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 unsigned fp_slot_of(const struct lb_lockinfo *l);
 int fp_find_foreign(struct filepool *p, int records);
 int fp_maybe_foreign(struct filepool *p, int locked);
+
+/* fileany.c: a file that is not a lockbox lock file, locked as flock(1) locks it */
+int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot);
+int fa_release(struct filepool *p);
+int fa_holders(struct filepool *p, int waiting, struct lb_holders *out);
 
 /* filequeue.c: the wait queue */
 int fp_queue_busy(struct filepool *p);

@@ -39,6 +39,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "clock.h"
 #include "err.h"
@@ -49,7 +50,7 @@
 #include "wait.h"
 
 /* a ticket count past this is not a real queue's: it starts again at 0 */
-#define QUEUE_TICKETS	((uint64_t)1 << 48)
+#define QUEUE_TICKETS	LB_QUEUE_TICKETS
 /* ticket bytes still held past the count that a joiner passes, at most */
 #define QUEUE_SKIP	1024
 /* how often a waiter looks whether the one it waits for is stopped */
@@ -163,12 +164,15 @@ int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 		return -1;
 	}
 	lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+	/* the mark that names us in list: a failure only leaves us unnamed */
+	lb_lock_try_process(p->cfd, F_RDLCK, LB_WAITER_OFF + 2 * (off_t)t + (p->shared != 0), 1);
 	*ticket = t;
 	return 1;
 }
 
 void fp_queue_leave(struct filepool *p, uint64_t ticket)
 {
+	lb_lock_try_process(p->cfd, F_UNLCK, LB_WAITER_OFF + 2 * (off_t)ticket, 2);
 	lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF, (off_t)ticket + 1);
 }
 
@@ -292,6 +296,25 @@ static int queue_next(struct filepool *p, uint64_t ticket, struct queue_seen *se
 	return r;
 }
 
+/* Tell the pool's progress function our place: one read of the lock table. */
+static void queue_progress(struct filepool *p, uint64_t ticket)
+{
+	struct lb_queued *q;
+	size_t n, i;
+	unsigned place = 1;
+
+	if (p->base.progress == NULL)
+		return;
+	if (lb_scan_queue(p->cfd, &q, &n) != 0) {
+		lb_pool_progress(&p->base, 0, NULL);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		place += q[i].ticket < ticket;
+	free(q);
+	lb_pool_progress(&p->base, place, NULL);
+}
+
 /*
  * Wait for our turn: every earlier ticket gone, or held by a waiter that
  * is stopped. A waiter waits for the one ahead of it only, with a lock
@@ -325,6 +348,7 @@ int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		lb_wait_done(&w);
 		return -1;
 	}
+	queue_progress(p, ticket);
 	for (;;) {
 		if (asked && ahead != waiting) {
 			lb_wait_clear_locks(&w);
@@ -338,6 +362,8 @@ int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 		asked = 1;
 		waiting = ahead;
 		r = lb_wait_run(&w, deadline, QUEUE_RECHECK_MS, &ev);
+		if (r == 1 && ev.kind == LB_EV_RECHECK)
+			queue_progress(p, ticket);
 		if (r == 1 && ev.kind == LB_EV_STOP) {
 			r = 2;
 			break;

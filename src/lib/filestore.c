@@ -558,7 +558,7 @@ static int commit_quick(struct filepool *p, unsigned slot, const struct lb_ident
 {
 	unsigned char rec[LB_REC_SIZE];
 
-	lb_record_encode(rec, slot, who);
+	lb_record_encode(rec, slot, who, p->shared);
 	if (fp_pwrite_all(p, rec, sizeof rec, lb_slot_offset(slot)) != 0)
 		return -1;
 	return slot > high ? write_high(p, slot) : 0;
@@ -572,7 +572,7 @@ static int commit_full(struct filepool *p, unsigned slot, const struct lb_ident 
 
 	if (reserve(p, (size_t)lb_slot_offset(slot + 1)) != 0)
 		return -1;
-	lb_record_encode(fp_record(p, slot), slot, who);
+	lb_record_encode(fp_record(p, slot), slot, who, p->shared);
 	if (slot > p->nrec)
 		p->nrec = slot;
 	high = highest_used(p);
@@ -595,6 +595,48 @@ static void forget_stale(struct filepool *p)
 			memset(fp_record(p, s), 0, LB_REC_SIZE);
 }
 
+/*
+ * A shared lock (p->shared), with the header locked and the file read:
+ * taken in a slot of its own, with a record that says so, when every
+ * slot held is another shared holder's (a holder that is not, or a lock
+ * without a record, keeps us out). MAX does not count: a shared holder
+ * is one of any number. 1 taken, 0 busy (p->held lists the holders),
+ * -1 error.
+ */
+static int take_shared(struct filepool *p, off_t size, const struct lb_ident *who,
+    unsigned *slot)
+{
+	int64_t until = lb_deadline_after(CLAIM_WAIT);
+	unsigned s;
+	size_t i;
+	int r;
+
+	if (fp_load(p, size) != 0 || fp_scan(p, 1) != 0)
+		return -1;
+	forget_stale(p);
+	for (i = 0; i < p->held.n; i++)
+		if (fp_state(p, p->held.v[i]) != LB_REC_HELD ||
+		    !lb_record_shared(fp_record(p, p->held.v[i])))
+			return 0;
+	for (s = 1; s <= LB_SLOT_LIMIT && lb_slotset_has(&p->held, s); s++)
+		;
+	if (s > LB_SLOT_LIMIT)
+		return 0;
+	r = claim(p, s, until);
+	if (r <= 0) {
+		/* locked by something that left no record: it holds, and not shared */
+		if (r == 0 && lb_slotset_add(&p->held, s) == 0)
+			lb_slotset_sort(&p->held);
+		return r;
+	}
+	if (commit_full(p, s, who) != 0) {
+		lb_lock_try(p->fd, F_UNLCK, lb_slot_offset(s), 1);
+		return -1;
+	}
+	*slot = s;
+	return 1;
+}
+
 /* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
 int fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
@@ -608,6 +650,8 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 	lb_ident_stamp(who);
 	if (repair(p, &size) != 0)
 		return -1;
+	if (p->shared)
+		return take_shared(p, size, who, slot);
 	high = lb_get32(p->head + LB_HDR_OFF_HIGH);
 	s = hint_pick(p, size, max, gone);
 	if (s == 0)

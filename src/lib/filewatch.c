@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <string.h>
 #include <sys/stat.h>
 
 #include "err.h"
@@ -108,6 +109,26 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 	return all;
 }
 
+/* At the head: tell the pool's progress function, naming a holder with a record. */
+static void head_progress(struct filepool *p)
+{
+	struct lb_holder h;
+	size_t i;
+
+	if (p->base.progress == NULL)
+		return;
+	memset(&h, 0, sizeof h);
+	for (i = 0; i < p->held.n; i++)
+		if (fp_state(p, p->held.v[i]) == LB_REC_HELD) {
+			h.slot = p->held.v[i];
+			h.known = 1;
+			lb_record_decode(fp_record(p, h.slot), &h.who);
+			h.shared = lb_record_shared(fp_record(p, h.slot));
+			break;
+		}
+	lb_pool_progress(&p->base, 1, h.known ? &h : NULL);
+}
+
 /*
  * At the head of the queue: wait for a slot. Called with the header
  * locked after a scan found every slot busy; returns with it unlocked.
@@ -142,7 +163,10 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		fp_header_unlock(p);
 		all = watch(p, &w, &word);
 		gone.n = 0;
-		r = lb_wait_run(&w, deadline, all ? LB_NO_RECHECK : RECHECK_MS, &ev);
+		head_progress(p);
+		/* a status line is told again every LB_PROGRESS_MS: the look that follows is cheap */
+		r = lb_wait_run(&w, deadline, !all ? RECHECK_MS :
+		    p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &ev);
 		if (r != 1 || ev.kind == LB_EV_STOP) {
 			if (r < 0)
 				lb_warn("%s: cannot wait", p->name);

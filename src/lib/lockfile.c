@@ -41,7 +41,7 @@ uint32_t lb_record_state(const unsigned char rec[LB_REC_SIZE])
 }
 
 void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
-    const struct lb_ident *who)
+    const struct lb_ident *who, int shared)
 {
 	memset(rec, 0, LB_REC_SIZE);
 	lb_put32(rec + REC_STATE, LB_REC_HELD);
@@ -50,12 +50,17 @@ void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
 	lb_put64(rec + REC_WALL, (uint64_t)who->wall_ns);
 	lb_put64(rec + REC_BOOT, (uint64_t)who->boot_ns);
 	lb_put32(rec + REC_UID, who->uid);
-	lb_put32(rec + REC_SLOT, slot);
+	lb_put32(rec + REC_SLOT, slot | (shared ? LB_REC_SHARED : 0));
 	memcpy(rec + REC_BOOTID, who->boot_id, 16);
 	/* NUL-padded fields; the memset left the last byte of each a NUL */
 	memcpy(rec + REC_HOST, who->host, strnlen(who->host, LB_HOST_MAX - 1));
 	memcpy(rec + REC_COMMAND, who->command,
 	    strnlen(who->command, LB_COMMAND_MAX - 1));
+}
+
+int lb_record_shared(const unsigned char rec[LB_REC_SIZE])
+{
+	return (lb_get32(rec + REC_SLOT) & LB_REC_SHARED) != 0;
 }
 
 pid_t lb_record_pid(const unsigned char rec[LB_REC_SIZE])
@@ -412,7 +417,58 @@ static void warn_open(const char *path, int dfd, const char *base, int in_dir)
 	}
 }
 
-int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
+/*
+ * Whether the regular file or directory open on FD is a lockbox lock file
+ * lockbox may not write into: a directory, an empty file or one without
+ * the magic (*ANY = 1), with ST its stat. 0, or -1 (reported under PATH).
+ */
+static int any_kind(int fd, const struct stat *st, const char *path, int *any)
+{
+	unsigned char magic[LB_MAGIC_LEN];
+	ssize_t n;
+
+	*any = 1;
+	if (S_ISDIR(st->st_mode) || st->st_size == 0)
+		return 0;
+	do
+		n = pread(fd, magic, sizeof magic, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	*any = n != LB_MAGIC_LEN || memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0;
+	return 0;
+}
+
+/*
+ * The open that a writer's failed with E, of a file that is not to be
+ * written (a directory, one the caller may only read): read-only, as
+ * flock(1) opens it, when it is a directory or a regular file that is not
+ * a lockbox lock file (*ANY = 1). -1 otherwise: the caller reports E.
+ */
+static int open_unwritable(int dfd, const char *base, int flags, const char *path, int *any)
+{
+	struct stat st;
+	int fd, e;
+
+	do
+		fd = openat(dfd, base, flags | O_RDONLY);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) &&
+	    (S_ISDIR(st.st_mode) || pseudo_fs_name(fd) == NULL) &&
+	    any_kind(fd, &st, path, any) == 0 && *any)
+		return fd;
+	e = errno;
+	close(fd);
+	errno = e;
+	*any = 0;
+	return -1;
+}
+
+int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any)
 {
 	/*
 	 * O_NOFOLLOW: a final symlink (perhaps planted in /tmp) is never
@@ -423,9 +479,12 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	const char *base = path;
 	struct stat dir, st;
-	int dfd = -1, fd, created = 0, e;
+	int dfd = -1, fd, created = 0, e, other = 0;
 
 	*idflags = 0;
+	if (any == NULL)
+		any = &other;
+	*any = 0;
 	memset(&dir, 0, sizeof dir);
 	/* a reader writes nothing: the directory's rules are for writers */
 	if (!writable)
@@ -436,6 +495,19 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 		fd = -1;
 	else
 		fd = open_writable(dfd, base, flags, mode, path, &created);
+	/*
+	 * A file the caller may not write (a directory, read-only, on a
+	 * read-only file system, an immutable or running one) can still be
+	 * locked as flock(1) locks it, when it is not a lockbox lock file
+	 * (whose holders would not see that lock).
+	 */
+	if (fd < 0 && any != &other && dfd >= 0 && created == 0) {
+		e = errno;
+		if (e == EISDIR || e == EACCES || e == EPERM || e == EROFS || e == ETXTBSY)
+			fd = open_unwritable(dfd, base, flags, path, any);
+		if (fd < 0)
+			errno = e;
+	}
 	if (fd < 0) {
 		e = errno;
 		if (created < 0 || (e == ENOENT && !writable)) {
@@ -451,6 +523,29 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags)
 	}
 	if (dfd >= 0)
 		close(dfd);
+	if (*any)
+		return fd;
+	/*
+	 * Any file: one that is not a lockbox lock file is looked at and
+	 * locked without a write (flock(2), the kernel's table), so neither
+	 * the sticky directory rule nor a header is for it. One lockbox made
+	 * now is its own.
+	 */
+	if (any != &other && !created) {
+		if (fstat(fd, &st) != 0) {
+			lb_warn("%s", path);
+			close(fd);
+			return -1;
+		}
+		if (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && pseudo_fs_name(fd) == NULL)) {
+			if (any_kind(fd, &st, path, any) != 0) {
+				close(fd);
+				return -1;
+			}
+			if (*any)
+				return fd;
+		}
+	}
 	if (check_stat(fd, path, 0, &st) != 0 ||
 	    (writable && !created && sticky_rule(fd, &st, &dir, path) != 0)) {
 		close(fd);
@@ -578,6 +673,18 @@ int lb_lock_try(int fd, short type, off_t start, off_t len)
 
 	do
 		r = lock_cmd(fd, LB_SETLK, type, start, len);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return 1;
+	return errno == EAGAIN || errno == EACCES ? 0 : -1;
+}
+
+int lb_lock_try_process(int fd, short type, off_t start, off_t len)
+{
+	int r;
+
+	do
+		r = lock_cmd(fd, F_SETLK, type, start, len);
 	while (r < 0 && errno == EINTR);
 	if (r == 0)
 		return 1;

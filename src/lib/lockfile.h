@@ -24,7 +24,8 @@
  *            write lock on the record's first byte is the slot itself
  *   queue    lock bytes only, far past any record (the file never grows
  *            there): byte 2^32 + t is waiter t's ticket, and a write lock
- *            on byte 2^32 - 1 serialises taking tickets (see filepool.c)
+ *            on byte 2^32 - 1 serialises taking tickets (see filequeue.c);
+ *            bytes 2^32 + 2^48 + 2t and 2t+1 are waiter t's mark (LB_WAITER_OFF)
  */
 #define LB_MAGIC	"lockbox lock v1\n"
 #define LB_MAGIC_LEN	16
@@ -46,6 +47,16 @@ _Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
 
 #define LB_QUEUE_OFF		((off_t)1 << 32)
 #define LB_JOIN_OFF		(LB_QUEUE_OFF - 1)
+/* tickets count up to this, and start again at 0 */
+#define LB_QUEUE_TICKETS	((uint64_t)1 << 48)
+/*
+ * Byte LB_WAITER_OFF + 2t (+ 1 for a shared request): waiter t's mark, a
+ * classic POSIX read lock, which the kernel's lock table shows with its
+ * process (unlike the ticket's open file description lock): how list
+ * names those who wait without a look through /proc. A read lock, so
+ * that it never keeps anyone from a read lock over the queue's bytes.
+ */
+#define LB_WAITER_OFF		(LB_QUEUE_OFF + (off_t)LB_QUEUE_TICKETS)
 
 /* record fields */
 #define LB_REC_HELD		UINT32_C(0x444c4f48)	/* "HOLD" */
@@ -56,10 +67,19 @@ static inline off_t lb_slot_offset(unsigned slot)
 	return (off_t)LB_HDR_SIZE + (off_t)(slot - 1) * LB_REC_SIZE;
 }
 
-/* A record's state word and its holder. */
+/*
+ * The top bit of a record's slot word: its holder holds a shared lock
+ * (mutex -s), one of any number, which only other shared holders share
+ * the pool with. A lockbox that does not know the bit counts the holder
+ * as any other: a slot held, which keeps its mutex out.
+ */
+#define LB_REC_SHARED		UINT32_C(0x80000000)
+
+/* A record's state word, its holder, and whether that one holds it shared. */
 uint32_t lb_record_state(const unsigned char rec[LB_REC_SIZE]);
 void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
-    const struct lb_ident *who);
+    const struct lb_ident *who, int shared);
+int lb_record_shared(const unsigned char rec[LB_REC_SIZE]);
 /* The PID of a record, alone: cheaper than decoding it all. */
 pid_t lb_record_pid(const unsigned char rec[LB_REC_SIZE]);
 void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who);
@@ -89,9 +109,15 @@ enum {
  * LB_ID_ flags the file was opened with. Errors are reported under
  * PATH. Returns the fd (close-on-exec), -1 on error, or LB_OPEN_MISSING
  * for a read-only open of a file that is absent.
+ * ANY, when not NULL, takes any file that is not a lockbox lock file, to
+ * be locked as flock(1) does and never written (*ANY = 1): an existing
+ * directory, an empty file, one without the magic; a writer's open falls
+ * back to read-only for one it may not write. A lockbox lock file and a
+ * file made now are opened as without ANY (*ANY = 0); symlinks, FIFOs,
+ * devices and kernel file systems' files are refused as always.
  */
 #define LB_OPEN_MISSING (-2)
-int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags);
+int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any);
 
 /* fstat FD into *ST; -1 (reported under NAME) when that fails or it is not a regular file. */
 int lb_fstat_regular(int fd, const char *name, struct stat *st);
@@ -134,5 +160,12 @@ int lb_lock_block(int fd, short type, off_t start, off_t len);
  * does (*conflict describes that lock), -1 on error. Never blocks.
  */
 int lb_lock_test(int fd, short type, off_t start, off_t len, struct flock *conflict);
+
+/*
+ * lb_lock_try with a classic POSIX lock, in every build: the calling
+ * process's, named by the kernel, gone with it or with its first close
+ * of any descriptor of the file.
+ */
+int lb_lock_try_process(int fd, short type, off_t start, off_t len);
 
 #endif

@@ -507,6 +507,141 @@ pid_t lb_scan_locker(int fd, off_t byte, short type)
 	return pid;
 }
 
+int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n)
+{
+	struct stat st;
+	struct lb_lockline x, *grown;
+	size_t len, nlen, cap = 0;
+	char *text, needle[32];
+	const char *at, *line, *end, *stop;
+	int seen = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (fstat(fd, &st) != 0)
+		return -1;
+	text = lb_procfs_slurp("/proc/locks", 0, &len);
+	if (text == NULL)
+		return -1;
+	stop = text + len;
+	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
+	for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
+		line = at;
+		while (line > text && line[-1] != '\n')
+			line--;
+		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
+		end = end != NULL ? end + 1 : stop;
+		if (!lb_procfs_lock_any(line, end, st.st_dev, st.st_ino, &x, &seen) ||
+		    x.kind != LB_LOCK_FLOCK)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(*v, cap * sizeof **v);
+			if (grown == NULL) {
+				free(text);
+				free(*v);
+				*v = NULL;
+				*n = 0;
+				return -1;
+			}
+			*v = grown;
+		}
+		(*v)[(*n)++] = x;
+	}
+	free(text);
+	return 0;
+}
+
+static int by_ticket(const void *a, const void *b)
+{
+	uint64_t x = ((const struct lb_queued *)a)->ticket, y = ((const struct lb_queued *)b)->ticket;
+
+	return (x > y) - (x < y);
+}
+
+/* The waiter of ticket T in V (sorted), or NULL. */
+static struct lb_queued *find_ticket(struct lb_queued *v, size_t n, uint64_t t)
+{
+	struct lb_queued key = { t, 0, 0 };
+
+	return n == 0 ? NULL : bsearch(&key, v, n, sizeof *v, by_ticket);
+}
+
+/*
+ * Two passes over one read of the table: the tickets (a write lock on one
+ * queue byte, or merged with the join byte for ticket 0), then the marks.
+ * A lock of another shape there is not a waiter's (filequeue.c reports
+ * it to those who meet it), and is left out.
+ */
+int lb_scan_queue(int fd, struct lb_queued **v, size_t *n)
+{
+	struct stat st;
+	struct lb_lockline x;
+	struct lb_queued *q = NULL, *grown, *w;
+	size_t len, nlen, cap = 0, k = 0;
+	char *text, needle[32];
+	const char *at, *line, *end, *stop;
+	int seen = 0, pass;
+
+	*v = NULL;
+	*n = 0;
+	if (fstat(fd, &st) != 0)
+		return -1;
+	text = lb_procfs_slurp("/proc/locks", 0, &len);
+	if (text == NULL)
+		return -1;
+	stop = text + len;
+	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
+	for (pass = 0; pass < 2; pass++) {
+		for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
+			long long lo;
+
+			line = at;
+			while (line > text && line[-1] != '\n')
+				line--;
+			end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
+			end = end != NULL ? end + 1 : stop;
+			if (!lb_procfs_lock_any(line, end, st.st_dev, st.st_ino, &x, &seen) ||
+			    x.blocked || x.kind == LB_LOCK_FLOCK || x.l.hi < 0)
+				continue;
+			lo = x.l.lo == (long long)LB_JOIN_OFF && x.l.hi == x.l.lo + 1 ? x.l.hi : x.l.lo;
+			if (pass == 1) {
+				if (x.l.ofd || x.l.write || x.l.lo != x.l.hi || lo < (long long)LB_WAITER_OFF ||
+				    lo >= (long long)LB_WAITER_OFF + 2 * (long long)LB_QUEUE_TICKETS)
+					continue;
+				w = find_ticket(q, k, (uint64_t)(lo - LB_WAITER_OFF) / 2);
+				if (w != NULL) {
+					w->pid = x.l.pid;
+					w->shared = (lo - LB_WAITER_OFF) % 2;
+				}
+				continue;
+			}
+			if (!x.l.write || lo != x.l.hi || lo < (long long)LB_QUEUE_OFF ||
+			    lo >= (long long)LB_QUEUE_OFF + (long long)LB_QUEUE_TICKETS)
+				continue;
+			if (k == cap) {
+				cap = cap ? 2 * cap : 16;
+				grown = realloc(q, cap * sizeof *q);
+				if (grown == NULL) {
+					free(q);
+					free(text);
+					return -1;
+				}
+				q = grown;
+			}
+			/* a classic POSIX build's ticket names its process itself */
+			q[k++] = (struct lb_queued){ (uint64_t)(lo - LB_QUEUE_OFF),
+			    x.l.ofd ? 0 : x.l.pid, 0 };
+		}
+		if (pass == 0 && k > 1)
+			qsort(q, k, sizeof *q, by_ticket);
+	}
+	free(text);
+	*v = q;
+	*n = k;
+	return 0;
+}
+
 /* descriptors looked at, at most, to name the processes of OFD locks */
 #define OWNER_FDS_MAX	65536
 
@@ -576,6 +711,199 @@ void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)
 		closedir(fds);
 	}
 	closedir(procs);
+}
+
+/* The lock sought, and who was found with it. */
+struct keeper {
+	const struct lb_lockinfo *l;
+	int flock;
+	pid_t found;
+};
+
+/* A lock of the fdinfo being read: whether it is K's, told by what the kernel shows of it. */
+static int keeps(const struct lb_lockinfo *l, void *arg)
+{
+	const struct lb_lockinfo *w = ((struct keeper *)arg)->l;
+
+	if (((struct keeper *)arg)->flock)
+		return l->write == w->write && l->pid == w->pid;
+	return l->ofd == w->ofd && l->write == w->write && l->lo == w->lo && l->hi == w->hi;
+}
+
+pid_t lb_lock_keeper(int fd, const struct lb_lockinfo *l, int flock)
+{
+	struct keeper k = { l, flock, 0 };
+	struct stat st;
+	struct dirent *pe, *fe;
+	DIR *procs, *fds;
+	char dir[64], path[128];
+	size_t looked = 0;
+	uint64_t pid, fdn;
+	int r;
+
+	if (fstat(fd, &st) != 0 || (procs = opendir("/proc")) == NULL)
+		return 0;
+	while (k.found == 0 && looked < OWNER_FDS_MAX && (pe = readdir(procs)) != NULL) {
+		if (lb_parse_uint(pe->d_name, 1, INT_MAX, &pid) != 0 || (pid_t)pid == getpid() ||
+		    (pid_t)pid == l->pid)
+			continue;
+		snprintf(dir, sizeof dir, "/proc/%d/fdinfo", (int)pid);
+		fds = opendir(dir);
+		if (fds == NULL)
+			continue;	/* gone, or another user's */
+		while (k.found == 0 && looked < OWNER_FDS_MAX && (fe = readdir(fds)) != NULL) {
+			char head[4096];
+			ssize_t got;
+
+			if (lb_parse_uint(fe->d_name, 0, INT_MAX, &fdn) != 0)
+				continue;
+			looked++;
+			snprintf(path, sizeof path, "%s/%d", dir, (int)fdn);
+			got = lb_procfs_read(path, head, sizeof head);
+			if (got <= 0 || ((size_t)got < sizeof head - 1 && strstr(head, "\nlock:") == NULL))
+				continue;
+			r = flock ? lb_procfs_fdinfo_flocks(path, st.st_dev, st.st_ino, keeps, &k) :
+			    lb_procfs_fdinfo_locks(path, st.st_dev, st.st_ino, keeps, &k);
+			if (r > 0)
+				k.found = (pid_t)pid;
+		}
+		closedir(fds);
+	}
+	closedir(procs);
+	return k.found;
+}
+
+/* descriptors looked at, at most, to find the paths of locked files */
+#define LOCKED_FDS_MAX	(1 << 20)
+
+static int by_id(const void *a, const void *b)
+{
+	const struct lb_locked_file *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+void lb_locked_files_free(struct lb_locked_file *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/*
+ * The path of descriptor PATH (/proc/PID/fd/N), open on the file ST. A
+ * descriptor opened under a name since removed (a lock file lockbox made
+ * under a temporary name, then linked under its own) shows that name:
+ * the file is then looked for in that directory, by its inode.
+ */
+static char *fd_path(const char *path, const struct stat *st)
+{
+	char buf[PATH_MAX], *slash, *found = NULL;
+	ssize_t r = readlink(path, buf, sizeof buf - 1);
+	struct dirent *e;
+	struct stat es;
+	size_t len;
+	DIR *d;
+
+	if (r <= 0 || buf[0] != '/')
+		return NULL;
+	buf[r] = '\0';
+	len = (size_t)r;
+	if (len <= 10 || strcmp(buf + len - 10, " (deleted)") != 0)
+		return strdup(buf);
+	buf[len - 10] = '\0';
+	slash = strrchr(buf, '/');
+	*slash = '\0';
+	d = opendir(slash == buf ? "/" : buf);
+	while (d != NULL && found == NULL && (e = readdir(d)) != NULL)
+		if (e->d_ino == st->st_ino && fstatat(dirfd(d), e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(es.st_mode) && es.st_dev == st->st_dev && es.st_ino == st->st_ino &&
+		    asprintf(&found, "%s/%s", buf, e->d_name) < 0)
+			found = NULL;
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+int lb_scan_locked_files(struct lb_locked_file **v, size_t *n)
+{
+	struct lb_locked_file *f = NULL, *grown, key, *hit;
+	struct dirent *pe, *fe;
+	struct stat st;
+	DIR *procs, *fds;
+	size_t len, cap = 0, k = 0, i, left, looked = 0;
+	char *text, dir[64], path[128];
+	const char *line, *end, *stop;
+	uint64_t pid, fdn;
+
+	*v = NULL;
+	*n = 0;
+	text = lb_procfs_slurp("/proc/locks", 0, &len);
+	if (text == NULL)
+		return -1;
+	stop = text + len;
+	for (line = text; line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		if (!lb_procfs_lock_id(line, end, &key.dev, &key.ino))
+			continue;
+		if (k == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(f, cap * sizeof *f);
+			if (grown == NULL) {
+				free(f);
+				free(text);
+				return -1;
+			}
+			f = grown;
+		}
+		f[k].dev = key.dev;
+		f[k].ino = key.ino;
+		f[k++].path = NULL;
+	}
+	free(text);
+	if (k > 1)
+		qsort(f, k, sizeof *f, by_id);
+	for (i = 0, len = 0; i < k; i++)
+		if (len == 0 || by_id(&f[len - 1], &f[i]) != 0)
+			f[len++] = f[i];
+	k = len;
+	left = k;
+	procs = k > 0 ? opendir("/proc") : NULL;
+	while (procs != NULL && left > 0 && looked < LOCKED_FDS_MAX && (pe = readdir(procs)) != NULL) {
+		if (lb_parse_uint(pe->d_name, 1, INT_MAX, &pid) != 0)
+			continue;
+		snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+		fds = opendir(dir);
+		if (fds == NULL)
+			continue;	/* gone, or another user's */
+		while (left > 0 && looked < LOCKED_FDS_MAX && (fe = readdir(fds)) != NULL) {
+			if (lb_parse_uint(fe->d_name, 0, INT_MAX, &fdn) != 0)
+				continue;
+			looked++;
+			snprintf(path, sizeof path, "%s/%d", dir, (int)fdn);
+			/* stat follows the descriptor's link to the open file itself */
+			if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			key.dev = st.st_dev;
+			key.ino = st.st_ino;
+			hit = bsearch(&key, f, k, sizeof *f, by_id);
+			if (hit == NULL || hit->path != NULL)
+				continue;
+			hit->path = fd_path(path, &st);
+			left -= hit->path != NULL;
+		}
+		closedir(fds);
+	}
+	if (procs != NULL)
+		closedir(procs);
+	*v = f;
+	*n = k;
+	return 0;
 }
 
 int lb_proc_runs_self(pid_t pid)

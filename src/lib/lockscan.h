@@ -4,6 +4,7 @@
 #define LOCKBOX_LOCKSCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "procfs.h"
@@ -92,6 +93,56 @@ void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n);
  * lb_lock_owners names one: the PID, or 0 when none is found.
  */
 pid_t lb_scan_locker(int fd, off_t byte, short type);
+
+/*
+ * Every flock(2) lock of FD's file in the kernel's lock table, held or
+ * waited for (blocked), in the table's order (a held lock's waiters
+ * after it, in the order they came), in *V (malloc'd, N of them). 0, or
+ * -1 with errno (no /proc/locks).
+ */
+int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n);
+
+/* A waiter of a lock file's queue, as the kernel's lock table shows it. */
+struct lb_queued {
+	uint64_t ticket;
+	pid_t pid;		/* from its mark (LB_WAITER_OFF); 0: not shown */
+	int shared;		/* its mark says a shared request */
+};
+
+/*
+ * The waiters in the queue of the lock file open on FD: each held ticket
+ * byte (LB_QUEUE_OFF + t), with the process and kind of its mark, in
+ * ticket order, in *V (malloc'd, N of them). One read of /proc/locks.
+ * 0, or -1 with errno (no /proc/locks).
+ */
+int lb_scan_queue(int fd, struct lb_queued **v, size_t *n);
+
+/*
+ * A process that holds lock L of FD's file through one of its descriptors,
+ * other than L->pid and us: an fcntl lock told by its range and kind, or
+ * with FLOCK a flock(2) lock, told by the PID of the process that took it
+ * (which the kernel keeps showing after that process is gone). Its PID,
+ * or 0 when none is found (another user's, or too many descriptors to
+ * look at).
+ */
+pid_t lb_lock_keeper(int fd, const struct lb_lockinfo *l, int flock);
+
+/* A file with locks on it, and a path to it. */
+struct lb_locked_file {
+	dev_t dev;
+	ino_t ino;
+	char *path;	/* malloc'd; NULL: no process we may look at has it open */
+};
+
+/*
+ * Every file that the kernel's lock table shows a lock on (held or
+ * waited for), once each, with the path of the first descriptor of a
+ * process we may look at (/proc/PID/fd: ours, or all for root) that is
+ * open on it as a regular file, in *V (malloc'd, N of them; free with
+ * lb_locked_files_free). 0, or -1 with errno (no /proc/locks).
+ */
+int lb_scan_locked_files(struct lb_locked_file **v, size_t *n);
+void lb_locked_files_free(struct lb_locked_file *v, size_t n);
 
 /* Whether process PID runs this very program (the same executable file). */
 int lb_proc_runs_self(pid_t pid);

@@ -38,10 +38,11 @@ unsigned lb_pool_caps(const struct lb_pool *p)
 	return p->caps;
 }
 
+/* CAPS, and what the backend found of this pool's own (LB_POOL_FLOCK) */
 static struct lb_pool *with_caps(struct lb_pool *p, unsigned caps)
 {
 	if (p != NULL)
-		p->caps = caps;
+		p->caps = caps | (p->caps & LB_POOL_FLOCK);
 	return p;
 }
 
@@ -68,23 +69,40 @@ static struct lb_pool *pg_open(const char *target, int access,
 #endif
 }
 
+static const struct lb_pool_opts defaults;
+
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts)
 {
-	static const struct lb_pool_opts defaults = { 0, 0, 0 };
+	char *shown;
 
+	if (opts == NULL)
+		opts = &defaults;
+	if (is_pg(target) && opts->shared) {
+		shown = lb_url_mask(target);
+		lb_warnx("%s: a shared lock needs a lock file; a server's locks are each for one holder",
+		    shown != NULL ? shown : "postgresql://");
+		free(shown);
+		return NULL;
+	}
 	if (is_pg(target))
-		return with_caps(pg_open(target, access, opts != NULL ? opts : &defaults), PG_CAPS);
+		return with_caps(pg_open(target, access, opts), PG_CAPS);
 	if (access == LB_POOL_LIST) {
 		lb_warnx("%s: not a server: nothing to list", target);
 		return NULL;
 	}
-	return with_caps(lb_filepool_open(target, access, opts != NULL ? opts : &defaults),
+	return with_caps(lb_filepool_open(target, access, opts), FILE_CAPS);
+}
+
+struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path,
+    const struct lb_pool_opts *opts)
+{
+	return with_caps(lb_filepool_from_fd(fd, name, path, opts != NULL ? opts : &defaults),
 	    FILE_CAPS);
 }
 
-struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path)
+int lb_pool_in_use(char ***paths, size_t *n)
 {
-	return with_caps(lb_filepool_from_fd(fd, name, path), FILE_CAPS);
+	return lb_filepool_in_use(paths, n);
 }
 
 const char *lb_pool_name(const struct lb_pool *p)
@@ -110,6 +128,12 @@ const char *lb_pool_why(const struct lb_pool *p, int *at_once)
 	return p->why[0] != '\0' ? p->why : NULL;
 }
 
+void lb_pool_set_progress(struct lb_pool *p, lb_progress_fn *fn, void *arg)
+{
+	p->progress = fn;
+	p->progress_arg = arg;
+}
+
 unsigned lb_pool_own_slot(struct lb_pool *p)
 {
 	return p->ops->own_slot(p);
@@ -125,6 +149,13 @@ int lb_pool_holders(struct lb_pool *p, struct lb_holders *out)
 	out->v = NULL;
 	out->n = 0;
 	return p->ops->holders(p, out);
+}
+
+int lb_pool_waiters(struct lb_pool *p, struct lb_holders *out)
+{
+	out->v = NULL;
+	out->n = 0;
+	return p->ops->waiters != NULL ? p->ops->waiters(p, out) : 0;
 }
 
 int lb_pool_count(struct lb_pool *p, size_t *n)
@@ -188,9 +219,3 @@ int lb_pool_keep_on_exec(struct lb_pool *p)
 	return p->ops->keep_on_exec(p);
 }
 
-void lb_holders_free(struct lb_holders *h)
-{
-	free(h->v);
-	h->v = NULL;
-	h->n = 0;
-}

@@ -41,6 +41,21 @@ struct lb_holder {
 	int foreign_write;
 	long long lock_lo, lock_hi;
 	int age_unknown;	/* known, but its age is not shown to us (who.wall_ns: now) */
+	int shared;		/* one of the shared holders (mutex -s) */
+	/*
+	 * who.pid, the process named as the holder, has ended while the lock
+	 * lives on in a process that inherited it: KEEPER (0: not found)
+	 */
+	int gone;
+	pid_t keeper;
+	/*
+	 * lb_pool_waiters: a waiter, not a holder: QUEUE is its place (1: the
+	 * next to be served), STOPPED whether it is stopped, who its process
+	 * (who.boot_ns: its start, so that its age is how long it has waited)
+	 */
+	int waiting;
+	unsigned queue;
+	int stopped;
 };
 
 struct lb_holders {
@@ -53,6 +68,14 @@ struct lb_pool_opts {
 	mode_t mode;		/* permissions of a file created now; 0: 0600 */
 	int on_loss;		/* signal for the command's job when a remote lock is lost; 0: none */
 	int loss_to_caller;	/* on_loss goes to this process, which supervises the command */
+	/*
+	 * A mutex's: an existing file that is not a lockbox lock file (a
+	 * directory, an empty file, a data file, one the caller may only
+	 * read) is locked as flock(1) locks it, with flock(2), and nothing is
+	 * written into it; check and list read its holders from the kernel.
+	 */
+	int any_file;
+	int shared;		/* take a shared lock (mutex -s), not the slot alone */
 };
 
 /*
@@ -73,6 +96,11 @@ enum {
 	LB_POOL_HOSTS = 1 << 1,		/* holders may be on any host: messages name it */
 	LB_POOL_LOSS = 1 << 2,		/* a held lock can be lost (opts.on_loss tells) */
 	LB_POOL_PROCESSES = 1 << 3,	/* holders are processes, proven and ended on their host */
+	/*
+	 * a file that is not a lockbox lock file, locked as flock(1) locks
+	 * it (opts.any_file): one lock, no records, the kernel's own queue
+	 */
+	LB_POOL_FLOCK = 1 << 4,
 };
 unsigned lb_pool_caps(const struct lb_pool *pool);
 unsigned lb_pool_target_caps(const char *target);
@@ -95,9 +123,21 @@ void lb_pool_set_handoff(lb_pool_handoff_fn *fn);
 /*
  * Adopt a lock file's fd the caller opened read-write (acquire/release
  * --fd). With PATH (--path), FD must be the file PATH names, checked as
- * lb_lockfile_check_path does; NULL: no such check.
+ * lb_lockfile_check_path does; NULL: no such check. OPTS (NULL: the
+ * defaults): any_file takes an fd open in any way on a file that is not
+ * a lockbox lock file, for flock(2) (flock(1)'s "flock FD").
  */
-struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path);
+struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path,
+    const struct lb_pool_opts *opts);
+
+/*
+ * Every lock target in use on this host that the caller may see: the
+ * lock files with a lock on them (held or waited for) that a process the
+ * caller may look at has open, and that the caller may read; root sees
+ * them all. Their paths, sorted, in a malloc'd array of malloc'd strings.
+ * 0, or -1 (reported).
+ */
+int lb_pool_in_use(char ***paths, size_t *n);
 
 /* The name messages use for the pool. */
 const char *lb_pool_name(const struct lb_pool *pool);
@@ -117,6 +157,20 @@ int lb_pool_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
  */
 const char *lb_pool_why(const struct lb_pool *pool, int *at_once);
 
+/*
+ * While an acquisition waits, FN(ARG, PROGRESS) is called when the wait
+ * begins and about once a second after: PLACE is our place among those
+ * who wait (1: the next to be served; 0: not known), HOLDER one that
+ * holds the lock now (NULL: not known). For a status line; FN must not
+ * use the pool. NULL: none (the default).
+ */
+struct lb_progress {
+	unsigned place;
+	const struct lb_holder *holder;
+};
+typedef void lb_progress_fn(void *arg, const struct lb_progress *progress);
+void lb_pool_set_progress(struct lb_pool *pool, lb_progress_fn *fn, void *arg);
+
 /* The slot this pool's own open file holds already (--fd), 0 when none. */
 unsigned lb_pool_own_slot(struct lb_pool *pool);
 
@@ -125,6 +179,13 @@ int lb_pool_release(struct lb_pool *pool, pid_t owner);
 
 /* The current holders, by slot. 0, or -1 on error (reported). */
 int lb_pool_holders(struct lb_pool *pool, struct lb_holders *out);
+
+/*
+ * Those who wait (-w) for the pool, in the order they will be served
+ * (waiting set, queue from 1): 0, or -1 on error (reported). A backend
+ * that cannot tell gives none.
+ */
+int lb_pool_waiters(struct lb_pool *pool, struct lb_holders *out);
 
 /*
  * How many holders lb_pool_holders would list, without describing them:

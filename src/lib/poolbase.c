@@ -1,4 +1,4 @@
-/* The part of a pool every backend shares: set up and freed below pool.c, never calling up. */
+/* The part of a pool every backend shares: set up, told of, and freed below pool.c, never calling up. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -17,6 +17,21 @@ int lb_pool_init(struct lb_pool *p, const struct lb_pool_ops *ops, const char *n
 		return -1;
 	}
 	return 0;
+}
+
+void lb_pool_progress(struct lb_pool *p, unsigned place, const struct lb_holder *holder)
+{
+	struct lb_progress pr = { place, holder };
+
+	if (p->progress != NULL)
+		p->progress(p->progress_arg, &pr);
+}
+
+void lb_holders_free(struct lb_holders *h)
+{
+	free(h->v);
+	h->v = NULL;
+	h->n = 0;
 }
 
 void lb_pool_close(struct lb_pool *p)

@@ -212,6 +212,61 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args
 	lb_text_clean(who->command);
 }
 
+/* The clocks of a start STARTTIME (clock ticks after boot) into WHO; 0, or -1. */
+static int start_clocks(struct lb_ident *who, uint64_t starttime)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	int64_t start;
+
+	if (tck <= 0)
+		return -1;
+	start = (int64_t)(starttime / (uint64_t)tck) * 1000000000 +
+	    (int64_t)(starttime % (uint64_t)tck) * (1000000000 / tck);
+	lb_ident_stamp(who);
+	who->wall_ns -= who->boot_ns - start;
+	who->boot_ns = start;
+	return 0;
+}
+
+void lb_ident_of_process(struct lb_ident *who, pid_t pid)
+{
+	struct lb_proc_stat st;
+	struct stat ps;
+	char path[64];
+
+	lb_ident_fill(who, pid, NULL, 0);
+	/* gone: nothing to say of it but its PID */
+	if (lb_proc_stat(pid, &st) != 0 || start_clocks(who, st.starttime) != 0) {
+		who->command[0] = '\0';
+		return;
+	}
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	if (stat(path, &ps) == 0)
+		who->uid = (uint32_t)ps.st_uid;
+}
+
+int lb_ident_of_waiter(struct lb_ident *who, pid_t pid, int *stopped)
+{
+	static char host[LB_HOST_MAX];
+	struct lb_proc_stat st;
+
+	memset(who, 0, sizeof *who);
+	who->pid = pid;
+	*stopped = 0;
+	if (lb_proc_stat(pid, &st) != 0)
+		return -1;
+	if (host[0] == '\0' && gethostname(host, sizeof host - 1) == 0)
+		lb_text_clean(host);
+	memcpy(who->host, host, sizeof who->host);
+	lb_boot_id(who->boot_id);
+	who->starttime = st.starttime;
+	who->uid = (uint32_t)-1;
+	start_clocks(who, st.starttime);
+	snprintf(who->command, sizeof who->command, "%s", st.comm);
+	*stopped = st.state == 'T' || st.state == 't';
+	return 0;
+}
+
 int lb_same_boot(const uint8_t a[16], const uint8_t b[16])
 {
 	static const uint8_t none[16];
@@ -274,6 +329,17 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
 		return -1;
 	}
 	st->state = p[2];
+	/* comm: between the first '(' and the last ')' */
+	{
+		const char *c = strchr(buf, '(');
+		size_t len = c != NULL && c < p ? (size_t)(p - c - 1) : 0;
+
+		if (len >= sizeof st->comm)
+			len = sizeof st->comm - 1;
+		memcpy(st->comm, c != NULL ? c + 1 : "", len);
+		st->comm[len] = '\0';
+		lb_text_clean(st->comm);
+	}
 	p += 3;
 	/* fields 4 (ppid) to 22 (starttime) */
 	for (i = 0; i < 19; i++) {

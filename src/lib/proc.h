@@ -49,6 +49,22 @@ uint64_t lb_proc_starttime(pid_t pid);
  */
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args);
 
+/*
+ * WHO as the kernel shows process PID, for a lock that has no record (a
+ * flock(2) lock): its name as lb_ident_fill gives it, its owner's uid,
+ * and the clocks of its start (the lock was taken after it). A process
+ * that is gone keeps only its PID.
+ */
+void lb_ident_of_process(struct lb_ident *who, pid_t pid);
+
+/*
+ * WHO as one read of /proc/PID/stat shows a process that waits for a lock:
+ * its PID, kernel name, start (on the clocks, so that its age is how long
+ * it has run) and this host; *STOPPED whether it is stopped (T or t). 0,
+ * or -1 when it is gone (WHO then has only its PID).
+ */
+int lb_ident_of_waiter(struct lb_ident *who, pid_t pid, int *stopped);
+
 /* Set the clocks of WHO to now: the moment its slot is taken, after any wait. */
 void lb_ident_stamp(struct lb_ident *who);
 
@@ -65,6 +81,7 @@ struct lb_proc_stat {
 	pid_t pgid;
 	uint64_t starttime;	/* clock ticks after boot */
 	char state;		/* R, S, D, T, Z, ... */
+	char comm[16];		/* its name as the kernel gives it, cleaned for printing */
 };
 
 /*

@@ -124,20 +124,20 @@ static int word_hex(const char *w, size_t len, uint64_t *v)
 }
 
 /* As procfs.h says: every field checked, the numbers by the strict parser. */
-int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
-    struct lb_lockinfo *l, int *seen)
+int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
+    struct lb_lockline *out, int *seen)
 {
 	const char *at = line, *w, *kind, *access = NULL, *pidw = NULL, *c1, *c2;
 	size_t len, klen, alen = 0, plen = 0;
 	uint64_t maj, mnr, i, a, b, pid;
-	int n, blocked, eof;
+	int n, eof;
 
 	w = word(&at, end, &len);	/* "1:", or "lock:" has been cut */
 	if (w != NULL && w[len - 1] == ':')
 		w = word(&at, end, &len);
-	blocked = word_is(w, len, "->");
-	kind = blocked ? word(&at, end, &klen) : w;
-	klen = blocked ? klen : len;
+	out->blocked = word_is(w, len, "->");
+	kind = out->blocked ? word(&at, end, &klen) : w;
+	klen = out->blocked ? klen : len;
 	/* the access word is the one before the PID, two before DEV:INO */
 	for (n = 0; n < 3 && (w = word(&at, end, &len)) != NULL; n++)
 		if (n == 1) {
@@ -156,8 +156,15 @@ int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
 	    maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
 		return 0;
 	*seen = 1;
-	if (blocked || !(word_is(kind, klen, "OFDLCK") || word_is(kind, klen, "POSIX")) ||
-	    !(word_is(access, alen, "WRITE") || word_is(access, alen, "READ")))
+	if (word_is(kind, klen, "OFDLCK"))
+		out->kind = LB_LOCK_OFD;
+	else if (word_is(kind, klen, "POSIX"))
+		out->kind = LB_LOCK_POSIX;
+	else if (word_is(kind, klen, "FLOCK"))
+		out->kind = LB_LOCK_FLOCK;
+	else
+		return 0;	/* a lease, or what a later kernel adds */
+	if (!(word_is(access, alen, "WRITE") || word_is(access, alen, "READ")))
 		return 0;
 	w = word(&at, end, &len);
 	if (word_num(w, len, LLONG_MAX, &a) != 0)
@@ -167,19 +174,58 @@ int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
 	eof = word_is(w, len, "EOF");
 	if (!eof && word_num(w, len, LLONG_MAX, &b) != 0)
 		return 0;
-	l->lo = (long long)a;
-	l->hi = eof ? -1 : (long long)b;
-	l->write = access[0] == 'W';
-	l->ofd = kind[0] == 'O';
+	out->l.lo = (long long)a;
+	out->l.hi = eof ? -1 : (long long)b;
+	out->l.write = access[0] == 'W';
+	out->l.ofd = out->kind == LB_LOCK_OFD;
 	/* an OFD lock's PID is -1: it belongs to an open file, not a process */
-	l->pid = word_num(pidw, plen, INT_MAX, &pid) == 0 ? (pid_t)pid : 0;
+	out->l.pid = word_num(pidw, plen, INT_MAX, &pid) == 0 ? (pid_t)pid : 0;
 	return 1;
 }
 
-int lb_procfs_fdinfo_locks(const char *path, dev_t dev, ino_t ino,
+int lb_procfs_lock_id(const char *line, const char *end, dev_t *dev, ino_t *ino)
+{
+	const char *at = line, *w, *c1, *c2;
+	size_t len;
+	uint64_t maj, mnr, i;
+	int n;
+
+	w = word(&at, end, &len);	/* "1:" */
+	if (w != NULL && w[len - 1] == ':')
+		w = word(&at, end, &len);
+	if (word_is(w, len, "->"))
+		w = word(&at, end, &len);	/* the kind */
+	/* ADVISORY, the access, the PID, then MAJ:MIN:INO */
+	for (n = 0; n < 4 && (w = word(&at, end, &len)) != NULL; n++)
+		;
+	if (n != 4 || (c1 = memchr(w, ':', len)) == NULL ||
+	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
+	    word_hex(w, (size_t)(c1 - w), &maj) != 0 ||
+	    word_hex(c1 + 1, (size_t)(c2 - c1 - 1), &mnr) != 0 ||
+	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), UINT64_MAX, &i) != 0)
+		return 0;
+	*dev = makedev((unsigned)maj, (unsigned)mnr);
+	*ino = (ino_t)i;
+	return 1;
+}
+
+int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
+    struct lb_lockinfo *l, int *seen)
+{
+	struct lb_lockline x;
+
+	if (!lb_procfs_lock_any(line, end, dev, ino, &x, seen) || x.blocked ||
+	    x.kind == LB_LOCK_FLOCK)
+		return 0;
+	*l = x.l;
+	return 1;
+}
+
+/* The "lock:" lines of the fdinfo file PATH about DEV/INO, of KIND (FLOCK) or else fcntl's. */
+static int fdinfo_walk(const char *path, dev_t dev, ino_t ino, int flock,
     int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
 {
-	struct lb_lockinfo l;
+	struct lb_lockline x;
 	const char *line, *end, *stop;
 	size_t len;
 	int seen = 0, r = 0;
@@ -192,9 +238,22 @@ int lb_procfs_fdinfo_locks(const char *path, dev_t dev, ino_t ino,
 		end = memchr(line, '\n', (size_t)(stop - line));
 		end = end != NULL ? end + 1 : stop;
 		if ((size_t)(end - line) > 5 && memcmp(line, "lock:", 5) == 0 &&
-		    lb_procfs_lock_line(line + 5, end, dev, ino, &l, &seen))
-			r = fn(&l, arg);
+		    lb_procfs_lock_any(line + 5, end, dev, ino, &x, &seen) && !x.blocked &&
+		    (x.kind == LB_LOCK_FLOCK) == flock)
+			r = fn(&x.l, arg);
 	}
 	free(text);
 	return r;
+}
+
+int lb_procfs_fdinfo_locks(const char *path, dev_t dev, ino_t ino,
+    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
+{
+	return fdinfo_walk(path, dev, ino, 0, fn, arg);
+}
+
+int lb_procfs_fdinfo_flocks(const char *path, dev_t dev, ino_t ino,
+    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
+{
+	return fdinfo_walk(path, dev, ino, 1, fn, arg);
 }

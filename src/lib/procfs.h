@@ -32,19 +32,37 @@ char *lb_procfs_slurp(const char *path, size_t chunk, size_t *len);
  * One line of /proc/locks, or of fdinfo with its "lock:" cut, [LINE, END):
  *   1: OFDLCK ADVISORY  WRITE -1 fe:00:1234 4096 4096
  *   2: -> POSIX  ADVISORY  WRITE 311 fe:00:1234 4352 4352   (blocked: not held)
- * Returns 1 and fills in *L when the line is a held fcntl lock (OFD or
- * POSIX, read or write) on DEV/INO; *SEEN is set for any line about the
- * file. Every field is checked; a line that does not parse is 0.
+ *   3: FLOCK  ADVISORY  READ 4242 fe:00:1234 0 EOF          (flock(2))
+ * lb_procfs_lock_any returns 1 and fills in *OUT for any fcntl or flock(2)
+ * lock on DEV/INO, held or waited for; lb_procfs_lock_line for a held
+ * fcntl lock (OFD or POSIX, read or write) only, in *L. Both set *SEEN
+ * for any line about the file. Every field is checked; a line that does
+ * not parse is 0.
  */
+enum { LB_LOCK_POSIX, LB_LOCK_OFD, LB_LOCK_FLOCK };
+struct lb_lockline {
+	struct lb_lockinfo l;	/* a flock(2) lock: bytes 0 to EOF, and its locker's PID */
+	int kind;		/* LB_LOCK_ */
+	int blocked;		/* a request that waits, not a lock held */
+};
+int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
+    struct lb_lockline *out, int *seen);
 int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
     struct lb_lockinfo *l, int *seen);
 
+/* The file a line of /proc/locks is about: 1 with *DEV and *INO, or 0. */
+int lb_procfs_lock_id(const char *line, const char *end, dev_t *dev, ino_t *ino);
+
 /*
- * The held locks on DEV/INO that the fdinfo file PATH lists, one at a
- * time: FN(L, ARG) for each, until it returns nonzero (that value is
- * returned). 0 when all were seen; -1 with errno when PATH cannot be read.
+ * The held fcntl locks (lb_procfs_fdinfo_locks) or flock(2) locks
+ * (lb_procfs_fdinfo_flocks) on DEV/INO that the fdinfo file PATH lists,
+ * one at a time: FN(L, ARG) for each, until it returns nonzero (that
+ * value is returned). 0 when all were seen; -1 with errno when PATH
+ * cannot be read.
  */
 int lb_procfs_fdinfo_locks(const char *path, dev_t dev, ino_t ino,
+    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg);
+int lb_procfs_fdinfo_flocks(const char *path, dev_t dev, ino_t ino,
     int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg);
 
 #endif

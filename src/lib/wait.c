@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -74,6 +75,7 @@ struct lb_wait_helper {
 	int kind, fd, bell, keep, tag;
 	unsigned char id;	/* its place in helpers[], and which start of that place */
 	short type;
+	int flock_op;		/* LOCK: LOCK_SH or LOCK_EX for a flock(2) lock, else 0 */
 	off_t start, len;	/* LOCK: the range; WORD: START is the word's offset */
 	void *map;		/* WORD: the file's first START + 4 bytes, mapped shared */
 	uint32_t expect;	/* WORD: the word as the caller last saw it */
@@ -134,13 +136,23 @@ static int futex_kind(void)
 	return kind;
 }
 
+/* Let go of what helper H was granted. */
+static void help_unlock(struct lb_wait_helper *h)
+{
+	if (h->flock_op != 0)
+		flock(h->fd, LOCK_UN);
+	else
+		lb_lock_try(h->fd, F_UNLCK, h->start, h->len);
+}
+
 /* 0: the request ended (granted, or the word changed); -1 with errno. */
 static int help_lock(struct lb_wait_helper *h)
 {
 	int r;
 
 	for (;;) {
-		r = lb_lock_block(h->fd, h->type, h->start, h->len);
+		r = h->flock_op != 0 ? flock(h->fd, h->flock_op) :
+		    lb_lock_block(h->fd, h->type, h->start, h->len);
 		if (r == 0 || errno != EINTR || atomic_load(&h->ring) != RING_RUN)
 			break;
 	}
@@ -148,7 +160,7 @@ static int help_lock(struct lb_wait_helper *h)
 		if (h->keep)
 			atomic_store(&h->granted, 1);
 		else
-			lb_lock_try(h->fd, F_UNLCK, h->start, h->len);
+			help_unlock(h);
 	}
 	return r;
 }
@@ -363,6 +375,20 @@ int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
 	return helper_start(w, h);
 }
 
+int lb_wait_flock(struct lb_wait *w, int fd, int op, int keep, int tag)
+{
+	struct lb_wait_helper *h = calloc(1, sizeof *h);
+
+	if (h == NULL)
+		return -1;
+	h->kind = HELP_LOCK;
+	h->fd = fd;
+	h->flock_op = op;
+	h->keep = keep;
+	h->tag = tag;
+	return helper_start(w, h);
+}
+
 /*
  * Tell helper H to give up, and return once it can no longer ring: it
  * had not decided to (it never will now), or it has rung. 1 when it has
@@ -401,7 +427,7 @@ static void helper_cancel(struct lb_wait_helper *h)
 			break;
 	}
 	if (atomic_load(&h->granted) && !h->reported)
-		lb_lock_try(h->fd, F_UNLCK, h->start, h->len);
+		help_unlock(h);
 	helper_free(h);
 }
 

@@ -13,8 +13,8 @@
  * A wait set: the kernel wakes the caller when any of its events happens,
  * or the deadline passes. Nothing polls. Events:
  *
- *   lock   a blocking fcntl lock request, made by a helper thread (there
- *          is no syscall that waits for one of several locks)
+ *   lock   a blocking fcntl or flock(2) lock request, made by a helper
+ *          thread (there is no syscall that waits for one of several locks)
  *   word   a change of a 32-bit word in a file's first page, announced by
  *          its writer with lb_wake_word (a shared futex on a mapping of
  *          the file, waited on by a helper thread)
@@ -76,6 +76,12 @@ int lb_wait_init(struct lb_wait *w);
  */
 int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
     int keep, int tag);
+
+/*
+ * The same for a flock(2) lock of FD's open file: OP is LOCK_SH or
+ * LOCK_EX; its event is an LB_EV_LOCK.
+ */
+int lb_wait_flock(struct lb_wait *w, int fd, int op, int keep, int tag);
 
 /* The number of helpers (lock requests, or the word) that may still be added. */
 size_t lb_wait_locks_free(const struct lb_wait *w);

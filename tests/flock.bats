@@ -1,0 +1,792 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# shellcheck shell=bats
+# mutex for flock(1) users: any file locked as flock(1) locks it (and
+# both excluding each other on it), flock(1)'s option spellings, shared
+# locks and their one queue, held, waiters in list, and a holder that
+# exited while its children keep the lock.
+
+load test_helper
+# bats file_tags=lockkind
+
+# A holder age as lockbox prints it: 850ms, 42s, 3m12s.
+AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
+
+need_flock() {
+	command -v flock >/dev/null || skip "needs flock(1) (util-linux)"
+	[[ -r /proc/locks ]] || skip "no /proc/locks"
+}
+
+# flock_holds FILE: some process holds a flock(2) lock on FILE.
+flock_holds() {
+	local id
+	id=$(lock_id "$1") || return 1
+	awk -v id="$id" '$2 == "FLOCK" && $6 == id { n++ } END { exit n ? 0 : 1 }' /proc/locks
+}
+
+# flock_waits FILE N: N flock(2) requests wait on FILE.
+flock_waits() {
+	local id
+	id=$(lock_id "$1") || return 1
+	(($(awk -v id="$id" '$2 == "->" && $3 == "FLOCK" && $7 == id { n++ }
+		END { print n + 0 }' /proc/locks) == $2))
+}
+
+# marked PATH: the command a holder runs: say so in PATH, then hold on.
+# shellcheck disable=SC2016 # expanded by the holder's sh
+MARK_AND_HOLD='echo "$$" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600'
+
+@test "any file: a script, a data file, a directory, an empty file are locked without a write" {
+	need_flock
+	local f before
+	printf '#!/bin/sh\necho hello\n' >"$T/script"
+	head -c 5000 /dev/urandom >"$T/data"
+	mkdir "$T/dir"
+	: >"$T/empty"
+	for f in "$T/script" "$T/data" "$T/dir" "$T/empty"; do
+		before=$(stat -c '%s %Y %a' "$f")
+		[[ -d $f ]] || before+=" $(sha "$f")"
+		# shellcheck disable=SC2016 # expanded by the inner sh
+		run -0 --separate-stderr "$LOCKBOX" mutex "$f" sh -c \
+			'flock -n "$1" true && echo free || echo locked; echo "slot=$LOCKBOX_SLOT"' sh "$f"
+		assert_stderr ""
+		assert_output "locked
+slot=1"
+		after=$(stat -c '%s %Y %a' "$f")
+		[[ -d $f ]] || after+=" $(sha "$f")"
+		assert_equal "$after" "$before"
+	done
+	# a missing file is made, as ever: a lockbox lock file
+	run -0 "$LOCKBOX" mutex "$T/new.lock" true
+	run -0 head -c 16 "$T/new.lock"
+	assert_output "lockbox lock v1"
+	# slots keeps its pools to lock files
+	run -125 --separate-stderr "$LOCKBOX" slots "$T/data" 2 true
+	assert_stderr "slots: $T/data: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
+}
+
+# bats test_tags=privilege
+@test "any file: one the caller may only read is locked read-only, and a lockbox lock file so is still refused" {
+	need_root_and_nobody
+	need_flock
+	local d
+	d=$(world_readable_dir)
+	printf 'config\n' >"$d/ro.conf"
+	chmod 0644 "$d/ro.conf"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/ro.conf" sh -c \
+		'flock -n "$1" true; echo "$?"' sh "$d/ro.conf"
+	assert_output 1
+	assert_equal "$(cat "$d/ro.conf")" config
+	# a lock file others may only read is not theirs to take
+	run -0 "$LOCKBOX" mutex --mode 0644 "$d/x.lock" create
+	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/x.lock" true
+	assert_stderr_regex "^mutex: $(re_quote "$d/x.lock"): Permission denied"
+}
+
+# bats test_tags=wait
+@test "flock(1) holding, mutex refused at once naming it, then waiting and taking it as flock lets go" {
+	need_flock
+	printf 'data\n' >"$F"
+	spawn flock "$F" sh -c "$MARK_AND_HOLD" sh "$T/flock.held"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/flock.held"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $holder \\(flock, $AGE_RE\\)\$"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	run -0 "$LOCKBOX" mutex "$F" held
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[1]}" "^- +$holder +$AGE_RE +flock\$"
+	spawn "$LOCKBOX" mutex -w 60 "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for flock_waits "$F" 1
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[2]}" "^- +$waiter +$AGE_RE +waiting 1st: lockbox\$"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$holder"
+	stop_pid "$(cat "$T/flock.held")"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+	assert_equal "$(cat "$F")" data
+}
+
+# bats test_tags=wait
+@test "mutex holding, flock -n refused, flock -w waiting and taking it as mutex's command ends" {
+	need_flock
+	printf 'data\n' >"$F"
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	wait_for test -s "$T/held"
+	run -1 flock -n "$F" true
+	run -1 flock -w 0.2 "$F" true
+	spawn flock -w 60 "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	wait_for flock_waits "$F" 1
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$(cat "$T/held")"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+	# and the other way with shared locks: flock -s and mutex -s together, not mutex
+	spawn flock -s "$F" sh -c "$MARK_AND_HOLD" sh "$T/shared"
+	wait_for test -s "$T/shared"
+	run -0 "$LOCKBOX" mutex -s "$F" true
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" true
+	run -1 flock -n "$F" true
+}
+
+# bats test_tags=privilege
+@test "held: 0 while held, 1 when free or missing, for if; no output" {
+	run -1 --separate-stderr "$LOCKBOX" mutex "$F" held
+	assert_output ""
+	assert_stderr ""
+	run -0 "$LOCKBOX" mutex "$F" create
+	run -1 "$LOCKBOX" mutex "$F" held
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	wait_for test -s "$T/held"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" held
+	assert_output ""
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	run -0 sh -c 'if "$1" mutex "$2" held; then echo running; else echo idle; fi' sh "$LOCKBOX" "$F"
+	assert_output running
+	run -0 "$LOCKBOX" slots "$F" held
+	run -125 --separate-stderr "$LOCKBOX" mutex --json "$F" held
+	assert_stderr "mutex: --json goes with check or list; held says it with its status
+Try 'lockbox mutex --help'."
+	stop_pid "$(cat "$T/held")"
+	# shellcheck disable=SC2016 # expanded by eval
+	wait_for eval '! "$LOCKBOX" mutex "$F" held'
+	run -1 "$LOCKBOX" mutex "$F" held
+	# a command named held goes after --
+	mkdir "$T/bin"
+	printf '#!/bin/sh\necho ran held\n' >"$T/bin/held"
+	chmod +x "$T/bin/held"
+	PATH=$T/bin:$PATH run -0 "$LOCKBOX" mutex "$F" -- held
+	assert_output "ran held"
+}
+
+# bats test_tags=wait
+@test "flock(1)'s spellings: -n -x -e --nb --nonblock -F, -w inf and --timeout, -c and --command" {
+	local opt
+	for opt in -n -x -e --nb --nonblock --nonblocking --exclusive -F --no-fork; do
+		run -0 --separate-stderr "$LOCKBOX" mutex "$opt" "$F" sh -c "$SHOW_SLOT"
+		assert_output 1
+	done
+	run -0 "$LOCKBOX" mutex -w inf "$F" true
+	run -0 "$LOCKBOX" mutex --timeout 1.5 "$F" true
+	run -0 "$LOCKBOX" mutex --timeout=inf "$F" true
+	# shellcheck disable=SC2016 # expanded by the shell -c runs
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" -c 'echo "one $LOCKBOX_SLOT"; echo two'
+	assert_output "one 1
+two"
+	# shellcheck disable=SC2016 # expanded by the shell --command runs
+	SHELL=/bin/sh run -0 "$LOCKBOX" mutex "$F" --command 'echo "$0"'
+	assert_output /bin/sh
+	run -125 --separate-stderr "$LOCKBOX" mutex "$F" -c
+	assert_stderr "mutex: -c takes exactly one argument, the command for the shell
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex "$F" -c 'echo' extra
+	assert_stderr "mutex: -c takes exactly one argument, the command for the shell
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex -w forever "$F" true
+	assert_stderr_regex "^mutex: invalid duration 'forever': "
+	# -n after -w: no wait (the last counts, as in flock(1))
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	wait_for test -s "$T/held"
+	run -75 --separate-stderr timeout 10 "$LOCKBOX" mutex -w 60 -n "$F" true
+	run -5 --separate-stderr "$LOCKBOX" mutex -E 5 --nb "$F" true
+}
+
+# bats test_tags=wait
+@test "-w inf waits until the lock is free" {
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	wait_for test -s "$T/held"
+	spawn "$LOCKBOX" mutex -w inf "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	need_lockhold
+	wait_for waiting_on "$F" 1
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$(cat "$T/held")"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+}
+
+# lock_fds PID FILE: how many of PID's descriptors are open on FILE.
+lock_fds() {
+	local fd n=0 ino
+	ino=$(stat -c %i "$2")
+	for fd in /proc/"$1"/fd/*; do
+		[[ $(stat -L -c %i "$fd" 2>/dev/null) == "$ino" ]] && n=$((n + 1))
+	done
+	printf '%s\n' "$n"
+}
+
+@test "-o: the command does not inherit the lock; mutex holds it until the command ends, with its status" {
+	need_flock
+	printf 'data\n' >"$T/data"
+	local f n=0 cmd
+	for f in "$F" "$T/data"; do
+		n=$((n + 1))
+		spawn "$LOCKBOX" mutex "$f" sh -c "$MARK_AND_HOLD" sh "$T/in.$n"
+		wait_for test -s "$T/in.$n"
+		cmd=$(cat "$T/in.$n")
+		assert_equal "$(lock_fds "$cmd" "$f")" 1
+		stop_pid "$cmd"
+		spawn "$LOCKBOX" mutex -o "$f" sh -c "$MARK_AND_HOLD" sh "$T/out.$n"
+		local parent=$SPAWN_PID
+		wait_for test -s "$T/out.$n"
+		cmd=$(cat "$T/out.$n")
+		track_pid "$cmd"
+		assert_equal "$(lock_fds "$cmd" "$f")" 0
+		run -0 "$LOCKBOX" mutex "$f" check
+		assert_output 1
+		run -0 "$LOCKBOX" mutex "$f" list
+		assert_regex "${lines[1]}" "^[-1] +$parent +$AGE_RE +"
+		kill "$cmd"
+		reap "$parent"
+		assert_equal "$REAP_STATUS" 143
+		run -0 "$LOCKBOX" mutex "$f" check
+		assert_output 0
+		run -7 "$LOCKBOX" mutex --close "$f" sh -c 'exit 7'
+	done
+	run -1 "$LOCKBOX" mutex -o "$T/data" flock -n "$T/data" true
+	run -127 --separate-stderr "$LOCKBOX" mutex -o "$F" "$T/nonesuch"
+	assert_stderr "mutex: cannot run '$T/nonesuch': No such file or directory"
+	run -125 --separate-stderr "$LOCKBOX" mutex -o -F "$F" true
+	assert_stderr "mutex: -o and -F do not go together
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex -o "$F" check
+	assert_stderr "mutex: -o and -F go with COMMAND
+Try 'lockbox mutex --help'."
+}
+
+@test "-o: a signal sent to mutex is passed to the command, and its end is mutex's" {
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	spawn_watched "$LOCKBOX" mutex -o "$F" sh -c 'trap "exit 42" TERM; echo "$$" >"$1.tmp"; mv "$1.tmp" "$1"; while :; do sleep 0.05; done' sh "$T/child"
+	wait_for test -s "$T/child"
+	track_pid "$(cat "$T/child")"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	kill -TERM "$WATCHED_PID"
+	# shellcheck disable=SC2016 # expanded by eval
+	wait_for eval 'grep -q "^exit" "$SPAWN_OUT"'
+	assert_equal "$(tail -n 1 "$SPAWN_OUT")" "exit 42"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+@test "flock FD and flock -u FD: any file on an fd open in any way, nothing on stdout" {
+	need_flock
+	need_ofd
+	: >"$T/plain"
+	cat >"$T/script" <<'EOF'
+exec 9>"$1"
+"$LOCKBOX" mutex -n 9 || exit 3
+flock -n "$1" true && echo "flock got it" || echo "flock refused"
+"$LOCKBOX" mutex -u 9
+flock -n "$1" true && echo "flock got it" || echo "flock refused"
+"$LOCKBOX" mutex -s 9
+flock -s -n "$1" true && echo "flock -s got it" || echo "flock -s refused"
+flock -n "$1" true && echo "flock got it" || echo "flock refused"
+exec 9>&-
+flock -n "$1" true && echo "flock got it" || echo "flock refused"
+EOF
+	run -0 --separate-stderr bash "$T/script" "$T/plain"
+	assert_stderr ""
+	assert_output "flock refused
+flock got it
+flock -s got it
+flock refused
+flock got it"
+	# held by another open file: 75, or -E's
+	spawn flock "$T/plain" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	wait_for test -s "$T/held"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -75 --separate-stderr bash -c 'exec 9<"$2"; "$1" mutex 9' sh "$LOCKBOX" "$T/plain"
+	assert_stderr_regex "^mutex: $(re_quote "$T/plain"): held by PID [0-9]+ \\(flock, $AGE_RE\\)\$"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -123 --separate-stderr bash -c 'exec 9<"$2"; "$1" mutex -q -E 123 9' sh "$LOCKBOX" "$T/plain"
+	assert_stderr ""
+	# a lockbox lock file's slot on an fd: 9<> as acquire --fd takes it, 9> refused
+	run -0 "$LOCKBOX" mutex "$F" create
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c 'exec 9<>"$2"; "$1" mutex 9 && "$1" mutex "$2" check && "$1" mutex -u 9 && "$1" mutex "$2" check' \
+		sh "$LOCKBOX" "$F"
+	assert_output "1
+0"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -125 --separate-stderr bash -c 'exec 9>>"$2"; "$1" mutex 9' sh "$LOCKBOX" "$F"
+	assert_stderr "mutex: $F: fd 9 is not open for reading and writing; open it with 9<>FILE"
+	run -125 --separate-stderr "$LOCKBOX" mutex -u "$F" true
+	assert_stderr "mutex: -u goes with a file descriptor: mutex -u FD
+Try 'lockbox mutex --help'."
+}
+
+@test "a holder that exited while its children keep the lock is named so, in a lock file and any file" {
+	need_ofd	# a classic POSIX lock is not inherited: the child would not hold it
+	local f child
+	printf 'data\n' >"$T/data"
+	for f in "$F" "$T/data"; do
+		# shellcheck disable=SC2016 # expanded by the child shell
+		run -0 "$LOCKBOX" mutex "$f" sh -c 'sleep 600 >/dev/null 2>&1 & echo "$!" >"$1"; echo "$$"' sh "$T/child"
+		local gone=$output
+		child=$(cat "$T/child")
+		track_pid "$child"
+		run -75 --separate-stderr "$LOCKBOX" mutex "$f" true
+		if [[ $f == "$F" ]]; then
+			assert_stderr_regex "^mutex: $(re_quote "$f"): held by PID $gone \\(sh, $AGE_RE\\), which has exited: its children keep the lock \\(PID $child, sleep\\)\$"
+		else
+			assert_stderr "mutex: $f: held by PID $gone (?), which has exited: its children keep the lock (PID $child, sleep)"
+		fi
+		run -0 "$LOCKBOX" mutex "$f" list
+		assert_regex "${lines[1]}" "^[-1] +$gone +[^ ]+ +exited, kept by PID $child: "
+		run -0 "$LOCKBOX" mutex --json "$f" list
+		assert_regex "$output" "\"exited\":true,\"kept_by\":$child\\}\\]\$"
+		stop_pid "$child"
+		run -0 "$LOCKBOX" mutex "$f" check
+		assert_output 0
+	done
+}
+
+# --- shared locks --------------------------------------------------------------
+
+@test "-s: shared holders together, each in a slot of its own, listed as shared; an exclusive one kept out" {
+	local pids=() i
+	for i in 1 2 3; do
+		spawn "$LOCKBOX" mutex -s "$F" sh -c "$MARK_AND_HOLD" sh "$T/reader.$i"
+		pids+=("$SPAWN_PID")
+		wait_for test -s "$T/reader.$i"
+	done
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 3
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_equal "${#lines[@]}" 4
+	for i in 1 2 3; do
+		assert_regex "${lines[i]}" "^$i +${pids[i - 1]} +$AGE_RE +shared: sh\$"
+	done
+	run -0 "$LOCKBOX" mutex --json "$F" list
+	valid_json <<<"$output"
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":${pids[0]},.*,\"command\":\"sh\",\"mode\":\"shared\"\\},"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$F" true
+	assert_stderr "mutex: $F: held (PIDs ${pids[0]}, ${pids[1]}, ${pids[2]})"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 true
+	assert_stderr "slots: $F: all 3 slots busy (PIDs ${pids[0]}, ${pids[1]}, ${pids[2]})"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" slots "$F" 4 sh -c 'echo "$LOCKBOX_SLOT"'
+	assert_output 4
+	stop_pid "${pids[1]}"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 2
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" mutex --shared "$F" sh -c 'echo "$LOCKBOX_SLOT"'
+	assert_output 2
+}
+
+@test "-s: kept out by an exclusive holder or a slots holder; slots takes no -s" {
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/writer"
+	local writer=$SPAWN_PID
+	wait_for test -s "$T/writer"
+	run -75 --separate-stderr "$LOCKBOX" mutex -s "$F" true
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $writer \\(sh, $AGE_RE\\)\$"
+	stop_pid "$writer"
+	spawn "$LOCKBOX" slots "$F" 3 sh -c "$MARK_AND_HOLD" sh "$T/slot"
+	wait_for test -s "$T/slot"
+	run -75 --separate-stderr "$LOCKBOX" mutex -s "$F" true
+	run -125 --separate-stderr "$LOCKBOX" slots -s "$F" 3 true
+	assert_stderr "slots: -s goes with mutex: a slot is never shared (see slots(1))
+Try 'lockbox slots --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex -s "$F" list
+	assert_stderr "mutex: -s goes with COMMAND or acquire
+Try 'lockbox mutex --help'."
+	# a server's advisory locks are each for one holder: refused before any connection
+	run -125 --separate-stderr "$LOCKBOX" mutex -s 'postgresql://127.0.0.1:1/db?lock=x' true
+	assert_stderr "mutex: postgresql://127.0.0.1:1/db?lock=x: a shared lock needs a lock file; a server's locks are each for one holder"
+}
+
+@test "-s: a shared holder killed with SIGKILL leaves its share, and the lock frees with the last one" {
+	local a b
+	spawn "$LOCKBOX" mutex -s "$F" sh -c "$MARK_AND_HOLD" sh "$T/a"
+	a=$SPAWN_PID
+	spawn "$LOCKBOX" mutex -s "$F" sh -c "$MARK_AND_HOLD" sh "$T/b"
+	b=$SPAWN_PID
+	wait_for test -s "$T/a"
+	wait_for test -s "$T/b"
+	kill -KILL "$a"
+	wait_for held_is "$F" 1
+	run -75 "$LOCKBOX" mutex "$F" true
+	kill -KILL "$b"
+	wait_for held_is "$F" 0
+	run -0 "$LOCKBOX" mutex "$F" true
+}
+
+# bats test_tags=wait
+@test "-s: writer starvation: a queued exclusive request is never overtaken by later shared ones" {
+	local readers=() r i late
+	for i in 1 2 3; do
+		spawn "$LOCKBOX" mutex -s "$F" sh -c "$MARK_AND_HOLD" sh "$T/reader.$i"
+		readers+=("$SPAWN_PID")
+		wait_for test -s "$T/reader.$i"
+	done
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo writer >>"$1"' sh "$T/order"
+	local writer=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# later shared requests: one that does not wait is refused, those that wait go behind
+	run -75 --separate-stderr "$LOCKBOX" mutex -s "$F" true
+	assert_stderr "mutex: $F: another request waits in the queue, and a shared one does not go past it"
+	for i in 1 2; do
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" mutex -s -w 60 "$F" sh -c 'echo "late $1" >>"$2"' sh "$i" "$T/order"
+		late+=("$SPAWN_PID")
+		wait_for waiting_on "$F" $((i + 1))
+	done
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[4]}" "^- +$writer +$AGE_RE +waiting 1st: lockbox\$"
+	assert_regex "${lines[5]}" "^- +${late[0]} +$AGE_RE +waiting 2nd, shared: lockbox\$"
+	assert_regex "${lines[6]}" "^- +${late[1]} +$AGE_RE +waiting 3rd, shared: lockbox\$"
+	# the readers ahead go, one after the other: the writer first, then the late ones
+	for r in "${readers[@]}"; do
+		assert [ ! -e "$T/order" ]
+		stop_pid "$r"
+	done
+	reap "$writer"
+	assert_equal "$REAP_STATUS" 0
+	for r in "${late[@]}"; do
+		reap "$r"
+		assert_equal "$REAP_STATUS" 0
+	done
+	assert_equal "$(head -n 1 "$T/order")" writer
+	assert_equal "$(wc -l <"$T/order")" 3
+}
+
+@test "-s with acquire --fd from bash: shared holders are the shells, listed so" {
+	need_ofd
+	cat >"$T/script" <<'EOF'
+exec {a}<>"$1" {b}<>"$1"
+"$LOCKBOX" mutex acquire -s --fd "$a" >/dev/null || exit
+"$LOCKBOX" mutex acquire --shared --fd "$b" >/dev/null || exit
+"$LOCKBOX" mutex "$1" check
+"$LOCKBOX" mutex "$1" list
+"$LOCKBOX" mutex -q "$1" true || echo "exclusive refused: $?"
+"$LOCKBOX" mutex release --fd "$a"
+"$LOCKBOX" mutex release --fd "$b"
+"$LOCKBOX" mutex "$1" check
+EOF
+	run -0 --separate-stderr bash "$T/script" "$F"
+	assert_stderr ""
+	assert_equal "${lines[0]}" 2
+	assert_regex "${lines[2]}" "^1 +[0-9]+ +$AGE_RE +shared: script\$"
+	assert_regex "${lines[3]}" "^2 +[0-9]+ +$AGE_RE +shared: script\$"
+	assert_equal "${lines[4]}" "exclusive refused: 75"
+	assert_equal "${lines[5]}" 0
+}
+
+# --- waiters in list ----------------------------------------------------------
+
+# stopped PID: the process is stopped (state T in /proc/PID/stat).
+stopped() {
+	[[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == T ]]
+}
+
+# bats test_tags=wait
+@test "list shows the -w waiters in queue order, with PID, time waited and whether stopped; check counts holders only" {
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	local holder=$SPAWN_PID w=() i
+	wait_for test -s "$T/held"
+	for i in 1 2 3; do
+		spawn "$LOCKBOX" mutex -w 60 "$F" true
+		w+=("$SPAWN_PID")
+		wait_for waiting_on "$F" "$i"
+	done
+	kill -STOP "${w[1]}"
+	wait_for stopped "${w[1]}"
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
+	assert_equal "${#lines[@]}" 5
+	assert_regex "${lines[1]}" "^1 +$holder +$AGE_RE +sh\$"
+	assert_regex "${lines[2]}" "^- +${w[0]} +$AGE_RE +waiting 1st: lockbox\$"
+	assert_regex "${lines[3]}" "^- +${w[1]} +$AGE_RE +waiting 2nd, stopped: lockbox\$"
+	assert_regex "${lines[4]}" "^- +${w[2]} +$AGE_RE +waiting 3rd: lockbox\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
+	valid_json <<<"$output"
+	assert_regex "$output" ",\\{\"slot\":null,\"waiting\":true,\"queue\":1,\"pid\":${w[0]},\"waited_seconds\":[0-9.]+,\"stopped\":false,\"command\":\"lockbox\",\"mode\":\"exclusive\"\\},\\{\"slot\":null,\"waiting\":true,\"queue\":2,\"pid\":${w[1]},\"waited_seconds\":[0-9.]+,\"stopped\":true,"
+	kill -CONT "${w[1]}"
+}
+
+# --- -v on a terminal ---------------------------------------------------------
+
+# on_pty CMD...: run CMD with a pseudo-terminal of 400 columns as its
+# stdin, stdout and stderr (script(1) of util-linux), all it wrote in
+# $T/pty.out (between script's own first and last lines).
+on_pty() {
+	command -v script >/dev/null || skip "needs script(1) (util-linux)"
+	local q
+	printf -v q '%q ' "$@"
+	script -qfec "stty cols 400 rows 25 2>/dev/null; exec $q" "$T/pty.out" >/dev/null </dev/null
+}
+
+# bats test_tags=wait
+@test "-v on a terminal: one status line rewritten while waiting, cleared before the last message; none off a terminal" {
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/held"
+	spawn "$LOCKBOX" mutex -w 60 "$F" true
+	local ahead=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# the holder goes once the status line has been rewritten at least twice
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	spawn sh -c 'while [ "$(grep -o "waiting" "$1" 2>/dev/null | wc -l)" -lt 3 ]; do sleep 0.05; done; kill "$2"' \
+		sh "$T/pty.out" "$(cat "$T/held")"
+	on_pty "$LOCKBOX" mutex -v -w 60 "$F" echo ran
+	reap "$ahead"
+	run -0 cat -v "$T/pty.out"
+	# each rewrite: a carriage return, the line, the rest of the old one erased
+	assert_regex "$output" "\\^Mmutex: $(re_quote "$F"): waiting [0-9]+ms, 2nd in the queue\\^\\[\\[K"
+	assert_regex "$output" "\\^Mmutex: $(re_quote "$F"): waiting [0-9.]+m?s, (2nd in the queue|next in line, held by PID $holder \\(sh, $AGE_RE\\))\\^\\[\\[K"
+	assert_regex "$output" "\\^M\\^\\[\\[Kmutex: $(re_quote "$F"): took slot 1 of 1\\^M"
+	assert_line "ran^M"
+	# off a terminal: the last line only
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held2"
+	wait_for test -s "$T/held2"
+	spawn "$LOCKBOX" mutex -v -w 60 "$F" true
+	local waiter=$SPAWN_PID err=$SPAWN_ERR
+	wait_for waiting_on "$F" 1
+	stop_pid "$(cat "$T/held2")"
+	reap "$waiter"
+	assert_equal "$(cat "$err")" "mutex: $F: took slot 1 of 1"
+}
+
+# bats test_tags=wait
+@test "-v on a terminal, any file: the status line names the flock(1) holder" {
+	need_flock
+	printf 'data\n' >"$T/data"
+	spawn flock "$T/data" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/held"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	spawn sh -c 'while [ "$(grep -o "held by" "$1" 2>/dev/null | wc -l)" -lt 2 ]; do sleep 0.05; done; kill "$2" "$3"' \
+		sh "$T/pty.out" "$(cat "$T/held")" "$holder"
+	on_pty "$LOCKBOX" mutex -v -w 60 "$T/data" echo ran
+	run -0 cat -v "$T/pty.out"
+	assert_regex "$output" "\\^Mmutex: $(re_quote "$T/data"): waiting [0-9.]+m?s, next in line, held by PID $holder \\(flock, $AGE_RE\\)\\^\\[\\[K"
+	assert_regex "$output" "took slot 1 of 1"
+}
+
+# --- lockbox locks --------------------------------------------------------------
+
+# bats test_tags=wait
+@test "locks: every lock file in use, with holders and waiters; not other files; --json" {
+	need_flock
+	local other=$T/pool.lock
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/held"
+	spawn "$LOCKBOX" mutex -w 60 "$F" true
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	spawn "$LOCKBOX" slots "$other" 3 sh -c "$MARK_AND_HOLD" sh "$T/slot"
+	local slot=$SPAWN_PID
+	wait_for test -s "$T/slot"
+	printf 'data\n' >"$T/data"
+	spawn flock "$T/data" sh -c "$MARK_AND_HOLD" sh "$T/flock"
+	wait_for test -s "$T/flock"
+	run -0 --separate-stderr "$LOCKBOX" locks
+	assert_stderr ""
+	# this test's files, among whatever else the host locks
+	local block
+	block=$(printf '%s\n' "$output" | awk -v f="$F" '$0 == f { on = 1 } on && $0 == "" { exit } on')
+	assert_equal "$(printf '%s\n' "$block" | sed -n 2p)" "SLOT  PID      AGE     COMMAND"
+	assert_regex "$(printf '%s\n' "$block" | sed -n 3p)" "^1 +$holder +$AGE_RE +sh\$"
+	assert_regex "$(printf '%s\n' "$block" | sed -n 4p)" "^- +$waiter +$AGE_RE +waiting 1st: lockbox\$"
+	block=$(printf '%s\n' "$output" | awk -v f="$other" '$0 == f { on = 1 } on && $0 == "" { exit } on')
+	assert_regex "$(printf '%s\n' "$block" | sed -n 3p)" "^1 +$slot +$AGE_RE +sh\$"
+	refute_line "$T/data"
+	run -0 --separate-stderr "$LOCKBOX" locks --json
+	valid_json <<<"$output"
+	# shellcheck disable=SC2016 # python's
+	run -0 python3 -c '
+import json, sys
+v = {x["path"]: x for x in json.loads(sys.argv[1])}
+f = v[sys.argv[2]]
+assert f["held"] == 1 and f["waiting"] == 1, f
+assert f["holders"][0]["pid"] == int(sys.argv[3]) and f["holders"][0]["mode"] == "exclusive", f
+assert f["waiters"][0]["pid"] == int(sys.argv[4]) and f["waiters"][0]["queue"] == 1, f
+assert v[sys.argv[5]]["held"] == 1 and v[sys.argv[5]]["waiting"] == 0
+assert sys.argv[6] not in v
+print("ok")' "$output" "$F" "$holder" "$waiter" "$other" "$T/data"
+	assert_output ok
+	run -125 --separate-stderr "$LOCKBOX" locks extra
+	assert_stderr "locks: unexpected argument 'extra'
+Try 'lockbox locks --help'."
+}
+
+# bats test_tags=privilege
+@test "locks: another user sees the lock files their own processes have open, not root's" {
+	need_root_and_nobody
+	local d
+	d=$(world_readable_dir)
+	chmod 0777 "$d"
+	spawn "$LOCKBOX" mutex --mode 0644 "$d/root.lock" sh -c "$MARK_AND_HOLD" sh "$T/root"
+	wait_for test -s "$T/root"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	spawn setpriv --reuid=65534 --regid=65534 --clear-groups "${NOBODY_LOCKBOX:-$LOCKBOX}" \
+		mutex "$d/nobody.lock" sh -c 'echo "$$" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600' sh "$d/nobody.pid"
+	wait_for test -s "$d/nobody.pid"
+	track_pid "$(cat "$d/nobody.pid")"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" locks
+	assert_line "$d/nobody.lock"
+	refute_line "$d/root.lock"
+	run -0 --separate-stderr "$LOCKBOX" locks
+	assert_line "$d/nobody.lock"
+	assert_line "$d/root.lock"
+}
+
+# --- util-linux's tests/ts/flock, replayed with mutex and flock(1)'s spellings ---
+# Their "flock" script runs each case against a general shared lock held
+# for 3 s (sleep 3) and times the wait; here the holder is held until the
+# test lets it go, and the waits are checked by order, not by the clock.
+# Each case runs twice: on a plain file, locked with flock(2) as flock(1)
+# locks it ("flock" api), and on a lockbox lock file, locked with fcntl(2)
+# byte-range locks (their "fcntl" api is flock --fcntl).
+
+# ts_lockfile API: the lock file of the replay, made as that api has it.
+ts_lockfile() {
+	TS_LOCK=$T/lockfile.$1
+	if [[ $1 == fcntl ]]; then
+		"$LOCKBOX" mutex "$TS_LOCK" create
+	else
+		: >"$TS_LOCK"
+	fi
+}
+
+# ts_general API: the general lock: a shared holder that prints as theirs does.
+ts_general() {
+	ts_lockfile "$1"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	spawn "$LOCKBOX" mutex --shared "$TS_LOCK" bash -c \
+		'echo "API: $1"; echo Locking; echo "$$" >"$2.tmp"; mv "$2.tmp" "$2"; exec sleep 600' \
+		sh "$1" "$T/general.$1"
+	TS_OUT=$SPAWN_OUT
+	wait_for test -s "$T/general.$1"
+}
+
+@test "util-linux flock: non-block, no-fork, shared, exclusive, fd, timeout and time-check, on both apis" {
+	local api
+	for api in flock fcntl; do
+		ts_general "$api"
+		# non-block
+		run -123 --separate-stderr "$LOCKBOX" mutex --nonblocking --conflict-exit-code 123 "$TS_LOCK" echo "You will never see this!"
+		assert_output ""
+		# no-fork
+		run -123 --separate-stderr "$LOCKBOX" mutex --no-fork --nonblocking --conflict-exit-code 123 "$TS_LOCK" echo "You will never see this!"
+		assert_output ""
+		# shared
+		run -0 --separate-stderr "$LOCKBOX" mutex --shared "$TS_LOCK" echo "Have shared lock"
+		assert_output "Have shared lock"
+		# exclusive
+		run -123 --separate-stderr "$LOCKBOX" mutex --nb --exclusive --conflict-exit-code 123 "$TS_LOCK" echo "You will never see this!"
+		# fd: a number alone is a descriptor, never a file named so (a lock
+		# file's slot on an fd needs open file description locks)
+		local st=123
+		[[ $api == flock ]] || ofd_build || st=125
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		run "-$st" --separate-stderr bash -c 'cd "$3" && exec 4<>"$2" && "$1" mutex --nonblocking --exclusive --conflict-exit-code 123 4' \
+			sh "$LOCKBOX" "$TS_LOCK" "$T"
+		assert [ ! -e "$T/4" ]
+		# timeout, and time-check: it waits for the general lock, and gets it as that goes
+		spawn "$LOCKBOX" mutex --timeout 5 --conflict-exit-code 5 "$TS_LOCK" echo "After timeout."
+		local waiter=$SPAWN_PID out=$SPAWN_OUT
+		if [[ $api == fcntl ]]; then
+			wait_for waiting_on "$TS_LOCK" 1
+		else
+			wait_for flock_waits "$TS_LOCK" 1
+		fi
+		assert [ ! -s "$out" ]
+		stop_pid "$(cat "$T/general.$api")"
+		reap "$waiter"
+		assert_equal "$REAP_STATUS" 0
+		assert_equal "$(cat "$out")" "After timeout."
+		assert_equal "$(cat "$TS_OUT")" "API: $api
+Locking"
+	done
+}
+
+@test "util-linux flock: fcntl-vs-flock: fcntl and flock(2) locks are independent, so mutex keeps to flock(2) on any file" {
+	need_flock
+	ts_general fcntl
+	# a lockbox lock file: its holders' fcntl locks do not keep flock(1) out
+	run -0 --separate-stderr flock --nonblock --exclusive "$TS_LOCK" echo "flock vs fcntl"
+	assert_output "flock vs fcntl"
+	# a plain file: mutex and flock(1) take the same flock(2) lock
+	ts_general flock
+	run -1 --separate-stderr flock --nonblock --exclusive "$TS_LOCK" echo "You will never see this!"
+	run -0 --separate-stderr flock --nonblock --shared "$TS_LOCK" echo "flock -s with mutex -s"
+	assert_output "flock -s with mutex -s"
+}
+
+@test "util-linux flock: close: with -o the command does not inherit the lock, without it it does" {
+	need_flock
+	ts_lockfile flock
+	# theirs: flock -o --fd 10 -c 'flock -n --fd 10 true' fails, EBADF; without -o it succeeds
+	# shellcheck disable=SC2016 # expanded by the command's shell
+	run -0 --separate-stderr env LOCK="$TS_LOCK" "$LOCKBOX" mutex --exclusive --close "$TS_LOCK" --command \
+		'for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$LOCK" ] && echo inherited; done; flock --exclusive --nonblock "$LOCK" true; echo "exit code: $?"'
+	assert_output "exit code: 1"
+	# shellcheck disable=SC2016 # expanded by the command's shell
+	run -0 --separate-stderr env LOCK="$TS_LOCK" "$LOCKBOX" mutex --exclusive "$TS_LOCK" --command \
+		'for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$LOCK" ] && echo inherited; done; echo "exit code: 0"'
+	assert_output "inherited
+exit code: 0"
+}
+
+# bats test_tags=wait
+@test "util-linux flock: unlock: lock and unlock a descriptor, then -w 0 is -n, with --verbose" {
+	need_flock
+	ts_lockfile flock
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		exec 10<>"$2"
+		"$1" mutex --exclusive --nonblock --verbose 10
+		flock --nonblock "$2" true && echo "taken by flock: not locked" || echo locked
+		"$1" mutex --unlock 10
+		"$1" mutex --exclusive --wait 0 --verbose "$2" true' sh "$LOCKBOX" "$TS_LOCK"
+	assert_output locked
+	assert_stderr "mutex: $TS_LOCK: took slot 1 of 1
+mutex: $TS_LOCK: took slot 1 of 1"
+}
+
+@test "the library's acquire_mutex -s: shared locks held by shells, an exclusive one refused, acquire_slot -s refused" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib
+	lib=$("$LOCKBOX" --shell-lib)
+	cat >"$T/reader" <<'EOF2'
+. "$1" || exit 125
+acquire_mutex -s "$2" || exit
+printf '%s\n' "$$" >"$3.tmp" && mv "$3.tmp" "$3"
+read -r _ <"$4"
+release_mutex "$2"
+EOF2
+	mkfifo "$T/go"
+	spawn bash "$T/reader" "$lib" "$F" "$T/r1" "$T/go"
+	local r1=$SPAWN_PID
+	wait_for test -s "$T/r1"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '. "$1" && acquire_mutex --shared "$2" && "$3" mutex "$2" list' \
+		sh "$lib" "$F" "$LOCKBOX"
+	assert_regex "${lines[1]}" "^1 +$r1 +$AGE_RE +shared: reader\$"
+	assert_regex "${lines[2]}" "^2 +[0-9]+ +$AGE_RE +shared: bash\$"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -75 --separate-stderr bash -c '. "$1" && acquire_mutex "$2"' sh "$lib" "$F"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $r1 \\(reader, $AGE_RE, shared\\)\$"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -125 --separate-stderr bash -c '. "$1" && acquire_slot -s "$2" 3' sh "$lib" "$F"
+	assert_stderr "acquire_slot: -s goes with acquire_mutex: a slot is never shared"
+	echo >"$T/go"
+	reap "$r1"
+	assert_equal "$REAP_STATUS" 0
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
