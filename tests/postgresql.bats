@@ -227,7 +227,7 @@ hold() {
 	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +host-a +sh\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" list
 	printf '%s\n' "$output" | valid_json
-	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh\"\\}\\]\$"
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh\",\"mode\":\"exclusive\"\\}\\]\$"
 	stop_pid "$HOLD_PID"
 	wait_for held_is "$U" 0
 	run -0 "$LOCKBOX" mutex --json "$U" list
