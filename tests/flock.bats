@@ -136,6 +136,53 @@ slot=1"
 	run -1 flock -n "$F" true
 }
 
+# bats test_tags=wait
+@test "an empty file is never both: not adopted while locked with flock(2); a mutex that waited on it as any file takes a slot once it has become a lock file" {
+	need_flock
+	local a
+	: >"$T/e"
+	# held with flock(2) (mutex on an empty file it did not make, or
+	# flock(1)): slots, create and the library leave it empty
+	# shellcheck disable=SC2016 # expanded by the child shell
+	"$LOCKBOX" mutex "$T/e" sh -c 'touch "$1"; exec sleep 600' sh "$T/held" &
+	a=$!
+	track_pid "$a"
+	wait_for test -e "$T/held"
+	run -125 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
+	assert_stderr "slots: $T/e: empty, and locked with flock(2) (by flock(1), or by mutex on a file it did not make); refusing to adopt it while it is"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -125 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$T/e")" 0
+	stop_pid "$a"
+	# the header goes in under flock(2), while a mutex waits for that
+	# lock as for any file's: it then finds a lockbox lock file, and
+	# takes its slot the way that file's holders do
+	rm -f "$T/held"
+	"$LOCKBOX" mutex "$T/header" create
+	head -c 4096 "$T/header" >"$T/hdr"
+	mkfifo "$T/go"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	flock "$T/e" sh -c 'touch "$1"; read -r _ <"$2"; cat "$3" >"$4"' \
+		sh "$T/writing" "$T/go" "$T/hdr" "$T/e" &
+	track_pid "$!"
+	wait_for test -e "$T/writing"
+	# shellcheck disable=SC2016 # expanded by the child shell
+	"$LOCKBOX" mutex -w 30 "$T/e" sh -c 'touch "$1"; exec sleep 600' sh "$T/held" &
+	a=$!
+	track_pid "$a"
+	wait_for flock_waits "$T/e" 1
+	echo go >"$T/go"
+	wait_for test -e "$T/held"
+	run -0 "$LOCKBOX" mutex "$T/e" check
+	assert_output 1
+	run -75 --separate-stderr "$LOCKBOX" mutex "$T/e" touch "$T/ran"
+	# shellcheck disable=SC2154 # set by run --separate-stderr
+	assert_regex "$stderr" "held by PID $a "
+	assert [ ! -e "$T/ran" ]
+}
+
 # bats test_tags=privilege
 @test "held: 0 while held, 1 when free or missing, for if; no output" {
 	run -1 --separate-stderr "$LOCKBOX" mutex "$F" held

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -134,6 +135,27 @@ static int wait_flock(struct filepool *p, int op, int64_t deadline)
 	return r;
 }
 
+/*
+ * Whether the file, empty when it was opened, has become a lockbox lock
+ * file since: lockbox adopts an empty file (slots, create, the shell
+ * library) only while it can hold its flock(2) lock, and writes the
+ * header under it (lb_lockfile_identify); a mutex that then gets that
+ * lock must not hold the file in a way its new holders do not see.
+ */
+static int became_lockbox(struct filepool *p)
+{
+	unsigned char magic[LB_MAGIC_LEN];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(p->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < LB_HDR_SIZE)
+		return 0;
+	do
+		n = pread(p->fd, magic, sizeof magic, 0);
+	while (n < 0 && errno == EINTR);
+	return n == LB_MAGIC_LEN && memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
+}
+
 int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot)
 {
 	int op = p->shared ? LOCK_SH : LOCK_EX, r;
@@ -146,6 +168,11 @@ int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slo
 	r = try_flock(p, op);
 	if (r == 0 && lb_remaining(deadline) != 0)
 		r = wait_flock(p, op, deadline);
+	if (r == 1 && became_lockbox(p)) {
+		/* its holders are lockbox's: 3, the caller takes a slot as they do */
+		flock(p->fd, LOCK_UN);
+		return 3;
+	}
 	if (r == 1)
 		*slot = 1;
 	return r;

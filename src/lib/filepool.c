@@ -436,7 +436,11 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		r = fa_acquire(p, max, deadline, slot);
 		if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
 			return -1;
-		return r;
+		if (r != 3)
+			return r;
+		/* made a lockbox lock file while we waited: its holders are in it now */
+		p->any = 0;
+		pool->caps &= ~LB_POOL_FLOCK;
 	}
 	p->behind = 0;
 	for (;;) {

@@ -78,7 +78,12 @@ unsigned fp_slot_of(const struct lb_lockinfo *l);
 int fp_find_foreign(struct filepool *p, int records);
 int fp_maybe_foreign(struct filepool *p, int locked);
 
-/* fileany.c: a file that is not a lockbox lock file, locked as flock(1) locks it */
+/*
+ * fileany.c: a file that is not a lockbox lock file, locked as flock(1)
+ * locks it. fa_acquire: 1 taken, 0 busy or deadline, -1 error, or 3 when
+ * the file became a lockbox lock file meanwhile (its lock given back: the
+ * caller takes a slot of it instead).
+ */
 int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot);
 int fa_release(struct filepool *p);
 int fa_holders(struct filepool *p, int waiting, struct lb_holders *out);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -631,15 +632,35 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 			return 0;
 		if (!(flags & LB_ID_CREATED) && !adoptable(&st, name, flags))
 			return -1;
+		/*
+		 * An empty file may be a lock already: flock(1)'s, or
+		 * mutex's on a file it did not make (flock(2), nothing
+		 * written: see fileany.c). A header written under such a
+		 * holder would make the file one whose holders do not see
+		 * it, and two would hold at once. So it is adopted only
+		 * while nobody holds it that way, with that lock taken for
+		 * the time of the write: a mutex that waited for it looks
+		 * again once it has it, and finds a lockbox lock file.
+		 */
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			if (errno == EWOULDBLOCK)
+				lb_warnx("%s: empty, and locked with flock(2) (by flock(1), or by mutex on a file it did not make); refusing to adopt it while it is",
+				    name);
+			else
+				lb_warn("%s", name);
+			return -1;
+		}
 		/* all of it, or the file is left empty as it was */
 		if (write_header(fd) != 0) {
 			int e = errno;
 
 			(void)!ftruncate(fd, 0);
+			flock(fd, LOCK_UN);
 			errno = e;
 			lb_warn("%s: cannot write header", name);
 			return -1;
 		}
+		flock(fd, LOCK_UN);
 		return (off_t)LB_HDR_SIZE;
 	}
 	n = pread(fd, hdr, LB_MAGIC_LEN, 0);
