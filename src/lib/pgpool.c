@@ -294,6 +294,18 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
 }
 
 /*
+ * The fence is the acquiring transaction's id, and that id must never be
+ * handed out again, a server crash included. A transaction that writes
+ * no WAL of its own commits without waiting for its commit record to
+ * reach the disk, so after a crash (pg_ctl stop -m immediate, a killed
+ * server) the next transaction could get the same id: two holders, one
+ * fence. A transactional logical message (a WAL record any role may
+ * write, whatever wal_level, and no table needed) makes the commit wait
+ * for the flush: a fence seen by a holder survives the server.
+ */
+#define FENCE_DURABLE "pg_logical_emit_message(true, 'lockbox', 'fence') IS NOT NULL"
+
+/*
  * Take the lowest free slot in 1..MAX when fewer than MAX are held, all in
  * one round trip and one transaction. The count and the claim run under
  * the transaction lock (KEY, -1): two clients with different MAX cannot
@@ -311,7 +323,7 @@ static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 {
 	PGresult *r;
 	int rc = counting(p, deadline, 1, &r,
-	    " SELECT s, CASE WHEN s IS NOT NULL THEN txid_current() END, h"
+	    " SELECT s, CASE WHEN s IS NOT NULL AND " FENCE_DURABLE " THEN txid_current() END, h"
 	    " FROM (SELECT h, CASE WHEN h < %u AND NOT pg_is_in_recovery()"
 	    " AND pg_backend_pid() = %d THEN"
 	    " (SELECT s FROM generate_series(1, %u) s"
@@ -347,7 +359,8 @@ static int confirm(struct pgpool *p, unsigned s, unsigned max, int64_t deadline)
 	PGresult *r;
 	int rc = counting(p, deadline, 0, &r,
 	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
-	    " THEN txid_current() WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
+	    " AND " FENCE_DURABLE " THEN txid_current()"
+	    " WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
 	    s, max, held_where(p), max, p->key, s);
 
 	if (rc == STUCK) {
