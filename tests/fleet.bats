@@ -141,6 +141,6 @@ ev() {
 	assert_line 'fence regressions: 0'
 	assert_line 'result: ok'
 	# the partitioned holder was told before its slot was granted elsewhere
-	assert_line --regexp '^  18s cut off h[0-9]: .* told after [0-9.]+ s, slot granted elsewhere after'
+	assert_line --regexp '^  partition 18s cut off h[0-9]: .* told after [0-9.]+ s, slot granted elsewhere after'
 	assert_cleaned_up
 }

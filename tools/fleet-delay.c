@@ -71,6 +71,8 @@ static void attr_put(char *buf, uint16_t type, const void *data, size_t len)
 	a->nla_type = type;
 	a->nla_len = NLA_HDRLEN + len;
 	memcpy((char *)a + NLA_HDRLEN, data, len);
+	/* the padding to the next attribute goes out too: zero, not garbage */
+	memset((char *)a + a->nla_len, 0, NLA_ALIGN(a->nla_len) - a->nla_len);
 	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + NLA_ALIGN(a->nla_len);
 }
 
