@@ -107,9 +107,14 @@ static const char *sig_name(int sig, char buf[16])
 
 /*
  * Tell the command's job of the loss (WHY): CONT, then SIG, to each once.
- * The holders of the lock are the holders of the connection: the
- * processes with a descriptor of SOCK (its device and inode, taken while
- * this process still had one).
+ * The command first, at once: the others are found by a look through all
+ * of /proc, which on a busy host takes long enough for the server to hand
+ * the slot on (a restart, an ended session) while the command still runs
+ * its critical section untold, or for the command to end before it is
+ * told at all. Then the holders of the lock, the holders of the
+ * connection: the processes with a descriptor of SOCK (its device and
+ * inode, taken while this process still had one), with their descendants
+ * and the groups they lead.
  */
 static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
     const struct stat *sock, const char *why)
@@ -117,29 +122,31 @@ static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
 	struct lb_lock_site site = { sock->st_dev, sock->st_ino, -1 };
 	struct lb_job job;
 	char pids[512] = "", refused[256] = "", num[16];
-	size_t i;
-	int member = 0;
+	size_t i, n;
 
+	/* not ended, so its PID is still its own */
+	if (!command_ended(cmd, start, pidfd)) {
+		kill(cmd, SIGCONT);
+		if (kill(cmd, p->on_loss) == 0)
+			snprintf(pids, sizeof pids, "%d", (int)cmd);
+	}
 	lb_job_init(&job, &site);
 	/* a job not known for sure is told as far as it is known */
 	lb_job_scan(&job);
+	/* the command was told above: once */
 	for (i = 0; i < job.n; i++)
-		member |= job.v[i].pid == cmd && job.v[i].starttime == start;
-	lb_job_signal(&job, SIGCONT, NULL, 0, NULL, 0);
-	lb_job_signal(&job, p->on_loss, pids, sizeof pids, refused, sizeof refused);
-	lb_job_free(&job);
-	/*
-	 * The command, also when it closed the connection (this process kept
-	 * the session, and the lock, for it). Not ended, so its PID is still its own.
-	 */
-	if (!member && !command_ended(cmd, start, pidfd)) {
-		kill(cmd, SIGCONT);
-		if (kill(cmd, p->on_loss) == 0) {
-			size_t n = strlen(pids);
-
-			snprintf(pids + n, sizeof pids - n, "%s%d", n ? "," : "", (int)cmd);
+		if (job.v[i].pid == cmd && job.v[i].starttime == start) {
+			if (job.v[i].pidfd >= 0)
+				close(job.v[i].pidfd);
+			job.v[i--] = job.v[--job.n];
 		}
-	}
+	n = strlen(pids);
+	lb_job_signal(&job, SIGCONT, NULL, 0, NULL, 0);
+	lb_job_signal(&job, p->on_loss, pids + n + (n > 0), sizeof pids - n - (n > 0),
+	    refused, sizeof refused);
+	if (n > 0 && pids[n + 1] != '\0')
+		pids[n] = ',';
+	lb_job_free(&job);
 	if (pids[0] != '\0')
 		lb_warnx("%s: %s; its lock is free: sent SIG%s to PIDs %s",
 		    p->base.name, why, sig_name(p->on_loss, num), pids);
