@@ -25,6 +25,7 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "host.h"
 #include "lockfile.h"
 #include "parse.h"
 #include "proc.h"
@@ -64,7 +65,9 @@ enum { SRC_BELL = 1, SRC_PIN, SRC_SIG, SRC_CLOSE };
  * let go). A word helper is not waited for (an exec ends it anyway): it
  * may still be in its futex call or on its way out, touching only its own
  * struct and the page it maps, never the bell or any fd, and whichever
- * of it and the canceller is done last (LEFT) frees both.
+ * of it and the canceller is done last (LEFT) frees both. Inside a host
+ * (host.h) that lives on, it is joined as a lock helper is: no thread
+ * outlives the call that started it.
  */
 enum { HELP_LOCK, HELP_WORD };
 /* RING: who may still touch the bell */
@@ -106,6 +109,24 @@ static int wake_sig(void)
 static void on_wake(int sig)
 {
 	(void)sig;
+}
+
+/*
+ * The wake signal's action is set once, by the first helper. Inside a
+ * host, whose signals these are, the action it had is put back when the
+ * last wait set is done (its helpers joined): a shell that unloads the
+ * builtin must not keep a handler in code that is gone.
+ */
+static int wake_installed;
+static struct sigaction wake_saved;
+static unsigned live_sets;
+
+static void wake_restore(void)
+{
+	if (wake_installed && lb_hosted()) {
+		sigaction(wake_sig(), &wake_saved, NULL);
+		wake_installed = 0;
+	}
 }
 
 static long futex(void *word, int op, uint32_t val)
@@ -270,6 +291,8 @@ int lb_wait_init(struct lb_wait *w)
 	memset(w, 0, sizeof *w);
 	w->sig = w->closes = -1;
 	w->bell[0] = w->bell[1] = -1;
+	w->counted = 1;
+	live_sets++;
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (w->ep < 0)
 		return -1;
@@ -293,7 +316,6 @@ size_t lb_wait_locks_free(const struct lb_wait *w)
 /* Start helper H in a free place of W. 0, or -1 with errno (H is freed). */
 static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 {
-	static int installed;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	int i, e;
@@ -305,17 +327,17 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 		errno = EMFILE;
 		return -1;
 	}
-	if (!installed) {
+	if (!wake_installed) {
 		struct sigaction sa;
 
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = on_wake;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(wake_sig(), &sa, NULL) != 0) {
+		if (sigaction(wake_sig(), &sa, &wake_saved) != 0) {
 			helper_free(h);
 			return -1;
 		}
-		installed = 1;
+		wake_installed = 1;
 	}
 	h->bell = w->bell[1];
 	if (h->kind == HELP_WORD)
@@ -414,6 +436,10 @@ static void helper_cancel(struct lb_wait_helper *h)
  */
 static void word_cancel(struct lb_wait_helper *h)
 {
+	if (lb_hosted()) {
+		helper_cancel(h);
+		return;
+	}
 	if (helper_stop(h))
 		pthread_kill(h->tid, wake_sig());
 	pthread_detach(h->tid);
@@ -724,6 +750,25 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 	return 0;
 }
 
+/*
+ * Inside a host, its signals are blocked but while a wait sleeps, with
+ * the host's mask (and SIGTSTP still blocked when the signalfd takes it):
+ * a signal that came before the sleep is taken as it starts, and each
+ * one is followed by a look whether the host must act on it now.
+ */
+static int sleep_wait(struct lb_wait *w, struct epoll_event *got, int n, int ms)
+{
+	const sigset_t *host = lb_host_sleep_mask();
+	sigset_t mask;
+
+	if (host == NULL)
+		return epoll_wait(w->ep, got, n, ms);
+	mask = *host;
+	if (w->sig >= 0)
+		sigaddset(&mask, SIGTSTP);
+	return epoll_pwait(w->ep, got, n, ms, &mask);
+}
+
 int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_event *ev)
 {
 	struct epoll_event got[16];
@@ -731,6 +776,10 @@ int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_
 	int64_t left;
 
 	while (w->nready == 0) {
+		if (lb_host_stop()) {
+			errno = EINTR;
+			return -1;
+		}
 		left = lb_remaining(deadline);
 		if (left == 0)
 			return 0;
@@ -738,7 +787,7 @@ int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_
 		ms = left / LB_NS_PER_MS >= INT_MAX ? INT_MAX :
 		    (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS);
 		capped = max_ms > 0 && max_ms < ms;
-		n = epoll_wait(w->ep, got, 16, capped ? max_ms : ms);
+		n = sleep_wait(w, got, 16, capped ? max_ms : ms);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -824,6 +873,12 @@ void lb_wait_done(struct lb_wait *w)
 	w->pins = NULL;
 	w->ready = NULL;
 	w->npins = w->cappins = w->nready = w->capready = 0;
+	/* sets nest (a header's wait inside a head's): the last one done restores */
+	if (w->counted) {
+		w->counted = 0;
+		if (--live_sets == 0)
+			wake_restore();
+	}
 	if (w->fd_limit_raised) {
 		struct rlimit rl;
 

@@ -63,6 +63,7 @@ struct lb_wait {
 	size_t nready, capready;
 	int fd_limit_raised;
 	rlim_t saved_fd_limit;
+	int counted;		/* among the live sets (wait.c's wake signal) */
 };
 
 /* 0, or -1 with errno. */
