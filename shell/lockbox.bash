@@ -336,6 +336,11 @@ _lockbox_acquire() {
 	if [[ $app == slots ]]; then
 		args+=("$5")
 	fi
+	# A waiter arms the EXIT trap before it waits, not in the handoff:
+	# the script's next command starts as soon as the lock is its own.
+	if [[ -n $wait && $_lockbox_exit_pid != "$BASHPID" ]]; then
+		_lockbox_arm
+	fi
 	# The slot's number comes on stdout: the builtin puts it into a
 	# variable. The binary: a mutex is always slot 1, so it runs as a
 	# plain command, with no capture (a command substitution costs

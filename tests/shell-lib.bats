@@ -44,9 +44,11 @@ builtin_bash() {
 	rt=$(ldd "$so" | awk '$1 ~ /^libasan/ { print $3 }')
 	[[ -n $rt ]] || return 0
 	mkdir -p "$T/asan-bin"
-	printf '%s\n' '#!/bin/sh' \
-		"LD_PRELOAD=\${LD_PRELOAD:+\$LD_PRELOAD:}$rt ASAN_OPTIONS=\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0 exec $(command -v bash) \"\$@\"" \
-		>"$T/asan-bin/bash"
+	# bash itself, not sh: it passes exported functions on, dash drops them
+	# shellcheck disable=SC2016 # expanded by the wrapper
+	printf '%s\n' "#!$BASH" "export LD_PRELOAD=$rt" \
+		'export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0' \
+		"exec $BASH \"\$@\"" >"$T/asan-bin/bash"
 	chmod +x "$T/asan-bin/bash"
 	PATH=$T/asan-bin:$PATH
 }
