@@ -1095,9 +1095,14 @@ EOF
 	printf 'junk\n' >"$T/junk.so"
 	sed "s|^_lockbox_builtin_so=.*|_lockbox_builtin_so='$T/junk.so'|" "$lib" >"$T/lib.bash"
 	# shellcheck disable=SC2016 # expanded by the child shell
-	run -0 --separate-stderr bash -c '. "$1"; printf "%s\n" "$_lockbox_inshell"; acquire_mutex "$2"
-		"$LOCKBOX" mutex "$2" check' sh "$T/lib.bash" "$F"
-	assert_equal "${lines[*]}" "0 1"
+	run -0 --separate-stderr bash -c '. "$1"; printf "%s\n" "$_lockbox_inshell"' sh "$T/lib.bash"
+	assert_output 0
+	assert_stderr ""
+	ofd_build || return 0	# the library locks the fd its shell opened: --fd
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 --separate-stderr bash -c '. "$1"; acquire_mutex "$2"; "$LOCKBOX" mutex "$2" check' \
+		sh "$T/lib.bash" "$F"
+	assert_output 1
 	assert_stderr ""
 }
 
