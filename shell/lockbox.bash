@@ -45,6 +45,10 @@ fi
 # the installed copy and in the build tree's, which is what
 # 'lockbox --shell-lib' prints; it is empty in the source tree.
 _lockbox_built=''
+# Its loadable builtin, the same way (empty: built without one), and the
+# runtime it needs loaded first, if any (a sanitizer build's).
+_lockbox_builtin_so=''
+_lockbox_builtin_needs=''
 
 # The binary, resolved once: a later change of PATH or LOCKBOX does not
 # matter. $LOCKBOX, else the one this copy belongs to, else lockbox from PATH.
@@ -66,6 +70,24 @@ if [[ -z $_lockbox_bin || ! -x $_lockbox_bin ]]; then
 	return 125
 fi
 
+# The locks run inside this shell, without a process, through the
+# builtin (shell/builtin.c: the binary's own code, loaded with enable -f)
+# when bash loads it: a bash with loadable builtins, of the version it was
+# built for. LOCKBOX_BUILTIN=0 keeps to the binary; so does a builtin
+# unloaded later (enable -d sets _lockbox_inshell back to 0). Either way
+# a script sees the same statuses, messages and locks.
+_lockbox_inshell=0
+if [[ ${LOCKBOX_BUILTIN-} != 0 && -n $_lockbox_builtin_so && -f $_lockbox_builtin_so ]]; then
+	_lockbox_r=
+	if [[ -n $_lockbox_builtin_needs ]]; then
+		read -r -d '' _lockbox_r </proc/self/maps || :
+	fi
+	if [[ -z $_lockbox_builtin_needs || $_lockbox_r == *"/$_lockbox_builtin_needs"* ]] &&
+		builtin enable -f "$_lockbox_builtin_so" _lockbox_builtin 2>/dev/null; then
+		_lockbox_inshell=1
+	fi
+fi
+
 # Per lock, keyed by the lock file's absolute path. Plain declare at the top
 # level is global when this file is sourced at the top level (declare -g
 # needs bash 4.2). An entry is live only while _lockbox_pid[F] is $BASHPID:
@@ -74,6 +96,7 @@ declare -A _lockbox_fd=()	# F -> the fd this shell opened on F
 declare -A _lockbox_pid=()	# F -> $BASHPID of the shell that holds F
 declare -A _lockbox_kind=()	# F -> mutex or slots
 declare -A _lockbox_slot=()	# F -> the slot number held on F
+_lockbox_nfd=0			# how many F have an fd (this shell's or a parent's)
 _lockbox_slot_file=		# the F that LOCKBOX_SLOT came from
 _lockbox_r=			# a function's result (no subshell needed)
 _lockbox_quiet=0		# acquire_*'s -q, -w and -s, as _lockbox_acquire_opts read them
@@ -120,11 +143,26 @@ _lockbox_status() {
 	return "$1"
 }
 
+# _lockbox_run APPLET ARG...: lockbox APPLET ARG..., in this shell when
+# the builtin is loaded (only acquire, release and -- FILE create).
+_lockbox_run() {
+	if ((_lockbox_inshell)); then
+		builtin _lockbox_builtin "$@"
+	else
+		"$_lockbox_bin" "$@"
+	fi
+}
+
 # _lockbox_r: FILE's key in the state arrays: the physical path of its
 # directory (., .. and symlinks resolved) and its base name, so that x.lock,
 # ./x.lock and a path through a symlinked directory are one lock. The base
 # name is kept as it is: a final symlink is refused when it is opened.
 _lockbox_key() {
+	# the builtin takes the same steps, without a statement each
+	if ((_lockbox_inshell)); then
+		builtin _lockbox_builtin -v _lockbox_r key "$1"
+		return
+	fi
 	local path=$1 rest part cur='' dir
 	if [[ $path != /* ]]; then
 		path=${PWD%/}/$path
@@ -190,12 +228,18 @@ _lockbox_held() {
 # with FILE's own key, when this shell holds no lock on it.
 _lockbox_find() {
 	local file=$1 key k
-	_lockbox_key "$file"
-	key=$_lockbox_r
-	if _lockbox_held "$key"; then
+	if ((_lockbox_inshell)); then
+		builtin _lockbox_builtin -v key key "$file"
+	else
+		_lockbox_key "$file"
+		key=$_lockbox_r
+	fi
+	_lockbox_r=$key
+	# _lockbox_held, written out: this is every acquire's and release's path
+	if [[ -n ${_lockbox_fd[$key]-} && ${_lockbox_pid[$key]-} == "$BASHPID" ]]; then
 		return 0
 	fi
-	if ((${#_lockbox_fd[@]} > 0)) && [[ -e $file ]]; then
+	if ((_lockbox_nfd > 0)) && [[ -e $file ]]; then
 		for k in "${!_lockbox_fd[@]}"; do
 			if _lockbox_held "$k" && [[ $file -ef /proc/self/fd/${_lockbox_fd[$k]} ]]; then
 				_lockbox_r=$k
@@ -203,7 +247,6 @@ _lockbox_find() {
 			fi
 		done
 	fi
-	_lockbox_r=$key
 	return 1
 }
 
@@ -224,7 +267,7 @@ _lockbox_open() {
 	local app=$1 file=$2 ro fd msg
 	[[ $file != postgres://* && $file != postgresql://* ]] || { _lockbox_warn "$app: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox $app URL COMMAND"; return 125; }
 	if [[ -L $file || ! -s $file ]]; then
-		"$_lockbox_bin" "$app" "$file" create || return
+		_lockbox_run "$app" -- "$file" create || return
 	fi
 	if [[ -L $file ]]; then
 		_lockbox_warn "$app: $file: is a symbolic link; refusing to follow it"
@@ -242,11 +285,11 @@ _lockbox_open() {
 	fi
 	if ! { exec {fd}<>"/proc/self/fd/$ro"; } 2>/dev/null; then
 		msg=$(: 2>&1 <>"/proc/self/fd/$ro") || :
-		_lockbox_close "$ro"
+		exec {ro}>&-
 		_lockbox_warn "$app: $file: ${msg##*: }"
 		return 125
 	fi
-	_lockbox_close "$ro"
+	exec {ro}>&-
 	_lockbox_r=$fd
 	return 0
 }
@@ -299,12 +342,21 @@ _lockbox_acquire() {
 	if [[ $app == slots ]]; then
 		args+=("$5")
 	fi
-	# A mutex is always slot 1: run the binary as a plain command, with
-	# no capture (a command substitution costs another fork). A slot's
-	# number comes on stdout; exec makes the binary's parent this shell
-	# whatever bash does with $(...), so the holder recorded is $BASHPID.
-	# Messages go straight to stderr either way.
-	if [[ $app == mutex ]]; then
+	# A waiter arms the EXIT trap before it waits, not in the handoff:
+	# the script's next command starts as soon as the lock is its own.
+	if [[ -n $wait && $_lockbox_exit_pid != "$BASHPID" ]]; then
+		_lockbox_arm
+	fi
+	# The slot's number comes on stdout: the builtin puts it into a
+	# variable. The binary: a mutex is always slot 1, so it runs as a
+	# plain command, with no capture (a command substitution costs
+	# another fork); for a slot, exec makes the binary's parent this
+	# shell whatever bash does with $(...), so the holder recorded is
+	# $BASHPID, as the builtin records it. Messages go straight to stderr.
+	if ((_lockbox_inshell)); then
+		builtin _lockbox_builtin -v _lockbox_r "${args[@]}" || rc=$?
+		slot=$_lockbox_r
+	elif [[ $app == mutex ]]; then
 		"$_lockbox_bin" "${args[@]}" >/dev/null || rc=$?
 		slot=1
 	else
@@ -316,7 +368,7 @@ _lockbox_acquire() {
 	fi
 	if [[ ! $slot =~ ^[0-9]+$ ]]; then
 		_lockbox_warn "$app: $file: no slot number from $_lockbox_bin"
-		"$_lockbox_bin" "$app" release --fd "$fd" 2>/dev/null || :
+		_lockbox_run "$app" release --fd "$fd" 2>/dev/null || :
 		_lockbox_close "$fd"
 		return 125
 	fi
@@ -324,12 +376,15 @@ _lockbox_acquire() {
 	_lockbox_pid[$key]=$BASHPID
 	_lockbox_kind[$key]=$app
 	_lockbox_slot[$key]=$slot
+	_lockbox_nfd=$((_lockbox_nfd + 1))
 	if [[ $app == slots ]]; then
 		LOCKBOX_SLOT=$slot
 		_lockbox_slot_file=$key
 		export LOCKBOX_SLOT
 	fi
-	_lockbox_arm
+	if [[ $_lockbox_exit_pid != "$BASHPID" ]]; then
+		_lockbox_arm
+	fi
 	return 0
 }
 
@@ -338,11 +393,17 @@ _lockbox_acquire() {
 # our copy alone would leave the lock with it.
 _lockbox_drop() {
 	local key=$1 fd=${_lockbox_fd[$1]} rc=0
-	"$_lockbox_bin" "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
-	_lockbox_close "$fd"
+	# _lockbox_run and _lockbox_close, written out: every release's path
+	if ((_lockbox_inshell)); then
+		builtin _lockbox_builtin "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
+	else
+		"$_lockbox_bin" "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
+	fi
+	exec {fd}>&-
 	_lockbox_fd[$key]=
 	_lockbox_pid[$key]=
 	_lockbox_slot[$key]=
+	_lockbox_nfd=$((_lockbox_nfd - 1))
 	if [[ $_lockbox_slot_file == "$key" ]]; then
 		_lockbox_slot_file=
 		unset LOCKBOX_SLOT
@@ -416,7 +477,11 @@ _lockbox_on_exit() {
 _lockbox_trap_cmd() {
 	local p
 	local -a words
-	p=$(builtin trap -p EXIT)
+	if ((_lockbox_inshell)); then
+		builtin _lockbox_builtin -v p exit-trap
+	else
+		p=$(builtin trap -p EXIT)
+	fi
 	if [[ -z $p ]]; then
 		_lockbox_r=
 		return 1
@@ -637,7 +702,7 @@ _lockbox_mutex() {
 		for a in "${@:2}"; do
 			case $a in
 			--fd | --fd=*)
-				"$_lockbox_bin" mutex "$@"
+				_lockbox_run mutex "$@"
 				return
 				;;
 			esac
@@ -891,7 +956,7 @@ _lockbox_waitfor() {
 			_lockbox_warn "waitfor: cannot run '$1': Permission denied"
 			return 126
 		fi
-	elif [[ -z $(type -t "$1") ]]; then
+	elif ! type -t -- "$1" >/dev/null 2>&1; then
 		_lockbox_warn "waitfor: cannot run '$1': No such file or directory"
 		return 127
 	fi
@@ -947,7 +1012,11 @@ _lockbox_waitfor() {
 		fi
 		if ((_lockbox_wf_wake > 0)); then
 			printf -v _lockbox_wf_s '%d.%03d' $((_lockbox_wf_wake / 1000)) $((_lockbox_wf_wake % 1000))
-			sleep "$_lockbox_wf_s" || return
+			if ((_lockbox_inshell)); then
+				builtin _lockbox_builtin sleep "$_lockbox_wf_s" || return
+			else
+				sleep "$_lockbox_wf_s" || return
+			fi
 		fi
 	done
 }
@@ -961,6 +1030,13 @@ acquire_mutex() {
 		printf 'acquire_mutex: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
 		return 125
 	fi
+	# the common call, a FILE and no option, without set -a to undo: the
+	# short way (every function call costs a shell some microseconds)
+	if (($# == 1)) && [[ $1 != -* && $- != *a* ]]; then
+		_lockbox_allexport=0
+		_lockbox_acquire mutex 0 '' "$1"
+		return
+	fi
 	_lockbox_call _lockbox_acquire_mutex "$@"
 }
 
@@ -968,6 +1044,11 @@ release_mutex() {
 	if [[ -z ${_lockbox_guard[1]-} ]]; then
 		printf 'release_mutex: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
 		return 125
+	fi
+	if (($# == 1)) && [[ $- != *a* ]]; then
+		_lockbox_allexport=0
+		_lockbox_release mutex "$1"
+		return
 	fi
 	_lockbox_call _lockbox_release_mutex "$@"
 }

@@ -45,6 +45,15 @@ mkvar() {
 	assert_line --partial 'usage: slots'
 	[[ -f $pkgdata/lockbox.bash ]]
 	[[ -f $comp/lockbox ]]
+	# the installed library names the installed binary and builtin, by
+	# their installed paths (DESTDIR is no part of them)
+	run -0 grep -x "_lockbox_built='$(mkvar bindir)/lockbox'" "$pkgdata/lockbox.bash"
+	if [[ -n $(mkvar LB_BUILTIN_INSTALLED) ]]; then
+		[[ -f $D$(mkvar LB_BUILTIN_INSTALLED) ]]
+		run -0 grep -x "_lockbox_builtin_so='$(mkvar LB_BUILTIN_INSTALLED)'" "$pkgdata/lockbox.bash"
+	else
+		run -0 grep -x "_lockbox_builtin_so=''" "$pkgdata/lockbox.bash"
+	fi
 	# again over its own links: fine, and no warning
 	run mk install
 	assert_success
@@ -56,6 +65,7 @@ mkvar() {
 	assert_output ''
 	[[ ! -e $pkgdata ]]
 	[[ ! -e $pkglibexec ]]
+	[[ ! -e $D$(mkvar pkglibdir) ]]
 }
 
 # bats test_tags=lockkind,privilege

@@ -264,6 +264,29 @@ blocked_in_queue() {
 	assert_equal "$(paste -sd' ' "$T/order")" "A D E B"
 }
 
+# bats test_tags=wait
+@test "-w at the head, ^Z: it leaves the queue before it stops, and takes the lock once continued" {
+	hold_sleep mutex "$F"
+	# shellcheck disable=SC2016 # perl's variables
+	spawn perl -e 'setpgrp(0, 0); $SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"' \
+		"$LOCKBOX" mutex -w 60 "$F" touch "$T/ran"
+	local waiter=$SPAWN_PID
+	# at the head: its ticket, and its own thread's request on the held slot
+	wait_for blocked_on_slot "$F"
+	assert_equal "$(queue_tickets "$F")" 1
+	kill -TSTP "$waiter"
+	wait_for stopped "$waiter"
+	# stopped, it holds no place: nobody would wait behind it
+	assert_equal "$(queue_tickets "$F")" 0
+	kill -CONT "$waiter"
+	wait_for blocked_on_slot "$F"
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$HOLD_PID"
+	wait_for test -e "$T/ran"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
 # queue_tickets LOCKFILE: how many tickets are held in its queue (locked
 # bytes at offset 2^32 or above, below the waiters' marks at 2^32 + 2^48);
 # a head's lock requests on slots are not counted, unlike in lock_waiters.
@@ -355,17 +378,21 @@ header_gen() {
 # ring a later wait's: ^Z cancels it and closes the wait, and the next
 # wait (for the header, held here by another process) gets the same fd
 # numbers and the same first bell byte. LOCKBOX_TEST_RING_DELAY makes the
-# thread wait 2 s between its decision and its write (see wait.c).
+# thread wait 2 s between its decision and its write (see wait.c). Two
+# slots held: a head waiting for one held slot needs no futex thread (it
+# waits for that slot's lock alone), one waiting for several has one.
 # bats test_tags=wait
 @test "-w: a futex thread cancelled as it rings never grants a later wait its lock" {
 	need_ofd	# the count the thread waits on moves at release --fd
 	[[ ${LOCKBOX_TEST_FUTEX:-} != off ]] || skip "no futex thread: LOCKBOX_TEST_FUTEX=off"
 	need_lockhold
-	hold_sleep mutex "$F"
+	hold_sleep slots "$F" 2
+	spawn "$LOCKBOX" slots "$F" 2 sleep 600
+	wait_for held_is "$F" 2
 	# shellcheck disable=SC2016 # perl's variables
 	spawn env LOCKBOX_TEST_RING_DELAY="$T/ringing" perl -e 'setpgrp(0, 0);
 		$SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"' \
-		"$LOCKBOX" mutex -w 60 "$F" touch "$T/ran"
+		"$LOCKBOX" slots -w 60 "$F" 2 touch "$T/ran"
 	local waiter=$SPAWN_PID fd gen
 	# the head's watches are set: the futex thread first, then a lock request
 	wait_for blocked_on_slot "$F"

@@ -18,6 +18,7 @@
 #include "err.h"
 #include "exec.h"
 #include "exitcodes.h"
+#include "host.h"
 #include "json.h"
 #include "opts.h"
 #include "parse.h"
@@ -707,11 +708,11 @@ static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigne
 	}
 	/* the lock belongs to the caller's open file: the caller is its holder */
 	if (release) {
-		status = lb_pool_release(pool, getppid()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
+		status = lb_pool_release(pool, lb_caller()) == 0 ? LB_EXIT_OK : LB_EXIT_FAIL;
 	} else {
 		/* taking again what the fd holds changes nothing */
 		slot = lb_pool_own_slot(pool);
-		lb_ident_fill(&who, getppid(), NULL, o->record_args);
+		lb_ident_fill(&who, lb_caller(), NULL, o->record_args);
 		/* a shared holder's slot is any of the file's */
 		if (slot > max && !o->shared) {
 			status = held_above(cmd, name, o->fd, slot, max);
@@ -730,7 +731,7 @@ static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigne
 			 */
 			printf("%u\n", slot);
 			if (lb_flush_stdout() != 0) {
-				lb_pool_release(pool, getppid());
+				lb_pool_release(pool, lb_caller());
 				status = LB_EXIT_FAIL;
 			}
 		}

@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "exitcodes.h"
+#include "host.h"
 #include "text.h"
 
 const char *lb_prog = "lockbox";
@@ -27,6 +28,9 @@ static void emit(int with_errno, int saved, const char *tail, const char *fmt, v
 	size_t n;
 	int r;
 
+	/* a call its host must end for a signal ends as the program would, killed: silent */
+	if (lb_host_interrupted())
+		return;
 	r = snprintf(buf, sizeof buf, "%s: ", lb_prog);
 	n = r < 0 ? 0 : (size_t)r;
 	if (n < sizeof buf) {
@@ -81,7 +85,7 @@ void lb_die(int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(1, saved, NULL, fmt, ap);
 	va_end(ap);
-	exit(status);
+	lb_exit(status);
 }
 
 void lb_diex(int status, const char *fmt, ...)
@@ -91,7 +95,7 @@ void lb_diex(int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(0, 0, NULL, fmt, ap);
 	va_end(ap);
-	exit(status);
+	lb_exit(status);
 }
 
 void lb_usage_error(const char *fmt, ...)
@@ -107,7 +111,7 @@ void lb_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(0, 0, n > 0 && (size_t)n < sizeof hint ? hint : NULL, fmt, ap);
 	va_end(ap);
-	exit(LB_EXIT_FAIL);
+	lb_exit(LB_EXIT_FAIL);
 }
 
 /*
@@ -131,11 +135,20 @@ int lb_flush_stdout(void)
 	return 0;
 }
 
-/* A full disk or closed pipe on stdout must not pass as success. */
+void lb_stdout_reset(void)
+{
+	stdout_closed = 0;
+	stdout_errno = 0;
+}
+
+/*
+ * A full disk or closed pipe on stdout must not pass as success. A host's
+ * stdout is the host's to close (bash writes on after the call): flushed only.
+ */
 int lb_stdout_status(int status)
 {
 	if (!stdout_closed) {
-		if (lb_flush_stdout() == 0 && fclose(stdout) != 0)
+		if (lb_flush_stdout() == 0 && !lb_hosted() && fclose(stdout) != 0)
 			stdout_errno = errno;
 		stdout_closed = 1;
 	}
@@ -152,5 +165,5 @@ int lb_stdout_status(int status)
 void lb_close_stdout(void)
 {
 	if (lb_stdout_status(LB_EXIT_OK) != LB_EXIT_OK)
-		exit(LB_EXIT_FAIL);
+		lb_exit(LB_EXIT_FAIL);
 }

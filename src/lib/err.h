@@ -24,6 +24,11 @@ int lb_flush_stdout(void);
  * Later calls give the first call's answer.
  */
 int lb_stdout_status(int status);
+/*
+ * stdout as new, for the next call inside a host (host.h): not closed,
+ * no failure remembered. The program never needs it.
+ */
+void lb_stdout_reset(void);
 /* lb_stdout_status, then exit 125 if stdout failed. */
 void lb_close_stdout(void);
 

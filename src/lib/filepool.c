@@ -500,6 +500,7 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	struct filepool *p = fp(pool);
 	struct lb_slotset own = { NULL, 0, 0 };
 	unsigned char magic[LB_MAGIC_LEN];
+	off_t slots = lb_slot_offset(LB_SLOT_LIMIT + 1) - LB_HDR_SIZE;
 	off_t size;
 	size_t i;
 	int r, rc = 0;
@@ -515,14 +516,18 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	}
 	if (lb_scan_own(p->fd, &own) != 0)
 		own.n = 0;
-	/* the slot goes even when the header cannot be had: a record left
-	 * behind is only stale, and stale records are cleaned up later */
-	if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, lb_slot_offset(LB_SLOT_LIMIT + 1) - LB_HDR_SIZE) < 0) {
-		lb_warn("%s: cannot unlock", p->name);
-		rc = -1;
-	}
+	/*
+	 * The records first, then the slots: a waiter woken by the unlock
+	 * finds the header free at once, rather than waiting on ours while
+	 * we clear them (a release --fd, as the shell library's, is followed
+	 * by a handoff). Our records are ours to clear while we hold their
+	 * slots. The slots go even when the header cannot be had: a record
+	 * left behind is only stale, and stale records are cleaned up later.
+	 */
 	r = fp_enter(p, LB_NO_WAIT, &size);
 	if (r != 1) {
+		if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, slots) < 0)
+			lb_warn("%s: cannot unlock", p->name);
 		if (r == 0)
 			fp_warn_foreign(p);
 		lb_slotset_free(&own);
@@ -533,12 +538,11 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	for (i = 0; rc == 0 && i < own.n; i++) {
 		unsigned s = own.v[i];
 		struct lb_ident who;
-		struct flock c;
 
 		if (fp_state(p, s) != LB_REC_HELD)
 			continue;
 		lb_record_decode(fp_record(p, s), &who);
-		if (who.pid != owner || lb_lock_test(p->cfd, F_RDLCK, lb_slot_offset(s), 1, &c) != 1)
+		if (who.pid != owner)
 			continue;
 		/* the whole record: a command line says nothing once its run is over */
 		memset(fp_record(p, s), 0, LB_REC_SIZE);
@@ -549,6 +553,10 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	if (fp_set_header_word(p, LB_HDR_OFF_RELEASES, fp_header_word(p, LB_HDR_OFF_RELEASES) + 1) != 0)
 		rc = -1;
 	fp_header_unlock(p);
+	if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, slots) < 0) {
+		lb_warn("%s: cannot unlock", p->name);
+		rc = -1;
+	}
 	lb_wake_word(p->cfd, LB_HDR_OFF_RELEASES);
 	lb_slotset_free(&own);
 	return rc;

@@ -6,11 +6,14 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "err.h"
 #include "filepool.h"
+#include "host.h"
 #include "lockfile.h"
 #include "proc.h"
 #include "wait.h"
@@ -77,9 +80,17 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 	int all = 1;
 	size_t i, npinned = 0, pinned[LB_WAIT_HELPERS];
 	struct stat st;
-	int have_st = fstat(p->cfd, &st) == 0;
+	int have_st;
 
 	lb_wait_clear_locks(w);
+	/*
+	 * One slot held: its lock request learns of every way it frees, so it
+	 * is all there is to watch (one helper, no futex thread, no pidfd).
+	 */
+	if (p->held.n == 1 && lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]), 1, 0,
+	    (int)p->held.v[0]) == 0)
+		return 1;
+	have_st = fstat(p->cfd, &st) == 0;
 	/* the count as the scan's header lock saw it: a release since has changed it */
 	if (*word && lb_wait_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
 		*word = 0;
@@ -130,6 +141,20 @@ static void head_progress(struct filepool *p)
 }
 
 /*
+ * Whether the head waits for the one slot held with its own thread
+ * (lb_lock_await), not a wait set: a pool of one, or any pool with one
+ * slot held. The lock request learns of every way that slot frees (see
+ * watch), so it is all there is to watch; what it saves is the handoff's
+ * own time: no helper thread to wake, to join and to outlive the exec of
+ * the command, one wake-up instead of three.
+ */
+static int await_one(const struct filepool *p, int have_set)
+{
+	/* (a status line is rewritten while it waits: the wait set's looks do that) */
+	return !have_set && p->held.n == 1 && p->base.progress == NULL;
+}
+
+/*
  * At the head of the queue: wait for a slot. Called with the header
  * locked after a scan found every slot busy; returns with it unlocked.
  * JOIN: the queue was empty, and the ticket is taken here, before the
@@ -143,13 +168,21 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	struct lb_wait_event ev;
 	struct gone gone = { { 0 }, { 0 }, 0 };
 	off_t size;
-	int r, all, word = 1;
+	int r, all, word = 1, have_set = 0, tstp = 0;
+	struct sigaction cur;
+	sigset_t mask, entry;
+	unsigned s;
 
-	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
-		lb_warn("%s: cannot wait", p->name);
-		fp_header_unlock(p);
-		lb_wait_done(&w);
-		return -1;
+	/*
+	 * ^Z from here on is taken by the wait (which leaves the queue, then
+	 * stops), not at once with the ticket held: blocked when it would
+	 * stop us, until the wait takes it or the head is done (as the wait
+	 * set's lb_wait_stop does; a host blocks its signals already).
+	 */
+	if (!lb_hosted() && sigaction(SIGTSTP, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL) {
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGTSTP);
+		tstp = pthread_sigmask(SIG_BLOCK, &mask, &entry) == 0;
 	}
 	for (;;) {
 		if (join != NULL) {
@@ -161,33 +194,57 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			join = NULL;
 		}
 		fp_header_unlock(p);
-		all = watch(p, &w, &word);
 		gone.n = 0;
 		head_progress(p);
-		/* a status line is told again every LB_PROGRESS_MS: the look that follows is cheap */
-		r = lb_wait_run(&w, deadline, !all ? RECHECK_MS :
-		    p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &ev);
-		if (r != 1 || ev.kind == LB_EV_STOP) {
-			if (r < 0)
-				lb_warn("%s: cannot wait", p->name);
-			r = r == 1 ? 2 : r;
-			break;
+		if (await_one(p, have_set)) {
+			s = p->held.v[0];
+			r = lb_lock_await(p->cfd, F_RDLCK, lb_slot_offset(s), 1, deadline);
+			/* (a host with a signal to act on: its call ends, as interrupted) */
+			if (r == 0 || r == 2 || (r < 0 && lb_host_interrupted()))
+				break;
+			if (r == 1) {
+				gone.pid[0] = -1;
+				gone.slot[0] = s;
+				gone.n = 1;
+			}
+			/* an error: the wait set's way from here (it tells more) */
 		}
-		if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
-		    gone.n < GONE_MAX) {
-			gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
-			gone.slot[gone.n++] = (unsigned)ev.tag;
+		if (!await_one(p, have_set) || r < 0) {
+			if (!have_set) {
+				if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
+					lb_warn("%s: cannot wait", p->name);
+					lb_wait_done(&w);
+					r = -1;
+					break;
+				}
+				have_set = 1;
+			}
+			all = watch(p, &w, &word);
+			/* a status line is told again every LB_PROGRESS_MS: the look that follows is cheap */
+			r = lb_wait_run(&w, deadline, !all ? RECHECK_MS :
+			    p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &ev);
+			if (r != 1 || ev.kind == LB_EV_STOP) {
+				if (r < 0)
+					lb_warn("%s: cannot wait", p->name);
+				r = r == 1 ? 2 : r;
+				break;
+			}
+			if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
+			    gone.n < GONE_MAX) {
+				gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
+				gone.slot[gone.n++] = (unsigned)ev.tag;
+			}
+			/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
+			if (ev.kind == LB_EV_WORD && ev.err != 0)
+				word = 0;
+			/*
+			 * The watch threads go first: their read locks are ours (same
+			 * open file, or same process for classic locks), so a watch
+			 * lock granted on the slot we are about to claim would merge
+			 * with the claim, and its unlock would drop the claim.
+			 */
+			lb_wait_clear_locks(&w);
 		}
-		/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
-		if (ev.kind == LB_EV_WORD && ev.err != 0)
-			word = 0;
-		/*
-		 * The watch threads go first: their read locks are ours (same
-		 * open file, or same process for classic locks), so a watch
-		 * lock granted on the slot we are about to claim would merge
-		 * with the claim, and its unlock would drop the claim.
-		 */
-		lb_wait_clear_locks(&w);
 		r = fp_enter(p, deadline, &size);
 		if (r != 1)
 			break;
@@ -197,6 +254,10 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			break;
 		}
 	}
-	lb_wait_done(&w);
+	if (have_set)
+		lb_wait_done(&w);
+	/* a ^Z not yet taken is delivered now, and stops us as it should */
+	if (tstp)
+		pthread_sigmask(SIG_SETMASK, &entry, NULL);
 	return r;
 }

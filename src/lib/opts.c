@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "exitcodes.h"
+#include "host.h"
 #include "opts.h"
 #include "parse.h"
 
@@ -80,7 +81,7 @@ void lb_help(const char *usage, const char *rest)
 {
 	printf("%s\n%s", usage, rest);
 	lb_close_stdout();
-	exit(LB_EXIT_OK);
+	lb_exit(LB_EXIT_OK);
 }
 
 void lb_version(void)
@@ -91,7 +92,7 @@ void lb_version(void)
 	printf("%s %s (classic POSIX locks)\n", PACKAGE, VERSION);
 #endif
 	lb_close_stdout();
-	exit(LB_EXIT_OK);
+	lb_exit(LB_EXIT_OK);
 }
 
 /* the signals a user may name */

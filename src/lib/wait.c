@@ -7,6 +7,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -26,15 +28,25 @@
 
 #include "clock.h"
 #include "futex.h"
+#include "host.h"
 #include "lockfile.h"
 #include "parse.h"
 #include "proc.h"
+#include "procfs.h"
 #include "wait.h"
 
 /* stack of a helper thread: it only sits in one fcntl or futex call */
 #define HELPER_STACK	(64 * 1024)
 /* fds kept free for everything but pidfds */
 #define FD_SPARE	64
+/*
+ * How long a cancel waits for a helper to end before it signals it again:
+ * a thread that was still starting when it was first told misses that
+ * signal and enters its call; the next one ends it.
+ */
+#define CANCEL_RETRY_NS	100000
+/* tries of a lock held for a moment, with a yield between, before a wait set */
+#define YIELD_TRIES	8
 
 _Static_assert(LB_WAIT_HELPERS <= 4, "a helper's place fits in two bits of its bell byte");
 
@@ -65,7 +77,9 @@ enum { SRC_BELL = 1, SRC_PIN, SRC_SIG, SRC_CLOSE };
  * let go). A word helper is not waited for (an exec ends it anyway): it
  * may still be in its futex call or on its way out, touching only its own
  * struct and the page it maps, never the bell or any fd, and whichever
- * of it and the canceller is done last (LEFT) frees both.
+ * of it and the canceller is done last (LEFT) frees both. Inside a host
+ * (host.h) that lives on, it is joined as a lock helper is: no thread
+ * outlives the call that started it.
  */
 enum { HELP_LOCK, HELP_WORD };
 /* RING: who may still touch the bell */
@@ -110,6 +124,24 @@ static void on_wake(int sig)
 	(void)sig;
 }
 
+/*
+ * The wake signal's action is set once, by the first helper. Inside a
+ * host, whose signals these are, the action it had is put back when the
+ * last wait set is done (its helpers joined): a shell that unloads the
+ * builtin must not keep a handler in code that is gone.
+ */
+static int wake_installed;
+static struct sigaction wake_saved;
+static unsigned live_sets;
+
+static void wake_restore(void)
+{
+	if (wake_installed && lb_hosted()) {
+		sigaction(wake_sig(), &wake_saved, NULL);
+		wake_installed = 0;
+	}
+}
+
 static long futex(void *word, int op, uint32_t val)
 {
 	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
@@ -151,6 +183,11 @@ static int help_lock(struct lb_wait_helper *h)
 	int r;
 
 	for (;;) {
+		/* cancelled before it began: no request (its cancel's signal may have come already) */
+		if (atomic_load(&h->ring) != RING_RUN) {
+			errno = EINTR;
+			return -1;
+		}
 		r = h->flock_op != 0 ? flock(h->fd, h->flock_op) :
 		    lb_lock_block(h->fd, h->type, h->start, h->len);
 		if (r == 0 || errno != EINTR || atomic_load(&h->ring) != RING_RUN)
@@ -282,6 +319,8 @@ int lb_wait_init(struct lb_wait *w)
 	memset(w, 0, sizeof *w);
 	w->sig = w->closes = -1;
 	w->bell[0] = w->bell[1] = -1;
+	w->counted = 1;
+	live_sets++;
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (w->ep < 0)
 		return -1;
@@ -305,7 +344,6 @@ size_t lb_wait_locks_free(const struct lb_wait *w)
 /* Start helper H in a free place of W. 0, or -1 with errno (H is freed). */
 static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 {
-	static int installed;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	int i, e;
@@ -317,17 +355,17 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 		errno = EMFILE;
 		return -1;
 	}
-	if (!installed) {
+	if (!wake_installed) {
 		struct sigaction sa;
 
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = on_wake;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(wake_sig(), &sa, NULL) != 0) {
+		if (sigaction(wake_sig(), &sa, &wake_saved) != 0) {
 			helper_free(h);
 			return -1;
 		}
-		installed = 1;
+		wake_installed = 1;
 	}
 	h->bell = w->bell[1];
 	if (h->kind == HELP_WORD)
@@ -418,7 +456,7 @@ static void helper_cancel(struct lb_wait_helper *h)
 		/* the signal may land just before the thread enters its call: again */
 		pthread_kill(h->tid, wake_sig());
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 1000000;
+		ts.tv_nsec += CANCEL_RETRY_NS;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -440,6 +478,10 @@ static void helper_cancel(struct lb_wait_helper *h)
  */
 static void word_cancel(struct lb_wait_helper *h)
 {
+	if (lb_hosted()) {
+		helper_cancel(h);
+		return;
+	}
 	if (helper_stop(h))
 		pthread_kill(h->tid, wake_sig());
 	pthread_detach(h->tid);
@@ -750,6 +792,25 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 	return 0;
 }
 
+/*
+ * Inside a host, its signals are blocked but while a wait sleeps, with
+ * the host's mask (and SIGTSTP still blocked when the signalfd takes it):
+ * a signal that came before the sleep is taken as it starts, and each
+ * one is followed by a look whether the host must act on it now.
+ */
+static int sleep_wait(struct lb_wait *w, struct epoll_event *got, int n, int ms)
+{
+	const sigset_t *host = lb_host_sleep_mask();
+	sigset_t mask;
+
+	if (host == NULL)
+		return epoll_wait(w->ep, got, n, ms);
+	mask = *host;
+	if (w->sig >= 0)
+		sigaddset(&mask, SIGTSTP);
+	return epoll_pwait(w->ep, got, n, ms, &mask);
+}
+
 int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_event *ev)
 {
 	struct epoll_event got[16];
@@ -757,6 +818,10 @@ int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_
 	int64_t left;
 
 	while (w->nready == 0) {
+		if (lb_host_stop()) {
+			errno = EINTR;
+			return -1;
+		}
 		left = lb_remaining(deadline);
 		if (left == 0)
 			return 0;
@@ -764,7 +829,7 @@ int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_
 		ms = left / LB_NS_PER_MS >= INT_MAX ? INT_MAX :
 		    (int)((left + LB_NS_PER_MS - 1) / LB_NS_PER_MS);
 		capped = max_ms > 0 && max_ms < ms;
-		n = epoll_wait(w->ep, got, 16, capped ? max_ms : ms);
+		n = sleep_wait(w, got, 16, capped ? max_ms : ms);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -850,6 +915,12 @@ void lb_wait_done(struct lb_wait *w)
 	w->pins = NULL;
 	w->ready = NULL;
 	w->npins = w->cappins = w->nready = w->capready = 0;
+	/* sets nest (a header's wait inside a head's): the last one done restores */
+	if (w->counted) {
+		w->counted = 0;
+		if (--live_sets == 0)
+			wake_restore();
+	}
 	if (w->fd_limit_raised) {
 		struct rlimit rl;
 
@@ -865,13 +936,24 @@ int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 {
 	struct lb_wait w;
 	struct lb_wait_event ev;
-	int err, r = lb_lock_try(fd, type, start, len);
+	int err, i, r = lb_lock_try(fd, type, start, len);
 
 	if (r != 0)
 		return r;
 	if (lb_remaining(deadline) == 0) {
 		errno = EAGAIN;
 		return 0;
+	}
+	/*
+	 * A lock file's header is held for a handful of system calls: its
+	 * holder, running on another CPU or given this one, is most often done
+	 * before a helper thread would have started.
+	 */
+	for (i = 0; i < YIELD_TRIES; i++) {
+		sched_yield();
+		r = lb_lock_try(fd, type, start, len);
+		if (r != 0)
+			return r;
 	}
 	if (lb_wait_init(&w) != 0)
 		return -1;
@@ -888,5 +970,237 @@ int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
 	}
 	lb_wait_done(&w);
 	errno = err;
+	return r;
+}
+
+/*
+ * lb_lock_await: one lock request in the caller's own thread, as setlock
+ * blocks in flock(2): no helper thread to start, to wake and to join, no
+ * epoll, and nothing left running when the caller execs its command or
+ * returns. The deadline is a timer's signal (to this thread alone), ^Z is
+ * SIGTSTP caught for the call (when it was not ignored on entry, as
+ * lb_wait_stop has it); inside a host (host.h), the host's own signals
+ * that have a handler are taken for the call too, handed back to that
+ * handler at once, and the host asked whether it must act (lb_host_stop).
+ * Each signal ends the request by a jump out of its handler. A jump is
+ * safe there: the handlers jump only while ARMED, which is set around
+ * the fcntl call alone, and a signal that comes before it is armed is
+ * remembered (HITS) and looked at once it is. What the jump leaves
+ * behind: nothing but a lock the kernel may have granted just before it,
+ * which is let go. The waits are the main thread's and never nest.
+ */
+/* glibc names the thread of SIGEV_THREAD_ID only in its union */
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+static int await_sig(void)
+{
+	return SIGRTMIN + 3;
+}
+
+static sigjmp_buf await_env;
+static volatile sig_atomic_t await_armed, await_timer, await_hits[NSIG];
+static struct sigaction await_saved[NSIG];
+
+static void on_await(int sig, siginfo_t *si, void *ctx)
+{
+	/* a signal of that number that no timer sent is the host's */
+	int timer = sig == await_sig() && si != NULL && si->si_code == SI_TIMER;
+
+	(void)ctx;
+	if (timer)
+		await_timer = 1;
+	else
+		await_hits[sig] = 1;
+	if (await_armed) {
+		await_armed = 0;
+		siglongjmp(await_env, 1);
+	}
+}
+
+/* Signals a fault raises: never taken, never blocked. */
+static int is_fault(int sig)
+{
+	return sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGSEGV ||
+	    sig == SIGSYS || sig == SIGTRAP || sig == SIGABRT;
+}
+
+/*
+ * The signals this process has a handler for (SigCgt in its status: one
+ * read, rather than a sigaction for each of the 64). 0, or -1.
+ */
+static int caught(sigset_t *set)
+{
+	char buf[4096], *p;
+	unsigned long long bits = 0;
+	int sig;
+
+	sigemptyset(set);
+	if (lb_procfs_read("/proc/self/status", buf, sizeof buf) < 0 ||
+	    (p = strstr(buf, "\nSigCgt:")) == NULL)
+		return -1;
+	for (p += 8; *p == ' ' || *p == '\t'; p++)
+		;
+	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		bits = bits << 4 | (unsigned long long)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	for (sig = 1; sig < NSIG && sig <= 64; sig++)
+		if (bits >> (sig - 1) & 1)
+			sigaddset(set, sig);
+	return 0;
+}
+
+/*
+ * TAKE: the signals the call takes: the timer's, SIGTSTP unless it was
+ * ignored (or caught) on entry, and inside a host every signal the host
+ * lets in (HOST) and has a handler for, but SIGCHLD: the host's handler
+ * takes that one as it comes (it does not end the wait; a shell's restarts
+ * the lock request). 0, or -1 when the host's handlers cannot be known.
+ */
+static int await_take(const sigset_t *host, sigset_t *take)
+{
+	struct sigaction cur;
+	sigset_t handled;
+	int sig;
+
+	sigemptyset(take);
+	sigaddset(take, await_sig());
+	if (sigaction(SIGTSTP, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL)
+		sigaddset(take, SIGTSTP);
+	if (host == NULL)
+		return 0;
+	if (caught(&handled) != 0)
+		return -1;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(&handled, sig) == 1 && sigismember(host, sig) != 1 &&
+		    sig != SIGKILL && sig != SIGSTOP && sig != SIGTSTP && sig != SIGCHLD &&
+		    sig != await_sig() && !is_fault(sig))
+			sigaddset(take, sig);
+	return 0;
+}
+
+int lb_lock_await(int fd, short type, off_t start, off_t len, int64_t deadline)
+{
+	const sigset_t *host = lb_host_sleep_mask();
+	struct sigaction sa;
+	struct sigevent sev;
+	struct itimerspec its;
+	timer_t timer;
+	sigset_t take, old, blocked, armed, tmp;
+	volatile int r = -1, e = 0;
+	int sig, tstp = 0, host_sig;
+
+	if (await_take(host, &take) != 0)
+		return -1;
+	/* what is taken stays blocked but while armed: one that comes before waits for it */
+	if (sigprocmask(SIG_BLOCK, &take, &old) != 0)
+		return -1;
+	blocked = old;
+	armed = host != NULL ? *host : old;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(&take, sig) == 1) {
+			sigaddset(&blocked, sig);
+			sigdelset(&armed, sig);
+		}
+	memset(&sev, 0, sizeof sev);
+	/* to this thread: a helper thread of the process must never take it */
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = await_sig();
+	sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+	memset(&its, 0, sizeof its);
+	its.it_value.tv_sec = (time_t)(deadline / LB_NS_PER_S);
+	its.it_value.tv_nsec = (long)(deadline % LB_NS_PER_S);
+	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) {
+		e = errno;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		errno = e;
+		return -1;
+	}
+	if (timer_settime(timer, TIMER_ABSTIME, &its, NULL) != 0) {
+		e = errno;
+		timer_delete(timer);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		errno = e;
+		return -1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_await;
+	sa.sa_flags = SA_SIGINFO;
+	sa.sa_mask = take;
+	for (;;) {
+		if (lb_host_stop() != 0) {
+			r = -1;
+			e = EINTR;
+			break;
+		}
+		await_timer = 0;
+		for (sig = 1; sig < NSIG; sig++) {
+			await_hits[sig] = 0;
+			if (sigismember(&take, sig) == 1)
+				sigaction(sig, &sa, &await_saved[sig]);
+		}
+		r = -1;
+		e = 0;
+		if (sigsetjmp(await_env, 1) == 0) {
+			/* a signal pending since it was blocked is taken here, and noted */
+			sigprocmask(SIG_SETMASK, &armed, NULL);
+			await_armed = 1;
+			for (sig = 1; sig < NSIG && await_hits[sig] == 0; sig++)
+				;
+			if (sig == NSIG && !await_timer) {
+				do
+					r = lb_lock_block(fd, type, start, len);
+				while (r < 0 && errno == EINTR && await_armed);
+				e = errno;
+			}
+			await_armed = 0;
+			sigprocmask(SIG_SETMASK, &blocked, NULL);
+		}
+		/* the jump restored BLOCKED: nothing is taken from here on */
+		for (sig = 1; sig < NSIG; sig++)
+			if (sigismember(&take, sig) == 1)
+				sigaction(sig, &await_saved[sig], NULL);
+		if (r == 0) {
+			/* granted: it was free; it is not kept */
+			lb_lock_try(fd, F_UNLCK, start, len);
+			r = 1;
+			break;
+		}
+		if (r < 0 && e != EINTR && e != 0) {
+			r = -1;
+			break;
+		}
+		/* a grant that came just before a jump is not kept either */
+		lb_lock_try(fd, F_UNLCK, start, len);
+		host_sig = 0;
+		for (sig = 1; sig < NSIG; sig++) {
+			if (!await_hits[sig])
+				continue;
+			if (sig == SIGTSTP)
+				tstp = 1;
+			else if (host != NULL) {
+				/* the host's: back to its handler, which runs now */
+				raise(sig);
+				host_sig = 1;
+			}
+		}
+		if (host_sig) {
+			sigprocmask(SIG_SETMASK, host, &tmp);
+			sigprocmask(SIG_SETMASK, &tmp, NULL);
+		}
+		if (tstp) {
+			r = 2;
+			e = EINTR;
+			break;
+		}
+		if (await_timer && lb_remaining(deadline) == 0) {
+			r = 0;
+			e = EAGAIN;
+			break;
+		}
+	}
+	timer_delete(timer);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = e;
 	return r;
 }

@@ -63,6 +63,7 @@ struct lb_wait {
 	size_t nready, capready;
 	int fd_limit_raised;
 	rlim_t saved_fd_limit;
+	int counted;		/* among the live sets (wait.c's wake signal) */
 };
 
 /* 0, or -1 with errno. */
@@ -157,5 +158,18 @@ void lb_wait_done(struct lb_wait *w);
  * thread.
  */
 int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline);
+
+/*
+ * Wait up to DEADLINE, in the caller's own thread, for a lock of TYPE on
+ * [START, START+LEN) of FD to be grantable, as a watch: granted, it is let
+ * go at once. The caller holds no lock of its own in the range, and has
+ * no wait set going (its helpers would have its signals). 1 it was free,
+ * 0 the deadline passed, 2 stopped by ^Z (SIGTSTP, when it was not ignored
+ * on entry; the caller lets go of what others wait for, then stops with
+ * lb_wait_suspend), -1 error (errno; EINTR: a host's signal to act on).
+ * It takes a timer signal and SIGTSTP for the call and, inside a host,
+ * the host's signals, each handed back to the host's handler at once.
+ */
+int lb_lock_await(int fd, short type, off_t start, off_t len, int64_t deadline);
 
 #endif
