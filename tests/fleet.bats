@@ -206,7 +206,10 @@ ev() {
 	assert_line 'overlaps: 0'
 	assert_line 'over MAX: 0'
 	assert_line 'result: ok'
-	# the partitioned holder was told before its slot was granted elsewhere
-	assert_line --regexp '^  partition 18s cut off h[0-9]: .* told after [0-9.]+ s, slot granted elsewhere after'
+	# the partitioned holder was told (before its slot was granted
+	# elsewhere: overlaps 0 above), whether or not the server let the
+	# slot go before the run ended (at the heal, or after its own
+	# keepalives: up to about 40 s)
+	assert_line --regexp '^  partition 18s cut off h[0-9]: .* told after [0-9.]+ s, slot granted elsewhere (after|never in the run)'
 	assert_cleaned_up
 }
