@@ -112,7 +112,7 @@ events() {
 	# the default place, under a HOME that is a file
 	if (($(id -u) != 0)); then
 		run -125 --separate-stderr env -u LOCKBOX_DIR -u XDG_STATE_HOME HOME="$T/file" "$LOCKBOX" adaptive a touch "$T/ran"
-		assert_stderr "adaptive: $T/file/.local/state/lockbox/: cannot create the state directory: Not a directory; use another with -d DIR or LOCKBOX_DIR"
+		assert_stderr "adaptive: $T/file/.local/state/lockbox: cannot create the state directory: Not a directory; use another with -d DIR or LOCKBOX_DIR"
 	fi
 	assert [ ! -e "$T/ran" ]
 }

@@ -1362,10 +1362,10 @@ C
 	assert_stderr "slots: $F: cannot write header: No space left on device"
 	assert [ ! -e "$F" ]
 	no_temp "$T"
-	# an empty file to adopt is left empty
+	# an empty file to adopt (slots does; mutex locks it as any file) is left empty
 	: >"$F"
-	run -125 --separate-stderr env LD_PRELOAD="$SHORT_SO" SHORT_WRITE=fail "$LOCKBOX" mutex "$F" true
-	assert_stderr "mutex: $F: cannot write header: No space left on device"
+	run -125 --separate-stderr env LD_PRELOAD="$SHORT_SO" SHORT_WRITE=fail "$LOCKBOX" slots "$F" 2 true
+	assert_stderr "slots: $F: cannot write header: No space left on device"
 	assert_equal "$(stat -c %s "$F")" 0
 }
 

@@ -430,8 +430,11 @@ EOF
 		# -w 3, and a holder of at most 0.9 s when it ran (its wait for a
 		# header held by the foreign user is bounded by the deadline too)
 		assert [ "$elapsed" -le 7000 ]
-		# a few ms to start lockbox and the holder; waiting costs nothing
-		assert [ "$cpu" -le 100 ]
+		# starting lockbox and the holder, and naming a foreign lock's
+		# process (a look through every process's fdinfo: tens of ms, a
+		# few hundred under a sanitizer on a busy host) cost a little;
+		# waiting costs nothing: one that spun would use most of its 3 s
+		assert [ "$cpu" -le 400 ]
 	done
 	echo "# $(grep -c '^0 ' "$T"/result.* | awk -F: '{ n += $2 } END { print n }') of $n served; $(wc -l <"$T/foreign") foreign locks" >&3
 	intervals >"$T/intervals"
