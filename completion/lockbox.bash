@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: ISC
 # shellcheck shell=bash
 # bash completion for lockbox and its applets (slots, mutex, waitfor,
-# adaptive, locks). Options come from each applet's own --help, so they follow
+# adaptive; and lockbox locks, which has no link). Options come from each applet's own --help, so they follow
 # the binary; adaptive's atom names come from 'adaptive status'.
 # Works with the bash-completion framework, and without it.
 
@@ -268,4 +268,4 @@ _lockbox_command() {
 	done < <(compgen -c -- "$cur" | sort -u)
 }
 
-complete -F _lockbox lockbox slots mutex waitfor adaptive locks
+complete -F _lockbox lockbox slots mutex waitfor adaptive

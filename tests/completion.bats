@@ -15,7 +15,7 @@ setup() {
 	mkdir -p "$T/bin"
 	ln -s "$LOCKBOX" "$T/bin/lockbox"
 	local a
-	for a in slots mutex waitfor adaptive locks; do
+	for a in slots mutex waitfor adaptive; do
 		ln -s lockbox "$T/bin/$a"
 	done
 }
@@ -181,10 +181,10 @@ framework() {
 	# the installed layout: the file named lockbox, links for the applets
 	mkdir -p "$d"
 	cp "$COMPLETION" "$d/lockbox"
-	for a in slots mutex waitfor adaptive locks; do
+	for a in slots mutex waitfor adaptive; do
 		ln -s lockbox "$d/$a"
 	done
-	for a in lockbox slots mutex waitfor adaptive locks; do
+	for a in lockbox slots mutex waitfor adaptive; do
 		# shellcheck disable=SC2016 # expanded by the inner bash
 		run env HOME="$T" XDG_DATA_HOME= BASH_COMPLETION_USER_DIR= XDG_DATA_DIRS=/nonexistent bash -c '
 			. /usr/share/bash-completion/bash_completion || exit 1
