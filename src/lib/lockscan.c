@@ -397,22 +397,40 @@ int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_locki
 	return 1;
 }
 
-int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
+/*
+ * Whether a line of /proc/locks about DEV/INO is one to keep: 1 with *OUT
+ * filled; *SEEN set for any line about the file.
+ */
+typedef int table_keep_fn(const char *line, const char *end, dev_t dev, ino_t ino,
+    void *out, int *seen);
+
+/*
+ * One read of /proc/locks: the lines about FD's file that KEEP keeps, in
+ * *V (malloc'd, *N of them, SIZE bytes each). 1 when the table says
+ * something of the file, 0 when it does not (*V NULL), -1 with errno;
+ * *UNREADABLE set when there is no table to read.
+ */
+static int table_scan(int fd, table_keep_fn *keep, size_t size, void **v, size_t *n,
+    int *unreadable)
 {
 	struct stat st;
-	struct lb_lockinfo l, *grown;
 	size_t len, nlen, cap = 0;
-	char *text, needle[32];
+	char *text, needle[32], *grown;
 	const char *at, *line, *end, *stop;
 	int seen = 0;
+	/* (one element's worth, aligned for any of them) */
+	union { struct lb_lockinfo a; struct lb_lockline b; } one;
 
 	*v = NULL;
 	*n = 0;
+	*unreadable = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
 	text = lb_procfs_slurp("/proc/locks", 0, &len);
-	if (text == NULL)
+	if (text == NULL) {
+		*unreadable = 1;
 		return 0;
+	}
 	stop = text + len;
 	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
 	for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
@@ -421,11 +439,11 @@ int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
 			line--;
 		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
 		end = end != NULL ? end + 1 : stop;
-		if (!lb_procfs_lock_line(line, end, st.st_dev, st.st_ino, &l, &seen))
+		if (!keep(line, end, st.st_dev, st.st_ino, &one, &seen))
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 16;
-			grown = realloc(*v, cap * sizeof **v);
+			grown = realloc(*v, cap * size);
 			if (grown == NULL) {
 				free(text);
 				free(*v);
@@ -435,7 +453,7 @@ int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
 			}
 			*v = grown;
 		}
-		(*v)[(*n)++] = l;
+		memcpy((char *)*v + (*n)++ * size, &one, size);
 	}
 	free(text);
 	if (!seen) {
@@ -444,6 +462,20 @@ int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
 		*n = 0;
 	}
 	return seen;
+}
+
+/* Held fcntl locks. */
+static int keep_fcntl(const char *line, const char *end, dev_t dev, ino_t ino, void *out,
+    int *seen)
+{
+	return lb_procfs_lock_line(line, end, dev, ino, out, seen);
+}
+
+int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
+{
+	int unreadable;
+
+	return table_scan(fd, keep_fcntl, sizeof **v, (void **)v, n, &unreadable);
 }
 
 static int overlaps(const struct lb_lockinfo *l, off_t start, off_t len)
@@ -507,49 +539,22 @@ pid_t lb_scan_locker(int fd, off_t byte, short type)
 	return pid;
 }
 
+/* flock(2) locks, held or waited for. */
+static int keep_flock(const char *line, const char *end, dev_t dev, ino_t ino, void *out,
+    int *seen)
+{
+	struct lb_lockline *x = out;
+
+	return lb_procfs_lock_any(line, end, dev, ino, x, seen) && x->kind == LB_LOCK_FLOCK;
+}
+
 int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n)
 {
-	struct stat st;
-	struct lb_lockline x, *grown;
-	size_t len, nlen, cap = 0;
-	char *text, needle[32];
-	const char *at, *line, *end, *stop;
-	int seen = 0;
+	int unreadable, r = table_scan(fd, keep_flock, sizeof **v, (void **)v, n, &unreadable);
 
-	*v = NULL;
-	*n = 0;
-	if (fstat(fd, &st) != 0)
+	if (r == 0 && unreadable)
 		return -1;
-	text = lb_procfs_slurp("/proc/locks", 0, &len);
-	if (text == NULL)
-		return -1;
-	stop = text + len;
-	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
-	for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
-		line = at;
-		while (line > text && line[-1] != '\n')
-			line--;
-		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
-		end = end != NULL ? end + 1 : stop;
-		if (!lb_procfs_lock_any(line, end, st.st_dev, st.st_ino, &x, &seen) ||
-		    x.kind != LB_LOCK_FLOCK)
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			grown = realloc(*v, cap * sizeof **v);
-			if (grown == NULL) {
-				free(text);
-				free(*v);
-				*v = NULL;
-				*n = 0;
-				return -1;
-			}
-			*v = grown;
-		}
-		(*v)[(*n)++] = x;
-	}
-	free(text);
-	return 0;
+	return r < 0 ? -1 : 0;
 }
 
 static int by_ticket(const void *a, const void *b)
