@@ -548,21 +548,13 @@ static int run_closed(char **command)
 {
 	static const int passed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 	struct lb_super child;
-	int wstatus;
+	int wstatus, r;
 
 	if (lb_super_init(&child, passed, sizeof passed / sizeof passed[0], NULL, 0,
 	    LB_SUPER_NOT_KERNEL) != 0)
 		lb_die(LB_EXIT_FAIL, "cannot set up signals");
-	if (lb_super_start(&child, command) != 0) {
-		if (child.exec_errno != 0) {
-			lb_warn("cannot run '%s'", command[0]);
-			return lb_child_exec_status(child.exec_errno);
-		}
-		lb_die(LB_EXIT_FAIL, "cannot start '%s'", command[0]);
-	}
-	if (lb_super_wait(&child, LB_NO_DEADLINE, &wstatus) != 0)
-		lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
-	return lb_child_status(wstatus);
+	r = lb_super_run(&child, command, &wstatus);
+	return r != 0 ? r : lb_child_status(wstatus);
 }
 
 static int run(const struct poolcmd *cmd, const struct opts *o,

@@ -181,15 +181,9 @@ static int attempts(const struct opts *o, char **command)
 	if (lb_super_init(&child, forwarded, 2, NULL, 0, LB_SUPER_NOT_KERNEL) != 0)
 		lb_die(LB_EXIT_FAIL, "cannot set up signals");
 	for (n = 1;; n++) {
-		if (lb_super_start(&child, command) != 0) {
-			if (child.exec_errno != 0) {
-				lb_warn("cannot run '%s'", command[0]);
-				return lb_child_exec_status(child.exec_errno);
-			}
-			lb_die(LB_EXIT_FAIL, "cannot start '%s'", command[0]);
-		}
-		if (lb_super_wait(&child, LB_NO_DEADLINE, &wstatus) != 0)
-			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
+		status = lb_super_run(&child, command, &wstatus);
+		if (status != 0)
+			return status;	/* not executed: no attempt to repeat */
 		status = lb_child_status(wstatus);
 		if (status == 0) {
 			if (o->verbose)

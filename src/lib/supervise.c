@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "err.h"
 #include "exec.h"
 #include "exitcodes.h"
 #include "parse.h"
@@ -224,4 +225,19 @@ void lb_reraise(int sig)
 	/* pending while blocked, so it is delivered by the unblocking itself */
 	raise(sig);
 	sigprocmask(SIG_UNBLOCK, &one, NULL);
+}
+
+int lb_super_run(struct lb_super *s, char *const argv[], int *wstatus)
+{
+	if (lb_super_start(s, argv) != 0) {
+		if (s->exec_errno != 0) {
+			errno = s->exec_errno;
+			lb_warn("cannot run '%s'", argv[0]);
+			return lb_child_exec_status(s->exec_errno);
+		}
+		lb_die(LB_EXIT_FAIL, "cannot start '%s'", argv[0]);
+	}
+	if (lb_super_wait(s, LB_NO_DEADLINE, wstatus) != 0)
+		lb_die(LB_EXIT_FAIL, "waiting for '%s'", argv[0]);
+	return 0;
 }

@@ -58,6 +58,14 @@ int lb_super_start(struct lb_super *s, char *const argv[]);
  */
 int lb_super_wait(struct lb_super *s, int64_t deadline, int *wstatus);
 
+/*
+ * Start ARGV and wait for its end, passing signals on (lb_super_start,
+ * then lb_super_wait with no deadline): 0 with its wait status in
+ * *WSTATUS; or, when ARGV could not be executed, the status for that (126
+ * or 127, reported). A failure to fork or to wait ends lockbox (125).
+ */
+int lb_super_run(struct lb_super *s, char *const argv[], int *wstatus);
+
 /* Pass SIG on to the child as lb_super_wait does (to its group with LB_SUPER_GROUP). */
 void lb_super_signal(const struct lb_super *s, int sig);
 
