@@ -688,28 +688,27 @@ static int lock_cmd(int fd, int cmd, short type, off_t start, off_t len)
 	return fcntl(fd, cmd, &fl);
 }
 
-int lb_lock_try(int fd, short type, off_t start, off_t len)
+/* One try with CMD (LB_SETLK or F_SETLK): 1 locked, 0 busy (errno kept), -1 error. */
+static int try_cmd(int fd, int cmd, short type, off_t start, off_t len)
 {
 	int r;
 
 	do
-		r = lock_cmd(fd, LB_SETLK, type, start, len);
+		r = lock_cmd(fd, cmd, type, start, len);
 	while (r < 0 && errno == EINTR);
 	if (r == 0)
 		return 1;
 	return errno == EAGAIN || errno == EACCES ? 0 : -1;
 }
 
+int lb_lock_try(int fd, short type, off_t start, off_t len)
+{
+	return try_cmd(fd, LB_SETLK, type, start, len);
+}
+
 int lb_lock_try_process(int fd, short type, off_t start, off_t len)
 {
-	int r;
-
-	do
-		r = lock_cmd(fd, F_SETLK, type, start, len);
-	while (r < 0 && errno == EINTR);
-	if (r == 0)
-		return 1;
-	return errno == EAGAIN || errno == EACCES ? 0 : -1;
+	return try_cmd(fd, F_SETLK, type, start, len);
 }
 
 int lb_lock_block(int fd, short type, off_t start, off_t len)
