@@ -19,10 +19,13 @@ expect_usage() {
 	assert [ ! -e "$F" ]
 }
 
-# The APPLETS list of Makefile.am: the links the build installs.
+# The applets Makefile.am builds: those it links in bindir
+# (LINKED_APPLETS, one a line) and the others its APPLETS line names.
 makefile_applets() {
-	awk '/^APPLETS =/ { on = 1; next }
-	    on { gsub(/[\\ \t]/, ""); if ($0 == "") exit; print }' "$1"
+	awk '/^LINKED_APPLETS =/ { on = 1; next }
+	    on { on = /\\$/; gsub(/[\\ \t]/, ""); if ($0 != "") print; next }
+	    /^APPLETS = \$\(LINKED_APPLETS\)/ {
+		for (i = 4; i <= NF; i++) print $i }' "$1"
 }
 
 # --- dispatch ---------------------------------------------------------
@@ -155,7 +158,7 @@ makefile_applets() {
 		run -0 --separate-stderr "$LOCKBOX" "$applet" --help
 		assert_line --index 0 --regexp "^usage: $applet "
 	done
-	# and they are the applets the build installs as links
+	# and they are the applets the build makes (each but locks linked in bindir)
 	if [[ -n ${LOCKBOX_SRCDIR:-} && -f $LOCKBOX_SRCDIR/Makefile.am ]]; then
 		run -0 makefile_applets "$LOCKBOX_SRCDIR/Makefile.am"
 		assert_equal "$(printf '%s\n' "${lines[@]}" | LC_ALL=C sort)" "$listed"
