@@ -430,11 +430,16 @@ EOF
 		# -w 3, and a holder of at most 0.9 s when it ran (its wait for a
 		# header held by the foreign user is bounded by the deadline too)
 		assert [ "$elapsed" -le 7000 ]
-		# starting lockbox and the holder, and naming a foreign lock's
-		# process (a look through every process's fdinfo: tens of ms, a
-		# few hundred under a sanitizer on a busy host) cost a little;
-		# waiting costs nothing: one that spun would use most of its 3 s
-		assert [ "$cpu" -le 400 ]
+		# waiting costs nothing: one that spun would use most of its 3 s.
+		# Starting lockbox and the holder costs a little; a refusal (75)
+		# names the foreign lock's process, a look through every
+		# process's fdinfo: tens of ms, up to half a second of CPU under
+		# a sanitizer on a busy host
+		if [[ $st == 0 ]]; then
+			assert [ "$cpu" -le 400 ]
+		else
+			assert [ "$cpu" -le 1000 ]
+		fi
 	done
 	echo "# $(grep -c '^0 ' "$T"/result.* | awk -F: '{ n += $2 } END { print n }') of $n served; $(wc -l <"$T/foreign") foreign locks" >&3
 	intervals >"$T/intervals"
