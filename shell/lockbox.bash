@@ -366,7 +366,7 @@ _lockbox_acquire() {
 		_lockbox_close "$fd"
 		return "$rc"
 	fi
-	if [[ ! $slot =~ ^[0-9]+$ ]]; then
+	if [[ -z $slot || $slot == *[!0-9]* ]]; then
 		_lockbox_warn "$app: $file: no slot number from $_lockbox_bin"
 		_lockbox_run "$app" release --fd "$fd" 2>/dev/null || :
 		_lockbox_close "$fd"
