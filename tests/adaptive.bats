@@ -62,10 +62,6 @@ overdue() {
 	"$LOCKBOX" adaptive status "$1" | grep -q '^  state  *overdue$'
 }
 
-gone() {
-	! kill -0 "$1" 2>/dev/null || [[ $(ps -o stat= -p "$1") == Z* ]]
-}
-
 # log_count PATTERN N: the log has N lines matching PATTERN.
 log_count() {
 	[[ $(grep -c -e "$1" "$LOG") == "$2" ]]

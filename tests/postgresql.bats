@@ -577,10 +577,6 @@ watcher_of() {
 	wait_for gone "$w"
 }
 
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
 # bats test_tags=privilege
 @test "server restart: the command gets SIGTERM; the lock is free once the server is back" {
 	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||

@@ -221,10 +221,22 @@ holder_ready() {
 	return 1
 }
 
-# stop_pid PID: SIGKILL a background process of ours and reap it.
+# gone PID: PID has ended: no such process, or a zombie (its files, and
+# so its locks, are closed by then).
+gone() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	[[ ${stat%% *} == Z ]]
+}
+
+# stop_pid PID: SIGKILL a process this test started and wait until it has
+# ended: reaped if it is our child; else (a grandchild, which wait cannot
+# reap) until gone, as kill returns before the process has exited.
 stop_pid() {
 	kill -KILL "$1" 2>/dev/null || true
 	wait "$1" 2>/dev/null || true
+	wait_for gone "$1"
 }
 
 # held LOCKFILE: the number of held slots, as `check` reports it.
