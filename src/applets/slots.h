@@ -46,4 +46,7 @@ void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w);
 void poolcmd_print_json(const struct lb_holders *h);
 
+/* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 23rd) */
+const char *poolcmd_ordinal(unsigned n);
+
 #endif

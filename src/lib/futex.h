@@ -37,4 +37,24 @@ struct futex_waitv {
 #define SYS_futex_waitv 449
 #endif
 
+#include <sys/types.h>
+
+/* futex(2) on WORD with OP and VAL, no timeout */
+long lb_futex(void *word, int op, uint32_t val);
+
+/*
+ * Which futex paths to take: all (LB_FUTEX_FULL), none of futex_waitv
+ * (LB_FUTEX_PLAIN), or no futex watch at all (LB_FUTEX_OFF); the last
+ * two only when the test suite asks (LOCKBOX_TEST_FUTEX).
+ */
+enum { LB_FUTEX_FULL = 1, LB_FUTEX_PLAIN, LB_FUTEX_OFF };
+int lb_futex_kind(void);
+
+/*
+ * FD's file's first OFF + 4 bytes, mapped shared, for a futex on the word
+ * at OFF (aligned, in the first page): munmap OFF + 4 bytes. NULL with
+ * errno when it cannot be.
+ */
+void *lb_futex_map(int fd, off_t off);
+
 #endif

@@ -7,8 +7,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -45,8 +43,6 @@
  * signal and enters its call; the next one ends it.
  */
 #define CANCEL_RETRY_NS	100000
-/* tries of a lock held for a moment, with a yield between, before a wait set */
-#define YIELD_TRIES	8
 
 _Static_assert(LB_WAIT_HELPERS <= 4, "a helper's place fits in two bits of its bell byte");
 
@@ -142,32 +138,6 @@ static void wake_restore(void)
 	}
 }
 
-static long futex(void *word, int op, uint32_t val)
-{
-	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
-}
-
-/*
- * For the test suite only, LOCKBOX_TEST_FUTEX takes the paths this kernel
- * does not: "plain", futex_waitv missing (before Linux 5.16, or forbidden
- * by a seccomp filter); "off", no futex watch at all (lb_wait_word fails,
- * as where the word cannot be mapped). Anything else, or unset: neither.
- */
-enum { FUTEX_FULL = 1, FUTEX_PLAIN, FUTEX_OFF };
-
-static int futex_kind(void)
-{
-	static int kind;
-	const char *env;
-
-	if (kind == 0) {
-		env = secure_getenv("LOCKBOX_TEST_FUTEX");
-		kind = env == NULL ? FUTEX_FULL : strcmp(env, "plain") == 0 ? FUTEX_PLAIN :
-		    strcmp(env, "off") == 0 ? FUTEX_OFF : FUTEX_FULL;
-	}
-	return kind;
-}
-
 /* Let go of what helper H was granted. */
 static void help_unlock(struct lb_wait_helper *h)
 {
@@ -220,7 +190,7 @@ static long wait_word(struct lb_wait_helper *h, uint32_t *word)
 	struct futex_waitv v[2];
 	long r;
 
-	if (futex_kind() == FUTEX_PLAIN)
+	if (lb_futex_kind() == LB_FUTEX_PLAIN)
 		plain = 1;
 	if (!plain) {
 		memset(v, 0, sizeof v);
@@ -237,7 +207,7 @@ static long wait_word(struct lb_wait_helper *h, uint32_t *word)
 		plain = 1;
 	}
 #endif
-	return futex(word, FUTEX_WAIT, h->expect);
+	return lb_futex(word, FUTEX_WAIT, h->expect);
 }
 
 static int help_word(struct lb_wait_helper *h)
@@ -303,7 +273,7 @@ static void *helper_thread(void *arg)
 		while (write(h->bell, &byte, 1) < 0 && errno == EINTR)
 			;
 		atomic_store(&h->ring, RING_RUNG);
-		futex(&h->ring, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX);
+		lb_futex(&h->ring, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX);
 		test_delay(h, 0);
 	}
 	/* a canceller that did not wait has let go of it: it is ours to free */
@@ -438,11 +408,11 @@ static int helper_stop(struct lb_wait_helper *h)
 
 	if (atomic_compare_exchange_strong(&h->ring, &ring, RING_STOPPED)) {
 		/* a word helper may wait on RING: wake it */
-		futex(&h->ring, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1);
+		lb_futex(&h->ring, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1);
 		return 1;
 	}
 	while (atomic_load(&h->ring) == RING_RINGING)
-		futex(&h->ring, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, RING_RINGING);
+		lb_futex(&h->ring, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, RING_RINGING);
 	return 0;
 }
 
@@ -500,28 +470,12 @@ static struct lb_wait_helper **word_helper(struct lb_wait *w)
 	return NULL;
 }
 
-/*
- * The file's first OFF + 4 bytes, mapped shared, for a futex on the word
- * at OFF: aligned, in the first page. NULL with errno when it cannot be.
- */
-static void *map_word(int fd, off_t off)
-{
-	void *map;
-
-	if (off < 0 || off % 4 != 0 || off + 4 > sysconf(_SC_PAGESIZE)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	map = mmap(NULL, (size_t)off + 4, PROT_READ, MAP_SHARED, fd, 0);
-	return map == MAP_FAILED ? NULL : map;
-}
-
 int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag)
 {
 	struct lb_wait_helper **had = word_helper(w), *h;
 	uint32_t want;
 
-	if (futex_kind() == FUTEX_OFF) {
+	if (lb_futex_kind() == LB_FUTEX_OFF) {
 		errno = ENOSYS;
 		return -1;
 	}
@@ -541,22 +495,12 @@ int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expec
 	h->start = off;
 	h->expect = want;
 	h->tag = tag;
-	h->map = map_word(fd, off);
+	h->map = lb_futex_map(fd, off);
 	if (h->map == NULL) {
 		free(h);
 		return -1;
 	}
 	return helper_start(w, h);
-}
-
-void lb_wake_word(int fd, off_t off)
-{
-	char *map = map_word(fd, off);
-
-	if (map == NULL)
-		return;
-	futex(map + off, FUTEX_WAKE, INT_MAX);
-	munmap(map, (size_t)off + 4);
 }
 
 static struct lb_wait_pin *pin_find(const struct lb_wait *w, pid_t pid, size_t *at)
@@ -930,277 +874,4 @@ void lb_wait_done(struct lb_wait *w)
 		}
 		w->fd_limit_raised = 0;
 	}
-}
-
-int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline)
-{
-	struct lb_wait w;
-	struct lb_wait_event ev;
-	int err, i, r = lb_lock_try(fd, type, start, len);
-
-	if (r != 0)
-		return r;
-	if (lb_remaining(deadline) == 0) {
-		errno = EAGAIN;
-		return 0;
-	}
-	/*
-	 * A lock file's header is held for a handful of system calls: its
-	 * holder, running on another CPU or given this one, is most often done
-	 * before a helper thread would have started.
-	 */
-	for (i = 0; i < YIELD_TRIES; i++) {
-		sched_yield();
-		r = lb_lock_try(fd, type, start, len);
-		if (r != 0)
-			return r;
-	}
-	if (lb_wait_init(&w) != 0)
-		return -1;
-	if (lb_wait_lock(&w, fd, type, start, len, 1, 0) != 0) {
-		lb_wait_done(&w);
-		return -1;
-	}
-	r = lb_wait_run(&w, deadline, LB_NO_RECHECK, &ev);
-	if (r == 1 && ev.err != 0) {
-		err = ev.err;
-		r = -1;
-	} else {
-		err = r == 0 ? EAGAIN : errno;
-	}
-	lb_wait_done(&w);
-	errno = err;
-	return r;
-}
-
-/*
- * lb_lock_await: one lock request in the caller's own thread, as setlock
- * blocks in flock(2): no helper thread to start, to wake and to join, no
- * epoll, and nothing left running when the caller execs its command or
- * returns. The deadline is a timer's signal (to this thread alone), ^Z is
- * SIGTSTP caught for the call (when it was not ignored on entry, as
- * lb_wait_stop has it); inside a host (host.h), the host's own signals
- * that have a handler are taken for the call too, handed back to that
- * handler at once, and the host asked whether it must act (lb_host_stop).
- * Each signal ends the request by a jump out of its handler. A jump is
- * safe there: the handlers jump only while ARMED, which is set around
- * the fcntl call alone, and a signal that comes before it is armed is
- * remembered (HITS) and looked at once it is. What the jump leaves
- * behind: nothing but a lock the kernel may have granted just before it,
- * which is let go. The waits are the main thread's and never nest.
- */
-/* glibc names the thread of SIGEV_THREAD_ID only in its union */
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid
-#endif
-
-static int await_sig(void)
-{
-	return SIGRTMIN + 3;
-}
-
-static sigjmp_buf await_env;
-static volatile sig_atomic_t await_armed, await_timer, await_hits[NSIG];
-static struct sigaction await_saved[NSIG];
-
-static void on_await(int sig, siginfo_t *si, void *ctx)
-{
-	/* a signal of that number that no timer sent is the host's */
-	int timer = sig == await_sig() && si != NULL && si->si_code == SI_TIMER;
-
-	(void)ctx;
-	if (timer)
-		await_timer = 1;
-	else
-		await_hits[sig] = 1;
-	if (await_armed) {
-		await_armed = 0;
-		siglongjmp(await_env, 1);
-	}
-}
-
-/* Signals a fault raises: never taken, never blocked. */
-static int is_fault(int sig)
-{
-	return sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGSEGV ||
-	    sig == SIGSYS || sig == SIGTRAP || sig == SIGABRT;
-}
-
-/*
- * The signals this process has a handler for (SigCgt in its status: one
- * read, rather than a sigaction for each of the 64). 0, or -1.
- */
-static int caught(sigset_t *set)
-{
-	char buf[4096], *p;
-	unsigned long long bits = 0;
-	int sig;
-
-	sigemptyset(set);
-	if (lb_procfs_read("/proc/self/status", buf, sizeof buf) < 0 ||
-	    (p = strstr(buf, "\nSigCgt:")) == NULL)
-		return -1;
-	for (p += 8; *p == ' ' || *p == '\t'; p++)
-		;
-	for (; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
-		bits = bits << 4 | (unsigned long long)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
-	for (sig = 1; sig < NSIG && sig <= 64; sig++)
-		if (bits >> (sig - 1) & 1)
-			sigaddset(set, sig);
-	return 0;
-}
-
-/*
- * TAKE: the signals the call takes: the timer's, SIGTSTP unless it was
- * ignored (or caught) on entry, and inside a host every signal the host
- * lets in (HOST) and has a handler for, but SIGCHLD: the host's handler
- * takes that one as it comes (it does not end the wait; a shell's restarts
- * the lock request). 0, or -1 when the host's handlers cannot be known.
- */
-static int await_take(const sigset_t *host, sigset_t *take)
-{
-	struct sigaction cur;
-	sigset_t handled;
-	int sig;
-
-	sigemptyset(take);
-	sigaddset(take, await_sig());
-	if (sigaction(SIGTSTP, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL)
-		sigaddset(take, SIGTSTP);
-	if (host == NULL)
-		return 0;
-	if (caught(&handled) != 0)
-		return -1;
-	for (sig = 1; sig < NSIG; sig++)
-		if (sigismember(&handled, sig) == 1 && sigismember(host, sig) != 1 &&
-		    sig != SIGKILL && sig != SIGSTOP && sig != SIGTSTP && sig != SIGCHLD &&
-		    sig != await_sig() && !is_fault(sig))
-			sigaddset(take, sig);
-	return 0;
-}
-
-int lb_lock_await(int fd, short type, off_t start, off_t len, int64_t deadline)
-{
-	const sigset_t *host = lb_host_sleep_mask();
-	struct sigaction sa;
-	struct sigevent sev;
-	struct itimerspec its;
-	timer_t timer;
-	sigset_t take, old, blocked, armed, tmp;
-	volatile int r = -1, e = 0;
-	int sig, tstp = 0, host_sig;
-
-	if (await_take(host, &take) != 0)
-		return -1;
-	/* what is taken stays blocked but while armed: one that comes before waits for it */
-	if (sigprocmask(SIG_BLOCK, &take, &old) != 0)
-		return -1;
-	blocked = old;
-	armed = host != NULL ? *host : old;
-	for (sig = 1; sig < NSIG; sig++)
-		if (sigismember(&take, sig) == 1) {
-			sigaddset(&blocked, sig);
-			sigdelset(&armed, sig);
-		}
-	memset(&sev, 0, sizeof sev);
-	/* to this thread: a helper thread of the process must never take it */
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = await_sig();
-	sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
-	memset(&its, 0, sizeof its);
-	its.it_value.tv_sec = (time_t)(deadline / LB_NS_PER_S);
-	its.it_value.tv_nsec = (long)(deadline % LB_NS_PER_S);
-	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) {
-		e = errno;
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		errno = e;
-		return -1;
-	}
-	if (timer_settime(timer, TIMER_ABSTIME, &its, NULL) != 0) {
-		e = errno;
-		timer_delete(timer);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		errno = e;
-		return -1;
-	}
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_await;
-	sa.sa_flags = SA_SIGINFO;
-	sa.sa_mask = take;
-	for (;;) {
-		if (lb_host_stop() != 0) {
-			r = -1;
-			e = EINTR;
-			break;
-		}
-		await_timer = 0;
-		for (sig = 1; sig < NSIG; sig++) {
-			await_hits[sig] = 0;
-			if (sigismember(&take, sig) == 1)
-				sigaction(sig, &sa, &await_saved[sig]);
-		}
-		r = -1;
-		e = 0;
-		if (sigsetjmp(await_env, 1) == 0) {
-			/* a signal pending since it was blocked is taken here, and noted */
-			sigprocmask(SIG_SETMASK, &armed, NULL);
-			await_armed = 1;
-			for (sig = 1; sig < NSIG && await_hits[sig] == 0; sig++)
-				;
-			if (sig == NSIG && !await_timer) {
-				do
-					r = lb_lock_block(fd, type, start, len);
-				while (r < 0 && errno == EINTR && await_armed);
-				e = errno;
-			}
-			await_armed = 0;
-			sigprocmask(SIG_SETMASK, &blocked, NULL);
-		}
-		/* the jump restored BLOCKED: nothing is taken from here on */
-		for (sig = 1; sig < NSIG; sig++)
-			if (sigismember(&take, sig) == 1)
-				sigaction(sig, &await_saved[sig], NULL);
-		if (r == 0) {
-			/* granted: it was free; it is not kept */
-			lb_lock_try(fd, F_UNLCK, start, len);
-			r = 1;
-			break;
-		}
-		if (r < 0 && e != EINTR && e != 0) {
-			r = -1;
-			break;
-		}
-		/* a grant that came just before a jump is not kept either */
-		lb_lock_try(fd, F_UNLCK, start, len);
-		host_sig = 0;
-		for (sig = 1; sig < NSIG; sig++) {
-			if (!await_hits[sig])
-				continue;
-			if (sig == SIGTSTP)
-				tstp = 1;
-			else if (host != NULL) {
-				/* the host's: back to its handler, which runs now */
-				raise(sig);
-				host_sig = 1;
-			}
-		}
-		if (host_sig) {
-			sigprocmask(SIG_SETMASK, host, &tmp);
-			sigprocmask(SIG_SETMASK, &tmp, NULL);
-		}
-		if (tstp) {
-			r = 2;
-			e = EINTR;
-			break;
-		}
-		if (await_timer && lb_remaining(deadline) == 0) {
-			r = 0;
-			e = EAGAIN;
-			break;
-		}
-	}
-	timer_delete(timer);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	errno = e;
-	return r;
 }

@@ -1,0 +1,234 @@
+/* How slots, mutex and locks show holders and waiters: list's table and its JSON. */
+/* SPDX-License-Identifier: ISC */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "clock.h"
+#include "json.h"
+#include "parse.h"
+#include "pool.h"
+#include "proc.h"
+#include "slots.h"
+
+/* 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st... */
+const char *poolcmd_ordinal(unsigned n)
+{
+	return n % 100 >= 11 && n % 100 <= 13 ? "th" : n % 10 == 1 ? "st" :
+	    n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+/* A command with a newline or escape in it must not break the table. */
+static void print_text(const char *s)
+{
+	for (; *s != '\0'; s++)
+		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+	putchar('\n');
+}
+
+/*
+ * Another program's lock: "-  4242  ?  another program: python3" (the
+ * slot when it locks just one; its age is not known).
+ */
+static void print_foreign(const struct lb_holder *x)
+{
+	char slot[16] = "-", pid[16] = "?";
+
+	if (x->slot != 0)
+		snprintf(slot, sizeof slot, "%u", x->slot);
+	if (x->who.pid != 0)
+		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
+	printf("%-5s %-8s %-7s another program", slot, pid, "?");
+	if (x->who.pid != 0 && x->who.command[0] != '\0') {
+		printf(": ");
+		print_text(x->who.command);
+	} else {
+		putchar('\n');
+	}
+}
+
+/* {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
+static void print_foreign_json(const struct lb_holder *x, size_t i)
+{
+	printf("%s{\"slot\":", i ? "," : "");
+	if (x->slot != 0)
+		printf("%u", x->slot);
+	else
+		printf("null");
+	if (x->who.pid != 0)
+		printf(",\"pid\":%d", (int)x->who.pid);
+	else
+		printf(",\"pid\":null");
+	printf(",\"foreign\":true,\"lock\":\"%s\",\"start\":%lld,\"end\":",
+	    x->foreign_write ? "write" : "read", x->lock_lo);
+	if (x->lock_hi < 0)
+		printf("null");
+	else
+		printf("%lld", x->lock_hi);
+	printf(",\"command\":");
+	if (x->who.pid != 0)
+		lb_json_string(stdout, x->who.command);
+	else
+		printf("null");
+	printf("}");
+}
+
+/*
+ * What the COMMAND column says of a holder or waiter before its command,
+ * as it does of another program's lock: "shared", "exited, kept by PID
+ * 4250", "waiting 2nd, stopped, shared"; "" for a plain holder.
+ */
+static void annotation(const struct lb_holder *x, char *buf, size_t size)
+{
+	size_t n = 0;
+	int r;
+
+	buf[0] = '\0';
+	if (x->waiting) {
+		r = snprintf(buf, size, "waiting %u%s%s", x->queue, poolcmd_ordinal(x->queue),
+		    x->stopped ? ", stopped" : "");
+		n = r > 0 ? (size_t)r : 0;
+	} else if (x->gone && x->keeper > 0) {
+		r = snprintf(buf, size, "exited, kept by PID %d", (int)x->keeper);
+		n = r > 0 ? (size_t)r : 0;
+	} else if (x->gone) {
+		r = snprintf(buf, size, "exited, kept by its children");
+		n = r > 0 ? (size_t)r : 0;
+	}
+	if (x->shared && n < size)
+		snprintf(buf + n, size - n, "%sshared", n ? ", " : "");
+}
+
+/* A row's first columns: SLOT ("-" for none), PID, AGE. */
+static void print_start(const struct lb_holder *x)
+{
+	char slot[16] = "-", age[32];
+
+	if (x->slot != 0)
+		snprintf(slot, sizeof slot, "%u", x->slot);
+	/*
+	 * a process gone before we looked, with no record of its own, or a
+	 * server's holder whose start the role may not read: its age is not known
+	 */
+	printf("%-5s %-8d %-7s ", slot, (int)x->who.pid,
+	    (x->gone && x->who.starttime == 0) || x->age_unknown ? "?" :
+	    lb_format_duration(lb_ident_age(&x->who), age));
+}
+
+/* HOSTS: the holders may be on any host (a server's), and a HOST column says which. */
+static void print_rows(int hosts, const struct lb_holders *h)
+{
+	char note[96];
+	size_t i;
+
+	for (i = 0; i < h->n; i++) {
+		const struct lb_holder *x = &h->v[i];
+
+		if (x->foreign) {
+			print_foreign(x);
+		} else if (x->known) {
+			print_start(x);
+			if (hosts)
+				printf("%-16s ", x->who.host);
+			annotation(x, note, sizeof note);
+			if (note[0] != '\0')
+				printf("%s: ", note);
+			print_text(x->who.command);
+		} else if (x->waiting) {
+			/* a waiter whose mark the table does not show (an older lockbox's) */
+			annotation(x, note, sizeof note);
+			if (hosts)
+				printf("%-5s %-8s %-7s %-16s %s: ?\n", "-", "?", "?", "?", note);
+			else
+				printf("%-5s %-8s %-7s %s: ?\n", "-", "?", "?", note);
+		} else if (hosts) {
+			printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
+		} else {
+			printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
+		}
+	}
+}
+
+/* One holder or waiter in JSON; I its place in the array. */
+static void print_json(const struct lb_holder *x, size_t i)
+{
+	double age;
+
+	if (x->foreign) {
+		print_foreign_json(x, i);
+		return;
+	}
+	printf("%s{\"slot\":", i ? "," : "");
+	if (x->slot != 0)
+		printf("%u", x->slot);
+	else
+		printf("null");
+	if (!x->known && x->waiting) {
+		printf(",\"waiting\":true,\"queue\":%u,\"pid\":null}", x->queue);
+		return;
+	}
+	if (!x->known) {
+		printf(",\"pid\":null}");
+		return;
+	}
+	age = (double)lb_ident_age(&x->who) / LB_NS_PER_S;
+	if (x->waiting) {
+		printf(",\"waiting\":true,\"queue\":%u,\"pid\":%d,\"waited_seconds\":%.3f,\"stopped\":%s,\"command\":",
+		    x->queue, (int)x->who.pid, age, x->stopped ? "true" : "false");
+		lb_json_string(stdout, x->who.command);
+		printf(",\"mode\":\"%s\"}", x->shared ? "shared" : "exclusive");
+		return;
+	}
+	if (x->gone && x->who.starttime == 0)
+		printf(",\"pid\":%d,\"uid\":null,\"age_seconds\":null,\"started\":null,\"host\":",
+		    (int)x->who.pid);
+	else if (x->age_unknown)
+		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":null,\"started\":null,\"host\":",
+		    (int)x->who.pid, x->who.uid);
+	else
+		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
+		    (int)x->who.pid, x->who.uid, age, (long long)(x->who.wall_ns / LB_NS_PER_S));
+	lb_json_string(stdout, x->who.host);
+	printf(",\"command\":");
+	lb_json_string(stdout, x->who.command);
+	printf(",\"mode\":\"%s\"", x->shared ? "shared" : "exclusive");
+	if (x->gone && x->keeper > 0)
+		printf(",\"exited\":true,\"kept_by\":%d", (int)x->keeper);
+	else if (x->gone)
+		printf(",\"exited\":true,\"kept_by\":null");
+	printf("}");
+}
+
+void poolcmd_print_json(const struct lb_holders *h)
+{
+	size_t i;
+
+	printf("[");
+	for (i = 0; i < h->n; i++)
+		print_json(&h->v[i], i);
+	printf("]");
+}
+
+/* The holders, then those who wait (W, NULL for none), in their order. */
+void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
+    const struct lb_holders *w)
+{
+	size_t i;
+
+	if (!json) {
+		if (hosts)
+			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
+		else
+			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
+		print_rows(hosts, h);
+		if (w != NULL)
+			print_rows(hosts, w);
+		return;
+	}
+	printf("[");
+	for (i = 0; i < h->n; i++)
+		print_json(&h->v[i], i);
+	for (i = 0; w != NULL && i < w->n; i++)
+		print_json(&w->v[i], h->n + i);
+	printf("]\n");
+}
