@@ -23,63 +23,9 @@
  * reader leaving to the writer running. Every sample goes to OUT (ns, one
  * a line); stdout gets: n=K median_ns=.. p99_ns=.. min_ns=.. max_ns=..
  */
-#define _GNU_SOURCE
-
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include "harness.h"
 
 #define BOUND_MS	30000	/* any single step taking this long is a failure */
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("readers: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static pid_t spawn(char **argv, int in, int out)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		if (dup2(in, 0) < 0 || dup2(out, 1) < 0)
-			_exit(125);
-		execvp(argv[0], argv);
-		fprintf(stderr, "readers: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	return pid;
-}
 
 /* Read exactly N bytes, or fail after BOUND_MS without progress. */
 static void read_n(int fd, char *buf, size_t n, const char *what)
@@ -102,60 +48,6 @@ static void read_n(int fd, char *buf, size_t n, const char *what)
 			die("the %s went away (%zu of %zu bytes)", what, got, n);
 		got += (size_t)r;
 	}
-}
-
-/* Whether /proc/locks shows a waiter on DEVINO: a blocked request, or a lockbox ticket. */
-static int queued(const char *devino)
-{
-	static char *line;
-	static size_t cap;
-	FILE *f = fopen("/proc/locks", "re");
-	const char *at;
-	int found = 0;
-
-	if (f == NULL)
-		die("/proc/locks: %s", strerror(errno));
-	while (!found && getline(&line, &cap, f) > 0) {
-		if ((at = strstr(line, devino)) == NULL)
-			continue;
-		found = strstr(line, " -> ") != NULL ||
-		    strtoull(at + strlen(devino), NULL, 10) >= 4294967296ULL;
-	}
-	fclose(f);
-	return found;
-}
-
-static void reap(pid_t pid, const char *what)
-{
-	int status;
-
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			die("waitpid: %s", strerror(errno));
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		die("the %s ended with status %d", what,
-		    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-static char **with_tail(char **prefix, int n, const char *self, const char *mode)
-{
-	char **v = calloc((size_t)n + 3, sizeof *v);
-	int i;
-
-	if (v == NULL)
-		die("out of memory");
-	for (i = 0; i < n; i++)
-		v[i] = prefix[i];
-	v[n] = (char *)self;
-	v[n + 1] = (char *)mode;
-	return v;
 }
 
 static int64_t one_round(char **reader, char **writer, long n, const char *lockfile)
