@@ -113,12 +113,14 @@ ev() {
 }
 
 @test "check: a fence that repeats across an immediate restart is told apart; --allow-crash-fences lets it pass" {
-	ev '1000.1 start h1 1 101 1 10 1 500' \
-		'1000.2 fault restart-immediate srv' \
-		'1000.2 told h1 1 101' \
-		'1000.3 end h1 1 101' \
-		'1001.0 start h2 1 102 1 10 1 500' \
-		'1001.1 end h2 1 102' \
+	# h2 repeats h1's fence after the server's immediate restart
+	local crash=('1000.1 start h1 1 101 1 10 1 500'
+		'1000.2 fault restart-immediate srv'
+		'1000.2 told h1 1 101'
+		'1000.3 end h1 1 101'
+		'1001.0 start h2 1 102 1 10 1 500'
+		'1001.1 end h2 1 102')
+	ev "${crash[@]}" \
 		'1001.2 start h3 1 103 1 12 1 500' \
 		'1001.3 end h3 1 103' \
 		'1001.4 start h4 1 104 1 11 1 500' \
@@ -130,13 +132,7 @@ ev() {
 	assert_line '  slot 1: h4 1 fence 11 after h3 1 fence 12'
 	# the one that no crash explains still fails it
 	run -1 "$SRC/tools/fleet-check" --allow-crash-fences "$T/log"
-	ev '1000.1 start h1 1 101 1 10 1 500' \
-		'1000.2 fault restart-immediate srv' \
-		'1000.2 told h1 1 101' \
-		'1000.3 end h1 1 101' \
-		'1001.0 start h2 1 102 1 10 1 500' \
-		'1001.1 end h2 1 102' \
-		'1001.4 stop'
+	ev "${crash[@]}" '1001.4 stop'
 	run -1 "$SRC/tools/fleet-check" "$T/log"
 	run -0 "$SRC/tools/fleet-check" --allow-crash-fences "$T/log"
 	assert_line 'fence regressions: 1 (across a server crash: 1)'

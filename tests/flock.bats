@@ -36,6 +36,16 @@ flock_waits() {
 # shellcheck disable=SC2016 # expanded by the holder's sh
 MARK_AND_HOLD='echo "$$" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600'
 
+# hold_marked MARK CMD...: start CMD... (flock or mutex and its options
+# and file) with MARK_AND_HOLD as its command, and wait until it holds:
+# MARK then holds the PID of the command's sleep; SPAWN_PID is CMD's.
+hold_marked() {
+	local mark=$1
+	shift
+	spawn "$@" sh -c "$MARK_AND_HOLD" sh "$mark"
+	wait_for test -s "$mark"
+}
+
 @test "any file: a script, a data file, a directory, an empty file are locked without a write" {
 	need_flock
 	local f before
@@ -88,9 +98,8 @@ slot=1"
 @test "flock(1) holding, mutex refused at once naming it, then waiting and taking it as flock lets go" {
 	need_flock
 	printf 'data\n' >"$F"
-	spawn flock "$F" sh -c "$MARK_AND_HOLD" sh "$T/flock.held"
+	hold_marked "$T/flock.held" flock "$F"
 	local holder=$SPAWN_PID
-	wait_for test -s "$T/flock.held"
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $holder \\(flock, $AGE_RE\\)\$"
 	run -0 "$LOCKBOX" mutex "$F" check
@@ -116,8 +125,7 @@ slot=1"
 @test "mutex holding, flock -n refused, flock -w waiting and taking it as mutex's command ends" {
 	need_flock
 	printf 'data\n' >"$F"
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
-	wait_for test -s "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	run -1 flock -n "$F" true
 	run -1 flock -w 0.2 "$F" true
 	spawn flock -w 60 "$F" touch "$T/ran"
@@ -129,8 +137,7 @@ slot=1"
 	assert_equal "$REAP_STATUS" 0
 	assert [ -e "$T/ran" ]
 	# and the other way with shared locks: flock -s and mutex -s together, not mutex
-	spawn flock -s "$F" sh -c "$MARK_AND_HOLD" sh "$T/shared"
-	wait_for test -s "$T/shared"
+	hold_marked "$T/shared" flock -s "$F"
 	run -0 "$LOCKBOX" mutex -s "$F" true
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" true
 	run -1 flock -n "$F" true
@@ -190,8 +197,7 @@ slot=1"
 	assert_stderr ""
 	run -0 "$LOCKBOX" mutex "$F" create
 	run -1 "$LOCKBOX" mutex "$F" held
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
-	wait_for test -s "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" held
 	assert_output ""
 	# shellcheck disable=SC2016 # expanded by the inner sh
@@ -239,16 +245,14 @@ Try 'lockbox mutex --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -w forever "$F" true
 	assert_stderr_regex "^mutex: invalid duration 'forever': "
 	# -n after -w: no wait (the last counts, as in flock(1))
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
-	wait_for test -s "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	run -75 --separate-stderr timeout 10 "$LOCKBOX" mutex -w 60 -n "$F" true
 	run -5 --separate-stderr "$LOCKBOX" mutex -E 5 --nb "$F" true
 }
 
 # bats test_tags=wait
 @test "-w inf waits until the lock is free" {
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
-	wait_for test -s "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	spawn "$LOCKBOX" mutex -w inf "$F" touch "$T/ran"
 	local waiter=$SPAWN_PID
 	need_lockhold
@@ -348,8 +352,7 @@ flock -s got it
 flock refused
 flock got it"
 	# held by another open file: 75, or -E's
-	spawn flock "$T/plain" sh -c "$MARK_AND_HOLD" sh "$T/held"
-	wait_for test -s "$T/held"
+	hold_marked "$T/held" flock "$T/plain"
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	run -75 --separate-stderr bash -c 'exec 9<"$2"; "$1" mutex 9' sh "$LOCKBOX" "$T/plain"
 	assert_stderr_regex "^mutex: $(re_quote "$T/plain"): held by PID [0-9]+ \\(flock, $AGE_RE\\)\$"
@@ -438,8 +441,7 @@ Try 'lockbox mutex --help'."
 	run -75 --separate-stderr "$LOCKBOX" mutex -s "$F" true
 	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $writer \\(sh, $AGE_RE\\)\$"
 	stop_pid "$writer"
-	spawn "$LOCKBOX" slots "$F" 3 sh -c "$MARK_AND_HOLD" sh "$T/slot"
-	wait_for test -s "$T/slot"
+	hold_marked "$T/slot" "$LOCKBOX" slots "$F" 3
 	run -75 --separate-stderr "$LOCKBOX" mutex -s "$F" true
 	run -125 --separate-stderr "$LOCKBOX" slots -s "$F" 3 true
 	assert_stderr "slots: -s goes with mutex: a slot is never shared (see slots(1))
@@ -539,9 +541,8 @@ stopped() {
 
 # bats test_tags=wait
 @test "list shows the -w waiters in queue order, with PID, time waited and whether stopped; check counts holders only" {
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	local holder=$SPAWN_PID w=() i
-	wait_for test -s "$T/held"
 	for i in 1 2 3; do
 		spawn "$LOCKBOX" mutex -w 60 "$F" true
 		w+=("$SPAWN_PID")
@@ -577,9 +578,8 @@ on_pty() {
 
 # bats test_tags=wait
 @test "-v on a terminal: one status line rewritten while waiting, cleared before the last message; none off a terminal" {
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	local holder=$SPAWN_PID
-	wait_for test -s "$T/held"
 	spawn "$LOCKBOX" mutex -w 60 "$F" true
 	local ahead=$SPAWN_PID
 	wait_for waiting_on "$F" 1
@@ -596,8 +596,7 @@ on_pty() {
 	assert_regex "$output" "\\^M\\^\\[\\[Kmutex: $(re_quote "$F"): took slot 1 of 1\\^M"
 	assert_line "ran^M"
 	# off a terminal: the last line only
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held2"
-	wait_for test -s "$T/held2"
+	hold_marked "$T/held2" "$LOCKBOX" mutex "$F"
 	spawn "$LOCKBOX" mutex -v -w 60 "$F" true
 	local waiter=$SPAWN_PID err=$SPAWN_ERR
 	wait_for waiting_on "$F" 1
@@ -610,9 +609,8 @@ on_pty() {
 @test "-v on a terminal, any file: the status line names the flock(1) holder" {
 	need_flock
 	printf 'data\n' >"$T/data"
-	spawn flock "$T/data" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	hold_marked "$T/held" flock "$T/data"
 	local holder=$SPAWN_PID
-	wait_for test -s "$T/held"
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	spawn sh -c 'while [ "$(grep -o "held by" "$1" 2>/dev/null | wc -l)" -lt 2 ]; do sleep 0.05; done; kill "$2" "$3"' \
 		sh "$T/pty.out" "$(cat "$T/held")" "$holder"
@@ -628,9 +626,8 @@ on_pty() {
 @test "locks: every lock file in use, with holders and waiters; not other files; --json" {
 	need_flock
 	local other=$T/pool.lock
-	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
 	local holder=$SPAWN_PID
-	wait_for test -s "$T/held"
 	spawn "$LOCKBOX" mutex -w 60 "$F" true
 	local waiter=$SPAWN_PID
 	wait_for waiting_on "$F" 1
@@ -638,8 +635,7 @@ on_pty() {
 	local slot=$SPAWN_PID
 	wait_for test -s "$T/slot"
 	printf 'data\n' >"$T/data"
-	spawn flock "$T/data" sh -c "$MARK_AND_HOLD" sh "$T/flock"
-	wait_for test -s "$T/flock"
+	hold_marked "$T/flock" flock "$T/data"
 	run -0 --separate-stderr "$LOCKBOX" locks
 	assert_stderr ""
 	# this test's files, among whatever else the host locks
@@ -676,8 +672,7 @@ Try 'lockbox locks --help'."
 	local d
 	d=$(world_readable_dir)
 	chmod 0777 "$d"
-	spawn "$LOCKBOX" mutex --mode 0644 "$d/root.lock" sh -c "$MARK_AND_HOLD" sh "$T/root"
-	wait_for test -s "$T/root"
+	hold_marked "$T/root" "$LOCKBOX" mutex --mode 0644 "$d/root.lock"
 	# shellcheck disable=SC2016 # expanded by the inner sh
 	spawn setpriv --reuid=65534 --regid=65534 --clear-groups "${NOBODY_LOCKBOX:-$LOCKBOX}" \
 		mutex "$d/nobody.lock" sh -c 'echo "$$" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600' sh "$d/nobody.pid"
