@@ -629,12 +629,11 @@ static int file_holders(struct lb_pool *pool, struct lb_holders *out)
 static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
 {
 	struct filepool *p = fp(pool);
-
-	if (p->fd < 0)
-		return 0;
 	struct lb_queued *q;
 	size_t n, i;
 
+	if (p->fd < 0)
+		return 0;	/* no file: nobody waits */
 	if (p->any)
 		return fa_holders(p, 1, out);
 	if (lb_scan_queue(p->cfd, &q, &n) != 0) {
