@@ -148,15 +148,26 @@ slot=1"
 	need_flock
 	local a
 	: >"$T/e"
-	# held with flock(2) (mutex on an empty file it did not make, or
-	# flock(1)): slots, create and the library leave it empty
+	# held with flock(1) (flock(2) alone): slots, create and the library
+	# leave it empty
+	hold_marked "$T/flock.held" flock "$T/e"
+	a=$SPAWN_PID
+	run -125 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
+	assert_stderr "slots: $T/e: empty, and locked with flock(2) (by flock(1), or by mutex on a file it did not make); refusing to adopt it while it is"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -125 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
+	stop_pid "$a"
+	stop_pid "$(cat "$T/flock.held")"
+	# held by mutex (flock(2) and an fcntl read lock): a pool is refused
+	# as by any holder, 75, naming it; the file stays empty
 	# shellcheck disable=SC2016 # expanded by the child shell
 	"$LOCKBOX" mutex "$T/e" sh -c 'touch "$1"; exec sleep 600' sh "$T/held" &
 	a=$!
 	track_pid "$a"
 	wait_for test -e "$T/held"
-	run -125 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
-	assert_stderr "slots: $T/e: empty, and locked with flock(2) (by flock(1), or by mutex on a file it did not make); refusing to adopt it while it is"
+	run -75 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
+	assert_stderr "slots: $T/e: locked by another program: PID $a (sleep)"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -125 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
@@ -756,12 +767,14 @@ Locking"
 	done
 }
 
-@test "util-linux flock: fcntl-vs-flock: fcntl and flock(2) locks are independent, so mutex keeps to flock(2) on any file" {
+@test "util-linux flock: fcntl-vs-flock: the two kinds are independent in the kernel, so mutex holds both, on any file" {
 	need_flock
 	ts_general fcntl
-	# a lockbox lock file: its holders' fcntl locks do not keep flock(1) out
-	run -0 --separate-stderr flock --nonblock --exclusive "$TS_LOCK" echo "flock vs fcntl"
-	assert_output "flock vs fcntl"
+	# a lockbox lock file: its holders' fcntl locks come with a flock(2)
+	# lock (shared here), unlike flock --fcntl's (on purpose: one lock a path)
+	run -1 --separate-stderr flock --nonblock --exclusive "$TS_LOCK" echo "You will never see this!"
+	run -0 --separate-stderr flock --nonblock --shared "$TS_LOCK" echo "flock -s with mutex -s"
+	assert_output "flock -s with mutex -s"
 	# a plain file: mutex and flock(1) take the same flock(2) lock
 	ts_general flock
 	run -1 --separate-stderr flock --nonblock --exclusive "$TS_LOCK" echo "You will never see this!"

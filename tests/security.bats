@@ -928,7 +928,7 @@ flipper() {
 	assert_output "125 125 125 125 "
 	assert_stderr "mutex: $d/fifo.lock: not a regular file
 mutex: $d/link.lock: is a symbolic link; refusing to follow it
-mutex: $d/empty.lock: owned by UID 65534 in a shared sticky directory, and not a lock file shared with --mode; refusing it
+mutex: $d/empty.lock: owned by UID 65534 in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)
 mutex: $d/full.lock: owned by UID 65534 in a shared sticky directory, and not a lock file shared with --mode; refusing it"
 	assert [ ! -e "$T/missing" ]
 	assert_equal "$(stat -c %s "$d/empty.lock")" 0

@@ -2,22 +2,33 @@
 /*
  * Any file, for the lock-file backend: a file that is not a lockbox lock
  * file (a directory, an empty file, a script, a data file, one the caller
- * may only read) is locked as flock(1) locks it, with flock(2) on the
- * whole of an open file of it, so that lockbox and flock(1) exclude each
- * other on it. Nothing is ever written into it: there are no records, and
- * the holders and waiters are the kernel's lock table's, flock(2) locks
- * only (fcntl locks do not conflict with them on Linux).
+ * may only read) is locked the way every other program locks a file, and
+ * nothing is ever written into it. Its holder takes two locks on the
+ * open file it was given, both or neither:
  *
- * There is no queue but the kernel's: a flock(2) request waits in the
- * kernel, and which of several waiters gets the lock is the kernel's
- * choice, as for flock(1) (a shared request is not held back by an
- * exclusive one that waits). The lock belongs to the open file, so the
- * command and its children that inherit the fd hold it, and it goes when
- * the last of them closes it or ends, SIGKILL included.
+ *   flock(2) on the whole file (LOCK_EX, or LOCK_SH for a shared lock):
+ *     what flock(1), setlock, chpst and Python's filelock take, and what
+ *     a lockbox lock file's mutex holders take beside their slot
+ *   an fcntl read lock on bytes [0, LB_PATH_LEN): what conflicts with
+ *     the write locks of s6-setlock, lckdo, lockf(3) and `flock --fcntl`
+ *     (on the whole file), and with a lockbox lock file's slot locks, so
+ *     that a file truncated or overwritten under its lockbox holders is
+ *     still theirs. A read lock, because the file is open read-only
+ *     (lockbox writes nothing into it): it keeps fcntl writers out, and
+ *     an exclusive holder is refused while a reader holds, but a reader
+ *     that comes later is not kept out (mutex(1) says so).
+ *
+ * Neither kind sees the other in the kernel, so both are taken: who gets
+ * the file never depends on what it holds. There is no queue but the
+ * kernel's: which of several waiters gets the lock is the kernel's
+ * choice, as for flock(1). The locks belong to the open file, so the
+ * command and its children that inherit the fd hold them, and they go
+ * when the last of them closes it or ends, SIGKILL included.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +44,82 @@
 #include "proc.h"
 #include "wait.h"
 
-/* Try once: 1 locked, 0 held by others, -1 error (reported). */
-static int try_flock(struct filepool *p, int op)
+/* What kept an attempt out (p->any_blocked). */
+enum { BY_FLOCK = 1, BY_FCNTL, BY_READER };
+/* no fcntl half (F_RDLCK is 0) */
+#define NO_FCNTL	(-1)
+
+/*
+ * The fcntl lock this open file can take: a read lock on a file open for
+ * reading; a write-only one (flock(1)'s 9>FILE, the FD form) takes a write
+ * lock when alone, and none (NO_FCNTL) when shared. None in a classic
+ * POSIX build on a caller's fd: that lock would be this process's, and
+ * go with it.
+ */
+static int fcntl_kind(struct filepool *p)
 {
+	int fl = fcntl(p->fd, F_GETFL);
+
+#ifndef HAVE_OFD_LOCKS
+	if (!p->owned)
+		return NO_FCNTL;
+#endif
+	if (fl < 0)
+		return NO_FCNTL;
+	if ((fl & O_ACCMODE) != O_WRONLY)
+		return F_RDLCK;
+	return p->shared ? NO_FCNTL : F_WRLCK;
+}
+
+static void unlock_both(struct filepool *p)
+{
+	flock(p->fd, LOCK_UN);
+	if (p->any_kind != NO_FCNTL)
+		lb_lock_try(p->fd, F_UNLCK, 0, LB_PATH_LEN);
+}
+
+/*
+ * Try once for both locks: 1 both held, 0 kept out (p->any_blocked says
+ * by what), -1 error (reported). A file system that has flock(2) but no
+ * fcntl locks for it (a directory on some) keeps the flock(2) lock alone.
+ */
+static int try_both(struct filepool *p)
+{
+	struct lb_lockinfo l;
 	int r;
 
 	do
-		r = flock(p->fd, op | LOCK_NB);
+		r = flock(p->fd, (p->shared ? LOCK_SH : LOCK_EX) | LOCK_NB);
 	while (r != 0 && errno == EINTR);
-	if (r == 0)
-		return 1;
-	if (errno == EWOULDBLOCK)
+	if (r != 0 && errno != EWOULDBLOCK) {
+		lb_warn("%s: cannot lock", p->name);
+		return -1;
+	}
+	if (r != 0) {
+		p->any_blocked = BY_FLOCK;
 		return 0;
-	lb_warn("%s: cannot lock", p->name);
-	return -1;
+	}
+	p->any_kind = fcntl_kind(p);
+	if (p->any_kind == NO_FCNTL)
+		return 1;
+	r = lb_lock_try(p->fd, (short)p->any_kind, 0, LB_PATH_LEN);
+	if (r < 0) {
+		p->any_kind = NO_FCNTL;	/* no fcntl locks here: flock(2) alone */
+		return 1;
+	}
+	if (r == 0) {
+		flock(p->fd, LOCK_UN);
+		p->any_blocked = BY_FCNTL;
+		return 0;
+	}
+	/* alone under a read lock: another's read lock, which ours does not keep out, is a holder */
+	if (!p->shared && p->any_kind == F_RDLCK &&
+	    lb_lock_conflict(p->fd, F_WRLCK, 0, LB_PATH_LEN, &l) == 1) {
+		unlock_both(p);
+		p->any_blocked = BY_READER;
+		return 0;
+	}
+	return 1;
 }
 
 /* Tell the pool's progress function our place among the waiters and a holder. */
@@ -70,12 +143,17 @@ static void any_progress(struct filepool *p)
 }
 
 /*
- * Wait in the kernel for the lock, up to DEADLINE: a helper thread makes
- * the request (lb_wait_flock), so that ^Z and the deadline end it. On ^Z
- * the request is withdrawn before we stop (no lock is granted to a
- * stopped process), and made again when we go on. 1, 0, -1.
+ * Wait in the kernel, up to DEADLINE, until what kept the last attempt
+ * out (p->any_blocked, a flock(2) or an fcntl lock) has gone: a helper
+ * thread makes the request (lb_wait_flock, lb_wait_lock) and lets go of
+ * it at once, so that ^Z and the deadline end the wait and nothing is
+ * held while one lock is waited for and the other not yet had (a holder
+ * of one waiting for the other could wait on a waiter of the first).
+ * On ^Z the request is withdrawn before we stop (no lock is granted to a
+ * stopped process), and made again when we go on. 1 free (try again),
+ * 0 the deadline passed, -1 error (reported).
  */
-static int wait_flock(struct filepool *p, int op, int64_t deadline)
+static int wait_free(struct filepool *p, int64_t deadline)
 {
 	struct lb_wait w;
 	struct lb_wait_event ev;
@@ -88,7 +166,9 @@ static int wait_flock(struct filepool *p, int op, int64_t deadline)
 		return -1;
 	}
 	for (;;) {
-		if (!asked && lb_wait_flock(&w, p->fd, op, 1, 0) != 0) {
+		if (!asked && (p->any_blocked == BY_FLOCK ?
+		    lb_wait_flock(&w, p->fd, p->shared ? LOCK_SH : LOCK_EX, 0, 0) :
+		    lb_wait_lock(&w, p->fd, (short)p->any_kind, 0, LB_PATH_LEN, 0, 0)) != 0) {
 			lb_warn("%s: cannot wait", p->name);
 			r = -1;
 			break;
@@ -110,26 +190,19 @@ static int wait_flock(struct filepool *p, int op, int64_t deadline)
 			any_progress(p);
 			continue;
 		}
-		if (r != 1)
-			break;
-		if (ev.kind == LB_EV_STOP) {
+		if (r == 1 && ev.kind == LB_EV_STOP) {
 			lb_wait_clear_locks(&w);
 			asked = 0;
 			lb_wait_suspend();
-			r = try_flock(p, op);
-			if (r != 0)
-				break;
-			continue;
-		}
-		if (ev.kind == LB_EV_LOCK) {
-			if (ev.err != 0) {
-				errno = ev.err;
-				lb_warn("%s: cannot lock", p->name);
-				r = -1;
-			}
-			/* granted: reported, so the helper's end leaves it held */
+			r = 1;	/* try again as we go on */
 			break;
 		}
+		if (r == 1 && ev.kind == LB_EV_LOCK && ev.err != 0) {
+			errno = ev.err;
+			lb_warn("%s: cannot lock", p->name);
+			r = -1;
+		}
+		break;
 	}
 	lb_wait_done(&w);
 	return r;
@@ -158,19 +231,20 @@ static int became_lockbox(struct filepool *p)
 
 int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot)
 {
-	int op = p->shared ? LOCK_SH : LOCK_EX, r;
+	int r;
 
 	if (max > 1) {
 		lb_warnx("%s: not a lockbox lock file; refusing to touch it (a pool of %u slots needs a lock file of its own: lockbox creates it)",
 		    p->name, max);
 		return -1;
 	}
-	r = try_flock(p, op);
-	if (r == 0 && lb_remaining(deadline) != 0)
-		r = wait_flock(p, op, deadline);
-	if (r == 1 && became_lockbox(p)) {
+	/* a reader's lock cannot be waited for on a file open read-only: refused at once */
+	while ((r = try_both(p)) == 0 && p->any_blocked != BY_READER &&
+	    lb_remaining(deadline) != 0 && (r = wait_free(p, deadline)) == 1)
+		;
+	if (r == 1 && p->fd >= 0 && p->owned && became_lockbox(p)) {
 		/* its holders are lockbox's: 3, the caller takes a slot as they do */
-		flock(p->fd, LOCK_UN);
+		unlock_both(p);
 		return 3;
 	}
 	if (r == 1)
@@ -184,6 +258,9 @@ int fa_release(struct filepool *p)
 		lb_warn("%s: cannot unlock", p->name);
 		return -1;
 	}
+	/* whatever this open file holds of the fcntl half, taken by this run or an earlier one */
+	if (fcntl_kind(p) != NO_FCNTL)
+		lb_lock_try(p->fd, F_UNLCK, 0, LB_PATH_LEN);
 	return 0;
 }
 
@@ -203,9 +280,31 @@ static int still_held(struct filepool *p, const struct lb_lockinfo *l)
 }
 
 /*
- * The holders (WAITING 0) or the waiters (1) from the kernel's lock table:
- * a flock(2) lock names the process that took it, which may have ended
- * while those that inherited its open file hold on (KEEPER).
+ * Whether line X is the fcntl half of an any-file holder's locks: its
+ * holder is the one its flock(2) lock names.
+ */
+static int path_half(const struct lb_lockline *x)
+{
+	return x->kind != LB_LOCK_FLOCK && x->l.lo == 0 && x->l.hi == (long long)LB_PATH_LEN - 1;
+}
+
+static int listed(const struct lb_holders *h, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		if (h->v[i].who.pid == pid)
+			return 1;
+	return 0;
+}
+
+/*
+ * The holders (WAITING 0) or the waiters (1) from the kernel's lock table,
+ * of either kind: a flock(2) lock names the process that took it, which
+ * may have ended while those that inherited its open file hold on
+ * (KEEPER); another program's fcntl lock (s6-setlock, lckdo, lockf) is
+ * named by its process, or for an open file's lock by one that has it
+ * open (fdinfo).
  */
 int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 {
@@ -215,7 +314,7 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 
 	out->v = NULL;
 	out->n = 0;
-	if (lb_scan_flocks(p->fd, &v, &n) != 0) {
+	if (lb_scan_lines(p->fd, &v, &n) != 0) {
 		lb_warn("%s: cannot read the kernel's lock table", p->name);
 		return -1;
 	}
@@ -228,10 +327,16 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 	for (i = 0; i < n; i++) {
 		struct lb_holder *h;
 
-		if (v[i].blocked != waiting)
+		/* (a waiter's request names nobody else: shown on its own) */
+		if (v[i].blocked != waiting || (!waiting && path_half(&v[i])))
+			continue;
+		if (v[i].kind != LB_LOCK_FLOCK && v[i].l.pid == 0)
+			lb_lock_owners(p->fd, &v[i].l, 1);
+		/* one row a process: its flock(2) lock and its fcntl lock are one holder */
+		if (v[i].l.pid > 0 && listed(out, v[i].l.pid))
 			continue;
 		h = &out->v[out->n++];
-		h->known = 1;
+		h->known = v[i].l.pid > 0;
 		h->shared = !v[i].l.write;
 		h->lock_lo = v[i].l.lo;
 		h->lock_hi = v[i].l.hi;
@@ -242,7 +347,8 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 			continue;
 		}
 		lb_ident_of_process(&h->who, v[i].l.pid);
-		if (v[i].l.pid > 0 && kill(v[i].l.pid, 0) != 0 && errno == ESRCH) {
+		if (v[i].kind == LB_LOCK_FLOCK && v[i].l.pid > 0 && kill(v[i].l.pid, 0) != 0 &&
+		    errno == ESRCH) {
 			h->keeper = lb_lock_keeper(p->fd, &v[i].l, 1);
 			/* none found: another user's, or the lock went with it since the look */
 			h->gone = h->keeper > 0 || still_held(p, &v[i].l);

@@ -1,22 +1,21 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * The locks on a lock file that lockbox did not take, for the lock-file
- * backend: whether there may be some (a few lock tests), and which they
- * are, one for each process (the kernel's lock table), the slots they
+ * backend: which they are, one for each process (the kernel's lock
+ * table, flock(2) locks included: no test tells of those), the slots they
  * lock taken from the lockbox holders. The shapes lockbox's own locks
  * take are lockscan.c's rule (lb_lock_is_lockbox).
  */
 #include "config.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "err.h"
 #include "filepool.h"
 #include "lockfile.h"
 #include "lockscan.h"
-
-/* Up to this many held slots, look for another program's locks by lock tests first. */
-#define FEW_HELD	64
 
 /* The slot whose lock byte alone L locks, or 0. */
 unsigned fp_slot_of(const struct lb_lockinfo *l)
@@ -33,6 +32,69 @@ static int by_pid(const void *a, const void *b)
 	pid_t x = ((const struct lb_lockinfo *)a)->pid, y = ((const struct lb_lockinfo *)b)->pid;
 
 	return (x > y) - (x < y);
+}
+
+/*
+ * One read of the kernel's lock table: the held fcntl locks on the file
+ * in *V (N of them), its held flock(2) locks in *FLOCKS (NFLOCKS). 0, or
+ * -1 with errno; malloc'd, the caller frees both.
+ */
+static int split_lines(struct filepool *p, struct lb_lockinfo **v, size_t *n,
+    struct lb_lockline **flocks, size_t *nflocks)
+{
+	struct lb_lockline *all;
+	size_t nall, i;
+
+	*v = NULL;
+	*n = *nflocks = 0;
+	if (lb_scan_lines(p->cfd, &all, &nall) != 0)
+		return -1;
+	*v = calloc(nall ? nall : 1, sizeof **v);
+	if (*v == NULL) {
+		free(all);
+		return -1;
+	}
+	for (i = 0; i < nall; i++) {
+		if (all[i].blocked)
+			continue;
+		if (all[i].kind == LB_LOCK_FLOCK)
+			all[(*nflocks)++] = all[i];
+		else
+			(*v)[(*n)++] = all[i].l;
+	}
+	*flocks = all;
+	return 0;
+}
+
+/*
+ * Another program's flock(2) locks (flock(1), setlock, chpst), added to
+ * V (N of them, room for N + NFLOCKS) as locks on the whole file. A
+ * lockbox holder's own flock(2) lock (a mutex's, beside its slot) names
+ * the holder's process as its record does; one whose process is gone
+ * was taken by a helper (acquire --fd) for its caller, whose record
+ * names it. The new count.
+ */
+static size_t add_flocks(struct filepool *p, struct lb_lockinfo **v, size_t n,
+    const struct lb_lockline *flocks, size_t nflocks)
+{
+	struct lb_lockinfo *grown;
+	size_t i, j;
+	int ours;
+
+	if (nflocks == 0 || (grown = realloc(*v, (n + nflocks) * sizeof **v)) == NULL)
+		return n;
+	*v = grown;
+	for (i = 0; i < nflocks; i++) {
+		pid_t pid = flocks[i].l.pid;
+
+		ours = pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH);
+		for (j = 0; !ours && j < p->held.n; j++)
+			ours = fp_state(p, p->held.v[j]) == LB_REC_HELD &&
+			    lb_record_pid(fp_record(p, p->held.v[j])) == pid;
+		if (!ours)
+			(*v)[n++] = flocks[i].l;
+	}
+	return n;
 }
 
 /*
@@ -55,9 +117,10 @@ static int by_pid(const void *a, const void *b)
 int fp_find_foreign(struct filepool *p, int records)
 {
 	struct lb_lockinfo *v, *m;
-	size_t n, i, k;
+	size_t n, i, k, nflocks;
 	unsigned s;
-	int r = lb_scan_locks(p->cfd, &v, &n);
+	struct lb_lockline *flocks = NULL;
+	int r = split_lines(p, &v, &n, &flocks, &nflocks);
 
 	p->nfgn = 0;
 	p->hdr_foreign = 0;
@@ -117,6 +180,8 @@ int fp_find_foreign(struct filepool *p, int records)
 			p->held.v[k++] = p->held.v[i];
 	}
 	p->held.n = k;
+	n = add_flocks(p, &v, n, flocks, nflocks);
+	free(flocks);
 	/* one for each process; those whose process was not found stay apart */
 	if (n > 1)
 		qsort(v, n, sizeof *v, by_pid);
@@ -134,33 +199,4 @@ int fp_find_foreign(struct filepool *p, int records)
 	p->fgn = v;
 	p->nfgn = k;
 	return 0;
-}
-
-/*
- * Whether another program may lock some of the file, from a few tests of
- * the file's own lock list: for a few holders that costs less than a line
- * each of the host's lock table, which settles it (fp_find_foreign) when the
- * answer is yes. A test for a write lock finds read locks too. While we
- * look, lockbox keeps nothing on the header but other lookers' locks; on
- * the slot bytes, nothing but the held slots' bytes (each with its record
- * when LOCKED: the records were read with the header locked); and nothing
- * between the last slot and the queue. Anything else is a yes.
- */
-int fp_maybe_foreign(struct filepool *p, int locked)
-{
-	struct lb_lockinfo l;
-	off_t lo = LB_HDR_SIZE, hi, end = lb_slot_offset(LB_SLOT_LIMIT + 1);
-	size_t i;
-
-	if (p->held.n > FEW_HELD || lb_lock_conflict(p->cfd, F_WRLCK, 0, LB_HDR_SIZE, &l) != 0)
-		return 1;
-	for (i = 0; i <= p->held.n; i++) {
-		hi = i < p->held.n ? lb_slot_offset(p->held.v[i]) : end;
-		if (i < p->held.n && locked && fp_state(p, p->held.v[i]) != LB_REC_HELD)
-			return 1;
-		if (hi > lo && lb_lock_conflict(p->cfd, F_WRLCK, lo, hi - lo, &l) != 0)
-			return 1;
-		lo = hi + 1;
-	}
-	return lb_lock_conflict(p->cfd, F_WRLCK, end, LB_JOIN_OFF - end, &l) != 0;
 }

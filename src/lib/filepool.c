@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,8 @@
 
 /* how long check/list wait for a busy header before reading anyway */
 #define LOOK_WAIT	(250 * LB_NS_PER_MS)
+/* how many times a lock taken on a file no longer at its path is taken again */
+#define REOPEN_TRIES	8
 
 static int look_foreign(struct filepool *p);
 
@@ -73,10 +76,36 @@ struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_p
 		close(fd);
 	if (p != NULL) {
 		fp(p)->any = any;
+		fp(p)->any_ok = opts->any_file;
+		fp(p)->path = fp(p)->name;
+		fp(p)->mode = opts->mode;
 		fp(p)->shared = opts->shared;
 		p->caps = any ? LB_POOL_FLOCK : 0;
 	}
 	return p;
+}
+
+/*
+ * The path again, after a lock was taken on a file it no longer names:
+ * the file now there, opened as the first was. 0, or -1 (reported).
+ */
+static int reopen(struct filepool *p)
+{
+	int idflags, any = 0;
+	int fd = lb_lockfile_open(p->name, 1, p->mode, &idflags, p->any_ok ? &any : NULL);
+
+	if (fd < 0)
+		return -1;
+	if (p->cfd != p->fd)
+		close(p->cfd);
+	close(p->fd);
+	p->fd = p->cfd = fd;
+	p->idflags = idflags;
+	p->any = any;
+	p->loaded = 0;
+	p->nrec = 0;
+	p->base.caps = any ? p->base.caps | LB_POOL_FLOCK : p->base.caps & ~LB_POOL_FLOCK;
+	return 0;
 }
 
 /*
@@ -173,10 +202,12 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 		return NULL;
 	}
 	p = pool_new(fd, cfd, 0, idflags, name);
-	if (p == NULL)
+	if (p == NULL) {
 		close(cfd);
-	else
+	} else {
 		fp(p)->shared = opts->shared;
+		fp(p)->path = path;
+	}
 	return p;
 #endif
 }
@@ -424,23 +455,34 @@ static void blame_ahead(struct filepool *p, unsigned max)
 	}
 }
 
-static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
+static int acquire_once(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
-	struct filepool *p = fp(pool);
+	struct lb_pool *pool = &p->base;
 	uint64_t ticket;
 	off_t size;
-	int r;
+	int r, tries;
 
-	if (p->any) {
+	/* a pool of one, or a shared holder, is seen by flock(2)'s users too */
+	p->path_op = p->shared ? LOCK_SH : max == 1 ? LOCK_EX : 0;
+	p->path_busy = 0;
+	for (tries = 0; p->any; tries++) {
 		r = fa_acquire(p, max, deadline, slot);
 		if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
 			return -1;
 		if (r != 3)
 			return r;
-		/* made a lockbox lock file while we waited: its holders are in it now */
-		p->any = 0;
-		pool->caps &= ~LB_POOL_FLOCK;
+		/*
+		 * made a lockbox lock file while we waited: its holders are in
+		 * it now, and it is opened again, for writing (only our own
+		 * opens it: fa_acquire says 3 for no other)
+		 */
+		if (tries == REOPEN_TRIES) {
+			lb_warnx("%s: changed again and again while being locked; giving up", p->name);
+			return -1;
+		}
+		if (reopen(p) != 0)
+			return -1;
 	}
 	p->behind = 0;
 	for (;;) {
@@ -465,6 +507,8 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
 		lb_wait_suspend();
 	}
+	if (r == 0 && busy != NULL && p->path_busy)
+		return look(p) != 0 || describe(p, busy) != 0 ? -1 : 0;
 	if (r == 0 && busy != NULL) {
 		if (p->behind)
 			blame_ahead(p, max);
@@ -478,6 +522,54 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 		return describe(p, busy) != 0 ? -1 : 0;
 	}
 	return r;
+}
+
+/* Whether the path names, now, the file open on FD (not moved, replaced or deleted). */
+static int at_path(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(AT_FDCWD, path, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static int file_release(struct lb_pool *pool, pid_t owner);
+
+/*
+ * An acquisition, then the path looked up again: a lock on a file that
+ * has been moved, replaced or deleted since it was opened (while we
+ * waited, say) locks nothing anyone else will open by that path, so it
+ * is given back and the file at the path locked instead, a few times at
+ * most. A caller's fd with a path (--path) cannot be opened again here:
+ * the lock is not taken, and the caller is told why.
+ */
+static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
+{
+	struct filepool *p = fp(pool);
+	int r, tries;
+
+	for (tries = 0;; tries++) {
+		r = acquire_once(p, max, deadline, who, slot, busy);
+		if (r != 1 || p->path == NULL || at_path(p->fd, p->path))
+			return r;
+		if ((p->any ? fa_release(p) : file_release(pool, who->pid)) != 0)
+			return -1;
+		if (!p->owned) {
+			pool->why_at_once = 1;
+			snprintf(pool->why, sizeof pool->why,
+			    "replaced at its path while the lock was being taken; open it again");
+			if (busy != NULL)
+				busy->n = 0, busy->v = NULL;
+			return 0;
+		}
+		if (tries == REOPEN_TRIES) {
+			lb_warnx("%s: replaced again and again while being locked; giving up", p->name);
+			return -1;
+		}
+		if (reopen(p) != 0)
+			return -1;
+	}
 }
 
 /* The slot the caller's open file holds already, found in its own lock list. */
@@ -507,15 +599,36 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 
 	if (p->any)
 		return fa_release(p);
-	/* a file that is not a lock file keeps whatever locks others put on it */
 	if (fp_pread_all(p, magic, sizeof magic, 0) != 0)
 		return -1;
-	if (memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0) {
+	if (lb_scan_own(p->fd, &own) != 0)
+		own.n = 0;
+	/*
+	 * A file that is not a lock file keeps whatever locks the caller put
+	 * on it; one that was cut short under its holders is written no
+	 * more, but the slot this open file holds in it goes all the same.
+	 */
+	if (memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0 && own.n == 0) {
 		lb_warnx("%s: not a lockbox lock file; refusing to touch it", p->name);
 		return -1;
 	}
-	if (lb_scan_own(p->fd, &own) != 0)
-		own.n = 0;
+	/*
+	 * The flock(2) lock first, the slot last: a waiter that the slot's
+	 * unlock wakes finds the flock(2) lock free already.
+	 */
+	if (flock(p->fd, LOCK_UN) != 0) {
+		lb_warn("%s: cannot unlock", p->name);
+		lb_slotset_free(&own);
+		return -1;
+	}
+	if (memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0) {
+		lb_slotset_free(&own);
+		if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, slots) < 0) {
+			lb_warn("%s: cannot unlock", p->name);
+			return -1;
+		}
+		return 0;
+	}
 	/*
 	 * The records first, then the slots: a waiter woken by the unlock
 	 * finds the header free at once, rather than waiting on ours while
@@ -595,7 +708,7 @@ static int look(struct filepool *p)
 	p->nfgn = 0;
 	p->hdr_foreign = 0;
 	if (size >= 0 && fp_load(p, size) == 0 && fp_scan(p, locked) == 0 &&
-	    (!fp_maybe_foreign(p, locked) || fp_find_foreign(p, locked) == 0))
+	    fp_find_foreign(p, locked) == 0)
 		rc = 0;
 	if (locked)
 		fp_header_unlock(p);

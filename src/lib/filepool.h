@@ -24,7 +24,20 @@ struct filepool {
 	int owned;		/* we opened fd */
 	int idflags;		/* LB_ID_ flags: how far an empty file may be trusted */
 	int any;		/* not a lockbox lock file: flock(2) on fd, no records (fileany.c) */
+	int any_ok;		/* opened for a mutex, which takes any file (opts.any_file) */
+	mode_t mode;		/* opts.mode, for opening again */
+	const char *path;	/* the path it was opened by (or --path), looked up again after a lock */
 	int shared;		/* acquisitions are for a shared lock */
+	/*
+	 * flock(2) beside a lock file's slot (LOCK_EX for a pool of one,
+	 * LOCK_SH shared, 0 for a pool of more), so that programs that lock
+	 * with flock(2) see its holders; path_busy: the last attempt found
+	 * a slot but not that lock (filestore.c)
+	 */
+	int path_op;
+	int path_busy;
+	int any_kind;		/* any file: the fcntl half taken (F_RDLCK, F_WRLCK), -1: none */
+	int any_blocked;	/* any file: what kept the last attempt out (fileany.c) */
 	unsigned char head[LB_HDR_FIELDS];	/* the header fields, as last read */
 	unsigned char *buf;	/* header and records as last read; zeros past that */
 	size_t loaded;		/* bytes of buf read from the file */
@@ -76,7 +89,6 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 /* fileforeign.c: locks lockbox did not take */
 unsigned fp_slot_of(const struct lb_lockinfo *l);
 int fp_find_foreign(struct filepool *p, int records);
-int fp_maybe_foreign(struct filepool *p, int locked);
 
 /*
  * fileany.c: a file that is not a lockbox lock file, locked as flock(1)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -40,6 +41,8 @@
 #define QUICK_PROBES	64
 /* records per read in the quick path */
 #define QUICK_CHUNK	64
+/* tries of a flock(2) lock that a holder's end is about to free (path_lock) */
+#define PATH_TRIES	3
 
 /*
  * HEADER_STUCK, or for the tests a duration in LOCKBOX_TEST_HEADER_STUCK
@@ -596,6 +599,55 @@ static void forget_stale(struct filepool *p)
 }
 
 /*
+ * The flock(2) lock beside a slot just claimed (p->path_op; none for a
+ * pool of more than one), which programs that lock with flock(2) see,
+ * whatever the file holds: 1 held (or none wanted), 0 held by another
+ * (p->path_busy), -1 error (reported). A holder that ends loses its slot
+ * a moment before its flock(2) lock (the kernel drops a file's fcntl
+ * locks first): a refusal that the lock table does not explain is that
+ * moment, tried again a few times.
+ */
+static int path_lock(struct filepool *p)
+{
+	struct lb_lockline *v;
+	size_t n, i;
+	int r, tries = 0, held;
+
+	p->path_busy = 0;
+	if (p->path_op == 0)
+		return 1;
+	for (;;) {
+		do
+			r = flock(p->fd, p->path_op | LOCK_NB);
+		while (r != 0 && errno == EINTR);
+		if (r == 0)
+			return 1;
+		if (errno != EWOULDBLOCK) {
+			lb_warn("%s: cannot lock", p->name);
+			return -1;
+		}
+		held = 1;
+		if (tries++ < PATH_TRIES && lb_scan_flocks(p->fd, &v, &n) == 0) {
+			for (i = 0, held = 0; i < n && !held; i++)
+				held = !v[i].blocked && (v[i].l.write || p->path_op == LOCK_EX);
+			free(v);
+		}
+		if (held)
+			break;
+	}
+	p->path_busy = 1;
+	return 0;
+}
+
+/* Give back the slot claimed (and its flock(2) lock, when HELD). */
+static void unclaim(struct filepool *p, unsigned slot, int held)
+{
+	if (held && p->path_op != 0)
+		flock(p->fd, LOCK_UN);
+	lb_lock_try(p->fd, F_UNLCK, lb_slot_offset(slot), 1);
+}
+
+/*
  * A shared lock (p->shared), with the header locked and the file read:
  * taken in a slot of its own, with a record that says so, when every
  * slot held is another shared holder's (a holder that is not, or a lock
@@ -629,8 +681,13 @@ static int take_shared(struct filepool *p, off_t size, const struct lb_ident *wh
 			lb_slotset_sort(&p->held);
 		return r;
 	}
+	r = path_lock(p);
+	if (r != 1) {
+		unclaim(p, s, 0);
+		return r;
+	}
 	if (commit_full(p, s, who) != 0) {
-		lb_lock_try(p->fd, F_UNLCK, lb_slot_offset(s), 1);
+		unclaim(p, s, 1);
 		return -1;
 	}
 	*slot = s;
@@ -661,6 +718,11 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 		if (r < 0)
 			return -1;
 		if (r == 1) {
+			r = path_lock(p);
+			if (r != 1) {
+				unclaim(p, s, 0);
+				return r;
+			}
 			if (commit_quick(p, s, who, high) != 0)
 				goto undo;
 			*slot = s;
@@ -687,11 +749,16 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 		}
 		lb_slotset_sort(&p->held);
 	}
+	r = path_lock(p);
+	if (r != 1) {
+		unclaim(p, s, 0);
+		return r;
+	}
 	if (commit_full(p, s, who) != 0)
 		goto undo;
 	*slot = s;
 	return 1;
 undo:
-	lb_lock_try(p->fd, F_UNLCK, lb_slot_offset(s), 1);
+	unclaim(p, s, 1);
 	return -1;
 }

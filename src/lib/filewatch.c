@@ -84,6 +84,13 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 
 	lb_wait_clear_locks(w);
 	/*
+	 * A slot was free, but another program's flock(2) lock keeps us out
+	 * (flock(1), setlock): the kernel tells when it goes, as it tells
+	 * flock(1)'s own waiters.
+	 */
+	if (p->path_busy)
+		return lb_wait_flock(w, p->fd, p->path_op, 0, 0) == 0;
+	/*
 	 * One slot held: its lock request learns of every way it frees, so it
 	 * is all there is to watch (one helper, no futex thread, no pidfd).
 	 */
@@ -151,7 +158,7 @@ static void head_progress(struct filepool *p)
 static int await_one(const struct filepool *p, int have_set)
 {
 	/* (a status line is rewritten while it waits: the wait set's looks do that) */
-	return !have_set && p->held.n == 1 && p->base.progress == NULL;
+	return !have_set && !p->path_busy && p->held.n == 1 && p->base.progress == NULL;
 }
 
 /*

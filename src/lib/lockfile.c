@@ -239,15 +239,20 @@ static int sticky_rule(int fd, const struct stat *st, const struct stat *dir,
     const char *name)
 {
 	unsigned char magic[LB_MAGIC_LEN];
+	int is_lock;
 
 	if (!sticky_shared(dir) || st->st_uid == geteuid() || st->st_uid == dir->st_uid)
 		return 0;
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) &&
-	    pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
-	    memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0)
+	is_lock = S_ISREG(st->st_mode) && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+	    memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
+	if (is_lock && (st->st_mode & (S_IWGRP | S_IWOTH)))
 		return 0;
-	lb_warnx("%s: owned by UID %u in a shared sticky directory, and not a lock file shared with --mode; refusing it",
-	    name, (unsigned)st->st_uid);
+	if (is_lock)
+		lb_warnx("%s: owned by UID %u in a shared sticky directory, and not a lock file shared with --mode; refusing it",
+		    name, (unsigned)st->st_uid);
+	else
+		lb_warnx("%s: owned by UID %u in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)",
+		    name, (unsigned)st->st_uid);
 	return -1;
 }
 
@@ -343,49 +348,29 @@ fail:
 }
 
 /*
- * Open or create BASE in DFD for writing. A new file is created whole
- * (create_whole), so lockbox knows it is its own (*created = 1): an
- * existing one is opened without O_CREAT, and a file deleted in between
- * is made again, a few times at most. *created is -1 when the error is
- * reported already.
+ * Make BASE in DFD, read-write: whole (create_whole), or where there are
+ * no hard links with a plain O_EXCL create whose header follows under the
+ * header lock (lb_lockfile_identify). The fd, or -1 with errno (EEXIST:
+ * another creator's file is there now); *REPORTED when a failed header
+ * write was reported already.
  */
-static int open_writable(int dfd, const char *base, int flags, mode_t mode,
-    const char *path, int *created)
+static int create_new(int dfd, const char *base, int flags, mode_t mode, const char *path,
+    int *reported)
 {
-	int fd, tries = 0, fallback = 0, reported;
+	int fd, e, fallback;
 
-	*created = 0;
-	for (;;) {
-		fd = openat(dfd, base, flags | O_RDWR);
-		if (fd >= 0 || errno != ENOENT || ++tries > 8)
-			return fd;
-		if (!fallback) {
-			fd = create_whole(dfd, base, flags, mode, path, &fallback, &reported);
-			if (fd >= 0) {
-				*created = 1;
-				return fd;
-			}
-			if (reported)
-				*created = -1;
-			if (errno == EEXIST)
-				continue;	/* another creator's file: use it */
-			if (!fallback)
-				return -1;
-		}
-		/* the header follows under the header lock (lb_lockfile_identify) */
-		fd = openat(dfd, base, flags | O_RDWR | O_CREAT | O_EXCL,
-		    mode != 0 ? mode : LB_LOCKFILE_MODE);
-		if (fd >= 0) {
-			*created = 1;
-			if (mode != 0 && fchmod(fd, mode) != 0) {
-				close(fd);
-				return -1;
-			}
-			return fd;
-		}
-		if (errno != EEXIST)
-			return -1;
+	fd = create_whole(dfd, base, flags, mode, path, &fallback, reported);
+	if (fd >= 0 || !fallback)
+		return fd;
+	fd = openat(dfd, base, flags | O_RDWR | O_CREAT | O_EXCL,
+	    mode != 0 ? mode : LB_LOCKFILE_MODE);
+	if (fd >= 0 && mode != 0 && fchmod(fd, mode) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
 	}
+	return fd;
 }
 
 /*
@@ -419,9 +404,9 @@ static void warn_open(const char *path, int dfd, const char *base, int in_dir)
 }
 
 /*
- * Whether the regular file or directory open on FD is a lockbox lock file
- * lockbox may not write into: a directory, an empty file or one without
- * the magic (*ANY = 1), with ST its stat. 0, or -1 (reported under PATH).
+ * What the directory or regular file open on FD (stat ST) is: a lockbox
+ * lock file (*ANY = 0), or a directory, an empty file or one without the
+ * magic (*ANY = 1). 0, or -1 (reported under PATH).
  */
 static int any_kind(int fd, const struct stat *st, const char *path, int *any)
 {
@@ -442,32 +427,66 @@ static int any_kind(int fd, const struct stat *st, const char *path, int *any)
 	return 0;
 }
 
-/*
- * The open that a writer's failed with E, of a file that is not to be
- * written (a directory, one the caller may only read): read-only, as
- * flock(1) opens it, when it is a directory or a regular file that is not
- * a lockbox lock file (*ANY = 1). -1 otherwise: the caller reports E.
- */
-static int open_unwritable(int dfd, const char *base, int flags, const char *path, int *any)
+/* A directory, or a regular file of a real file system: what a lock may be on. */
+static int lockable(int fd, const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) || (S_ISREG(st->st_mode) && pseudo_fs_name(fd) == NULL);
+}
+
+/* A reader's open: it writes nothing, so the directory's rules are for writers. */
+static int open_reader(const char *path, int flags, int *any)
 {
 	struct stat st;
-	int fd, e;
+	int fd;
 
 	do
-		fd = openat(dfd, base, flags | O_RDONLY);
+		fd = open(path, flags | O_RDONLY);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return LB_OPEN_MISSING;	/* nobody holds a missing file */
+		warn_open(path, -1, path, 0);
+		return -1;
+	}
+	if (any != NULL && fstat(fd, &st) == 0 && lockable(fd, &st)) {
+		if (any_kind(fd, &st, path, any) != 0) {
+			close(fd);
+			return -1;
+		}
+		if (*any)
+			return fd;
+	}
+	if (check_stat(fd, path, 0, &st) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * BASE in DFD open again for reading and writing: the fd, or -1 with
+ * errno; -2 when BASE names another file now than ST (moved or replaced
+ * since: the caller starts over).
+ */
+static int reopen_writable(int dfd, const char *base, int flags, const struct stat *st)
+{
+	struct stat now;
+	int fd;
+
+	do
+		fd = openat(dfd, base, flags | O_RDWR);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) &&
-	    (S_ISDIR(st.st_mode) || pseudo_fs_name(fd) == NULL) &&
-	    any_kind(fd, &st, path, any) == 0 && *any)
-		return fd;
-	e = errno;
-	close(fd);
-	errno = e;
-	*any = 0;
-	return -1;
+	if (fstat(fd, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+		close(fd);
+		return -2;
+	}
+	return fd;
 }
+
+/* How many times a path that keeps changing under an open is looked up again. */
+#define OPEN_TRIES	8
 
 int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any)
 {
@@ -478,82 +497,95 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 	 * refuses it like any other non-regular file.
 	 */
 	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-	const char *base = path;
+	const char *base;
 	struct stat dir, st;
-	int dfd = -1, fd, created = 0, e, other = 0;
+	int dfd, fd, rw, reported = 0, tries, other;
 
 	*idflags = 0;
-	if (any == NULL)
-		any = &other;
-	*any = 0;
-	memset(&dir, 0, sizeof dir);
-	/* a reader writes nothing: the directory's rules are for writers */
+	if (any != NULL)
+		*any = 0;
 	if (!writable)
-		do
-			fd = open(path, flags | O_RDONLY);
-		while (fd < 0 && errno == EINTR);
-	else if ((dfd = open_dir(path, &base, &dir)) < 0)
-		fd = -1;
-	else
-		fd = open_writable(dfd, base, flags, mode, path, &created);
-	/*
-	 * A file the caller may not write (a directory, read-only, on a
-	 * read-only file system, an immutable or running one) can still be
-	 * locked as flock(1) locks it, when it is not a lockbox lock file
-	 * (whose holders would not see that lock).
-	 */
-	if (fd < 0 && any != &other && dfd >= 0 && created == 0) {
-		e = errno;
-		if (e == EISDIR || e == EACCES || e == EPERM || e == EROFS || e == ETXTBSY)
-			fd = open_unwritable(dfd, base, flags, path, any);
-		if (fd < 0)
-			errno = e;
-	}
-	if (fd < 0) {
-		e = errno;
-		if (created < 0 || (e == ENOENT && !writable)) {
-			if (dfd >= 0)
-				close(dfd);
-			/* reported, or nobody holds a missing file */
-			return created < 0 ? -1 : LB_OPEN_MISSING;
-		}
-		warn_open(path, dfd, base, writable && dfd < 0);
-		if (dfd >= 0)
-			close(dfd);
+		return open_reader(path, flags, any);
+	dfd = open_dir(path, &base, &dir);
+	if (dfd < 0) {
+		warn_open(path, -1, base, 1);
 		return -1;
 	}
-	if (dfd >= 0)
-		close(dfd);
-	if (*any)
-		return fd;
 	/*
-	 * Any file: one that is not a lockbox lock file is looked at and
-	 * locked without a write (flock(2), the kernel's table), so neither
-	 * the sticky directory rule nor a header is for it. One lockbox made
-	 * now is its own.
+	 * Read-only first, always: a file is opened for writing only when
+	 * lockbox writes to it (a lockbox lock file, or an empty one that a
+	 * pool adopts). A script that locks itself and then runs itself
+	 * must not be open for writing at its exec (ETXTBSY), nor at anyone
+	 * else's, nor must a data file someone else may read be.
 	 */
-	if (any != &other && !created) {
+	for (tries = 0;; tries++) {
+		int *kind = any != NULL ? any : &other;
+
+		reported = 0;
+		if (tries == OPEN_TRIES) {
+			lb_warnx("%s: replaced again and again while being opened; giving up", path);
+			fd = -1;
+			reported = 1;
+			break;
+		}
+		do
+			fd = openat(dfd, base, flags | O_RDONLY);
+		while (fd < 0 && errno == EINTR);
+		if (fd < 0 && errno == ENOENT) {
+			fd = create_new(dfd, base, flags, mode, path, &reported);
+			if (fd < 0 && errno == EEXIST)
+				continue;	/* another creator's file: use it */
+			if (fd < 0)
+				break;
+			/* a file made now is lockbox's own: neither the sticky rule nor any file */
+			*idflags = LB_ID_CREATED | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
+			close(dfd);
+			return fd;
+		}
+		if (fd < 0)
+			break;
 		if (fstat(fd, &st) != 0) {
 			lb_warn("%s", path);
+			break;
+		}
+		if (!lockable(fd, &st) || (S_ISDIR(st.st_mode) && any == NULL)) {
+			check_stat(fd, path, 0, &st);
+			break;
+		}
+		/* the sticky directory rule for every file, whatever it holds (a planted one) */
+		if (any_kind(fd, &st, path, kind) != 0 || sticky_rule(fd, &st, &dir, path) != 0)
+			break;
+		if (*kind && any != NULL) {
+			/* any file: locked as flock(1) locks it, and never written */
+			close(dfd);
+			return fd;
+		}
+		if (*kind && st.st_size != 0) {
+			lb_warnx("%s: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)",
+			    path);
+			break;
+		}
+		/* a lockbox lock file, or an empty one to adopt: it is written */
+		rw = reopen_writable(dfd, base, flags, &st);
+		if (rw == -2) {
 			close(fd);
-			return -1;
+			continue;	/* moved or replaced since: look again */
 		}
-		if (S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && pseudo_fs_name(fd) == NULL)) {
-			if (any_kind(fd, &st, path, any) != 0) {
-				close(fd);
-				return -1;
-			}
-			if (*any)
-				return fd;
+		if (rw < 0) {
+			warn_open(path, dfd, base, 0);
+			break;
 		}
-	}
-	if (check_stat(fd, path, 0, &st) != 0 ||
-	    (writable && !created && sticky_rule(fd, &st, &dir, path) != 0)) {
 		close(fd);
-		return -1;
+		*idflags = sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0;
+		close(dfd);
+		return rw;
 	}
-	*idflags = (created > 0 ? LB_ID_CREATED : 0) | (sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0);
-	return fd;
+	if (fd >= 0)
+		close(fd);
+	else if (!reported)
+		warn_open(path, dfd, base, 1);
+	close(dfd);
+	return -1;
 }
 
 int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *idflags)

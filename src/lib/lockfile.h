@@ -58,6 +58,15 @@ _Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
  */
 #define LB_WAITER_OFF		(LB_QUEUE_OFF + (off_t)LB_QUEUE_TICKETS)
 
+/*
+ * The fcntl half of a lock on a file that is not a lockbox lock file
+ * (fileany.c): a read lock on bytes [0, LB_PATH_LEN), every byte a lock
+ * file's header and slots may use and none of its queue's, so that it
+ * conflicts with the write locks of other programs on the whole file and
+ * with a lock file's own, whatever the file holds now.
+ */
+#define LB_PATH_LEN		LB_JOIN_OFF
+
 /* record fields */
 #define LB_REC_HELD		UINT32_C(0x444c4f48)	/* "HOLD" */
 #define LB_REC_FREE		UINT32_C(0)

@@ -548,13 +548,31 @@ static int keep_flock(const char *line, const char *end, dev_t dev, ino_t ino, v
 	return lb_procfs_lock_any(line, end, dev, ino, x, seen) && x->kind == LB_LOCK_FLOCK;
 }
 
-int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n)
+/* A scan whose table cannot be read is an error; one that does not show the file, none. */
+static int lines_scan(int fd, table_keep_fn *keep, struct lb_lockline **v, size_t *n)
 {
-	int unreadable, r = table_scan(fd, keep_flock, sizeof **v, (void **)v, n, &unreadable);
+	int unreadable, r = table_scan(fd, keep, sizeof **v, (void **)v, n, &unreadable);
 
 	if (r == 0 && unreadable)
 		return -1;
 	return r < 0 ? -1 : 0;
+}
+
+int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n)
+{
+	return lines_scan(fd, keep_flock, v, n);
+}
+
+/* Locks of any kind, held or waited for. */
+static int keep_any(const char *line, const char *end, dev_t dev, ino_t ino, void *out,
+    int *seen)
+{
+	return lb_procfs_lock_any(line, end, dev, ino, out, seen);
+}
+
+int lb_scan_lines(int fd, struct lb_lockline **v, size_t *n)
+{
+	return lines_scan(fd, keep_any, v, n);
 }
 
 static int by_ticket(const void *a, const void *b)

@@ -102,6 +102,9 @@ pid_t lb_scan_locker(int fd, off_t byte, short type);
  */
 int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n);
 
+/* The same for every lock of FD's file, of any kind (flock(2), OFD, POSIX). */
+int lb_scan_lines(int fd, struct lb_lockline **v, size_t *n);
+
 /* A waiter of a lock file's queue, as the kernel's lock table shows it. */
 struct lb_queued {
 	uint64_t ticket;
