@@ -845,3 +845,267 @@ EOF2
 	run -0 "$LOCKBOX" mutex "$F" check
 	assert_output 0
 }
+
+# One lock a path (DESIGN principle 2): who gets in never depends on what
+# the file holds, and every peer's kind of lock excludes and is excluded.
+
+# overwrite_head FILE: its first 16 bytes (a lock file's magic) zeroed, in place.
+overwrite_head() {
+	dd if=/dev/zero of="$1" bs=16 count=1 conv=notrunc status=none
+}
+
+@test "one lock a path: a lock file cut short, overwritten or opened with 9> under its holder lets no second holder in" {
+	local how lock holder
+	for how in truncate overwrite redirect; do
+		lock=$T/$how.lock
+		hold_marked "$T/$how.held" "$LOCKBOX" mutex "$lock"
+		holder=$SPAWN_PID
+		case $how in
+		truncate) : >"$lock" ;;
+		overwrite) overwrite_head "$lock" ;;
+		redirect) exec 9>"$lock" && exec 9>&- ;;
+		esac
+		run -75 --separate-stderr "$LOCKBOX" mutex "$lock" touch "$T/ran"
+		assert_stderr_regex "^mutex: $(re_quote "$lock"): held by PID $holder \\(sleep, $AGE_RE\\)\$"
+		run -0 "$LOCKBOX" mutex "$lock" check
+		assert_output 1
+		run -0 "$LOCKBOX" mutex "$lock" held
+		# flock(1)'s FD form on the same file, as mutex(1) shows it
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		run -75 --separate-stderr bash -c 'exec 9>"$2"; "$1" mutex -n 9' sh "$LOCKBOX" "$lock"
+		run -75 --separate-stderr "$LOCKBOX" mutex -w 0.2 "$lock" touch "$T/ran"
+		run -75 --separate-stderr "$LOCKBOX" slots "$lock" 1 touch "$T/ran"
+		stop_pid "$holder"
+		assert [ ! -e "$T/ran" ]
+		# free again: taken, as any file or as a lock file
+		run -0 "$LOCKBOX" mutex "$lock" true
+	done
+}
+
+# bats test_tags=privilege
+@test "one lock a path: a file another user planted in a sticky directory is refused, and a header written into a held file lets nobody in" {
+	need_root_and_nobody
+	local d holder
+	d=$(world_readable_dir)
+	chmod 1777 "$d"
+	as_nobody touch "$d/job.lock"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$d/job.lock" touch "$T/ran"
+	assert_stderr "mutex: $d/job.lock: owned by UID 65534 in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)"
+	assert [ ! -e "$T/ran" ]
+	assert_equal "$(stat -c %s "$d/job.lock")" 0
+	# root's own empty file that others may write: held as any file, a
+	# lockbox header written into it lets no second holder in
+	: >"$d/own.lock"
+	chmod 0666 "$d/own.lock"
+	"$LOCKBOX" mutex "$T/hdr.lock" create
+	hold_marked "$T/held" "$LOCKBOX" mutex "$d/own.lock"
+	holder=$SPAWN_PID
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	as_nobody sh -c 'cat >"$1"' sh "$d/own.lock" <"$T/hdr.lock"
+	run -0 head -c 15 "$d/own.lock"
+	assert_output "lockbox lock v1"
+	run -75 --separate-stderr "$LOCKBOX" mutex "$d/own.lock" touch "$T/ran"
+	assert_stderr "mutex: $d/own.lock: locked by another program: PID $holder (sleep)"
+	run -75 --separate-stderr "$LOCKBOX" mutex -w 0.2 "$d/own.lock" touch "$T/ran"
+	stop_pid "$holder"
+	assert [ ! -e "$T/ran" ]
+}
+
+# self_locking NAME FORM: a script that locks itself and runs itself, in
+# the form mutex(1) prints (lockbox) or flock(1) does (flock).
+self_locking() {
+	local f=$1
+	case $2 in
+	lockbox)
+		printf '#!/bin/sh\n[ "$LOCKBOX_SLOT" ] || exec "%s" mutex -q -E 0 "$0" "$0" "$@"\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
+			"$LOCKBOX" >"$f" ;;
+	flock)
+		printf '#!/bin/sh\n[ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" "%s" mutex -en "$0" "$0" "$@" || :\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
+			"$LOCKBOX" >"$f" ;;
+	esac
+	chmod 0755 "$f"
+}
+
+@test "a script locks itself and runs itself: mutex(1)'s example and flock(1)'s boilerplate" {
+	local form
+	for form in lockbox flock; do
+		self_locking "$T/job.$form" "$form"
+		run -0 --separate-stderr env HOLD= "$T/job.$form" a b
+		assert_output "ran a b"
+		assert_stderr ""
+		# while one runs, another start is kept out (quietly for -E 0; 75 for -en, where flock(1) says 1),
+		# never 126 "Text file busy"
+		spawn env HOLD="$T/held.$form" "$T/job.$form" first
+		wait_for test -e "$T/held.$form"
+		local st=0
+		[[ $form == flock ]] && st=75
+		run "-$st" --separate-stderr env HOLD= "$T/job.$form" second
+		assert_output ""
+		stop_pid "$SPAWN_PID"
+	done
+}
+
+# bats test_tags=privilege
+@test "a script locks itself as its owner and as a user who may only read it" {
+	need_root_and_nobody
+	local d form
+	d=$(world_readable_dir)
+	for form in lockbox flock; do
+		self_locking "$d/job.$form" "$form"
+		run -0 --separate-stderr as_nobody env HOLD= "$d/job.$form" reader
+		assert_output "ran reader"
+		chown 65534 "$d/job.$form"
+		run -0 --separate-stderr as_nobody env HOLD= "$d/job.$form" owner
+		assert_output "ran owner"
+	done
+}
+
+# peer_hold NAME FILE: a peer tool holding FILE (its own way), PEER_PID its holder.
+peer_hold() {
+	local py=/usr/bin/python3
+	case $1 in
+	flock) hold_marked "$T/peer.held" flock "$2" ;;
+	setlock) hold_marked "$T/peer.held" setlock "$2" ;;
+	chpst) hold_marked "$T/peer.held" chpst -l "$2" ;;
+	s6-setlock) hold_marked "$T/peer.held" s6-setlock "$2" ;;
+	lckdo) hold_marked "$T/peer.held" lckdo -w "$2" ;;
+	filelock | portalocker)
+		# shellcheck disable=SC2016 # python's
+		spawn "$py" -c '
+import signal, sys
+kind, path, mark = sys.argv[1:4]
+if kind == "filelock":
+    import filelock
+    l = filelock.FileLock(path, timeout=0)
+    l.acquire()
+else:
+    import portalocker
+    l = portalocker.Lock(path, "a", timeout=0)
+    l.acquire()
+open(mark, "w").write("held\n")
+signal.pause()' "$1" "$2" "$T/peer.held"
+		wait_for test -s "$T/peer.held" ;;
+	lockf) foreign_lockf ex "$2" ;;
+	esac
+	# the peer's process that holds the lock (the command it ran, or python)
+	PEER_PID=$SPAWN_PID
+}
+
+# peer_try NAME FILE: the peer tool's own attempt that does not wait: 0 taken.
+peer_try() {
+	case $1 in
+	flock) flock -n "$2" true ;;
+	setlock) setlock -n "$2" true 2>/dev/null ;;
+	chpst) chpst -L "$2" true 2>/dev/null ;;
+	s6-setlock) s6-setlock -n "$2" true 2>/dev/null ;;
+	lckdo) lckdo -q "$2" true ;;
+	filelock | portalocker | lockf)
+		/usr/bin/python3 -c '
+import sys, fcntl
+kind, path = sys.argv[1:3]
+try:
+    if kind == "filelock":
+        import filelock
+        filelock.FileLock(path, timeout=0).acquire()
+    elif kind == "portalocker":
+        import portalocker
+        portalocker.Lock(path, "a", timeout=0).acquire()
+    else:
+        fcntl.lockf(open(path, "r+"), fcntl.LOCK_EX | fcntl.LOCK_NB)
+except Exception:
+    sys.exit(1)' "$1" "$2" ;;
+	esac
+}
+
+peers() {
+	local p
+	for p in flock setlock chpst s6-setlock lckdo; do
+		command -v "$p" >/dev/null && printf '%s\n' "$p"
+	done
+	for p in filelock portalocker; do
+		/usr/bin/python3 -c "import $p" 2>/dev/null && printf '%s\n' "$p"
+	done
+	[[ -x /usr/bin/python3 ]] && printf 'lockf\n'
+}
+
+@test "every peer's lock, on a lock file and on a plain file, both ways: flock(1), setlock, chpst, s6-setlock, lckdo, filelock, portalocker, lockf" {
+	need_flock
+	local peer kind lock holder n=0
+	for peer in $(peers); do
+		n=$((n + 1))
+		for kind in lockfile plain; do
+			lock=$T/$peer.$kind
+			rm -f "$lock"
+			if [[ $kind == lockfile ]]; then
+				"$LOCKBOX" mutex "$lock" create
+			else
+				printf 'data\n' >"$lock"
+			fi
+			# lockbox holds: the peer is kept out
+			hold_marked "$T/held" "$LOCKBOX" mutex "$lock"
+			holder=$SPAWN_PID
+			if peer_try "$peer" "$lock"; then
+				fail "$peer took $kind $lock while mutex held it"
+			fi
+			stop_pid "$holder"
+			rm -f "$T/held"
+			# the peer holds: lockbox is refused, 75, naming its process
+			[[ $kind == plain ]] && printf 'data\n' >"$lock"
+			peer_hold "$peer" "$lock"
+			run -75 --separate-stderr "$LOCKBOX" mutex "$lock" touch "$T/ran"
+			assert_stderr_regex "PID [0-9]+"
+			run -0 --separate-stderr "$LOCKBOX" mutex "$lock" held
+			stop_pid "$PEER_PID"
+			rm -f "$T/peer.held"
+			assert [ ! -e "$T/ran" ]
+		done
+	done
+	((n >= 2)) || skip "fewer than two peer tools installed"
+}
+
+@test "flock(1) and mutex exclude each other on a file either made first (/run/lock after a reboot), and after slots adopted flock(1)'s empty file" {
+	need_flock
+	local first
+	for first in flock mutex slots; do
+		rm -f "$F"
+		case $first in
+		flock) flock "$F" true ;;
+		mutex) "$LOCKBOX" mutex "$F" true ;;
+		slots) flock "$F" true && "$LOCKBOX" slots "$F" 2 true ;;
+		esac
+		hold_marked "$T/held" flock "$F"
+		run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
+		stop_pid "$SPAWN_PID"
+		stop_pid "$(cat "$T/held")"
+		rm -f "$T/held"
+		hold_marked "$T/held" "$LOCKBOX" mutex "$F"
+		run -1 flock -n "$F" touch "$T/ran"
+		stop_pid "$SPAWN_PID"
+		rm -f "$T/held"
+		assert [ ! -e "$T/ran" ]
+	done
+}
+
+# bats test_tags=wait
+@test "the path still names what is held: a waiter whose file was replaced at its path waits for the file there" {
+	local a b w
+	hold_marked "$T/a.held" "$LOCKBOX" mutex "$F"
+	a=$SPAWN_PID
+	# shellcheck disable=SC2016 # expanded by the waiter's sh
+	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'touch "$1"' sh "$T/ran"
+	w=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# another file renamed over the path, and a holder of it
+	"$LOCKBOX" mutex "$T/new" create
+	mv "$T/new" "$F"
+	hold_marked "$T/b.held" "$LOCKBOX" mutex "$F"
+	b=$SPAWN_PID
+	stop_pid "$a"
+	# the waiter finds its file gone from the path, and waits for the one there
+	wait_for waiting_on "$F" 1
+	assert [ ! -e "$T/ran" ]
+	stop_pid "$b"
+	reap "$w"
+	assert_equal "$REAP_STATUS" 0
+	assert [ -e "$T/ran" ]
+}
