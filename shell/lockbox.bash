@@ -253,9 +253,9 @@ _lockbox_find() {
 # _lockbox_open APPLET FILE: _lockbox_r is a new read-write fd on FILE.
 # bash never creates the file, nor opens it for writing by its name: `<>`
 # would create the target of a dangling symlink put in FILE's place, and
-# open a file another user planted. A missing or empty file is made by the
-# binary (create: O_EXCL, no symlink, the sticky directory rule, the
-# header written). bash then opens FILE read-only, which creates nothing,
+# open a file another user planted. A missing file (or for a pool an
+# empty one) is made by the binary (create: O_EXCL, no symlink, the sticky
+# directory rule, the header written). bash then opens FILE read-only, which creates nothing,
 # and reopens that very open file read-write through /proc/self/fd,
 # without looking FILE up again. What is swapped in between, the binary
 # refuses: it is given --path FILE and checks that the fd is the regular
@@ -266,7 +266,9 @@ _lockbox_find() {
 _lockbox_open() {
 	local app=$1 file=$2 ro fd msg
 	[[ $file != postgres://* && $file != postgresql://* ]] || { _lockbox_warn "$app: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox $app URL COMMAND"; return 125; }
-	if [[ -L $file || ! -s $file ]]; then
+	# (an empty file is a pool's to adopt; a mutex locks it as any file,
+	# as it does one cut short under its holders)
+	if [[ -L $file || ! -e $file || ($app == slots && ! -s $file) ]]; then
 		_lockbox_run "$app" -- "$file" create || return
 	fi
 	if [[ -L $file ]]; then

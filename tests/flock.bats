@@ -148,15 +148,16 @@ slot=1"
 	need_flock
 	local a
 	: >"$T/e"
-	# held with flock(1) (flock(2) alone): slots, create and the library
-	# leave it empty
+	# held with flock(1) (flock(2) alone): slots and create leave it
+	# empty, and the library's mutex is refused as by any holder
 	hold_marked "$T/flock.held" flock "$T/e"
 	a=$SPAWN_PID
 	run -125 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
 	assert_stderr "slots: $T/e: empty, and locked with flock(2) (by flock(1), or by mutex on a file it did not make); refusing to adopt it while it is"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
 	# shellcheck disable=SC2016 # expanded by the child shell
-	run -125 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
+	run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
+	assert_stderr_regex "^mutex: $(re_quote "$T/e"): held by PID $a \\(flock, $AGE_RE\\)\$"
 	stop_pid "$a"
 	stop_pid "$(cat "$T/flock.held")"
 	# held by mutex (flock(2) and an fcntl read lock): a pool is refused
@@ -170,7 +171,7 @@ slot=1"
 	assert_stderr "slots: $T/e: locked by another program: PID $a (sleep)"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
 	# shellcheck disable=SC2016 # expanded by the child shell
-	run -125 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
+	run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
 	assert [ ! -e "$T/ran" ]
 	assert_equal "$(stat -c %s "$T/e")" 0
 	stop_pid "$a"
@@ -875,6 +876,10 @@ overwrite_head() {
 		run -75 --separate-stderr bash -c 'exec 9>"$2"; "$1" mutex -n 9' sh "$LOCKBOX" "$lock"
 		run -75 --separate-stderr "$LOCKBOX" mutex -w 0.2 "$lock" touch "$T/ran"
 		run -75 --separate-stderr "$LOCKBOX" slots "$lock" 1 touch "$T/ran"
+		# the library too, its builtin or the binary
+		# shellcheck disable=SC2016 # expanded by the child shell
+		run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$lock"
+		assert_stderr_regex "held by PID $holder "
 		stop_pid "$holder"
 		assert [ ! -e "$T/ran" ]
 		# free again: taken, as any file or as a lock file

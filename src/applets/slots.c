@@ -652,7 +652,12 @@ static int held_above(const struct poolcmd *cmd, const char *name, int fd,
  */
 static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigned max)
 {
-	struct lb_pool_opts popts = { .any_file = o->flock_fd, .shared = o->shared };
+	/*
+	 * A mutex takes any file, on an fd as by its path (a lock file cut
+	 * short under its holders); acquire --fd adopts an empty one nobody holds.
+	 */
+	struct lb_pool_opts popts = { .any_file = o->flock_fd || cmd->fixed_max == 1,
+	    .adopt_empty = !o->flock_fd, .shared = o->shared };
 	struct lb_pool *pool;
 	struct lb_ident who;
 	unsigned slot;

@@ -150,6 +150,21 @@ static int fd_is_any(int fd, const char *name, struct stat *st)
 	return n != LB_MAGIC_LEN || memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0;
 }
 
+/* Whether anyone holds a lock of any kind on FD's file (the kernel's lock table). */
+static int locked(int fd)
+{
+	struct lb_lockline *v;
+	size_t n, i;
+	int r = 0;
+
+	if (lb_scan_lines(fd, &v, &n) != 0)
+		return 0;
+	for (i = 0; i < n && !r; i++)
+		r = !v[i].blocked;
+	free(v);
+	return r;
+}
+
 /*
  * The header and queue locks go on an open file of our own, never on the
  * caller's: if this process dies holding one, the kernel drops it with
@@ -165,11 +180,27 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 	/* a flock(2) lock belongs to the open file in every build */
 	if (opts->any_file && (any = fd_is_any(fd, name, &a)) < 0)
 		return NULL;
+	/*
+	 * acquire --fd takes lock files only, and adopts an empty one, as the
+	 * library has always had it, unless someone holds it as it is (a
+	 * lock file cut short under its holders, a mutex that found it empty,
+	 * flock(1)): that one is locked as they lock it, and waited for.
+	 */
+	if (any && opts->adopt_empty &&
+	    (!S_ISREG(a.st_mode) || a.st_size != 0 || !locked(fd)))
+		any = 0;
 	if (any) {
+		int idflags;
+
+		/* --path: the file the path names, by the rules of every open */
+		if (path != NULL && S_ISREG(a.st_mode) &&
+		    lb_lockfile_check_path(fd, &a, path, &idflags) != 0)
+			return NULL;
 		p = pool_new(fd, fd, 0, 0, name);
 		if (p != NULL) {
 			fp(p)->any = 1;
 			fp(p)->shared = opts->shared;
+			fp(p)->path = path;
 			p->caps = LB_POOL_FLOCK;
 		}
 		return p;
@@ -458,7 +489,6 @@ static void blame_ahead(struct filepool *p, unsigned max)
 static int acquire_once(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
-	struct lb_pool *pool = &p->base;
 	uint64_t ticket;
 	off_t size;
 	int r, tries;

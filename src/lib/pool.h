@@ -75,6 +75,8 @@ struct lb_pool_opts {
 	 * written into it; check and list read its holders from the kernel.
 	 */
 	int any_file;
+	/* with any_file, a caller's fd (acquire --fd): an empty file nobody holds is adopted */
+	int adopt_empty;
 	int shared;		/* take a shared lock (mutex -s), not the slot alone */
 };
 
