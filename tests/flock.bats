@@ -910,7 +910,7 @@ overwrite_head() {
 	run -0 head -c 15 "$d/own.lock"
 	assert_output "lockbox lock v1"
 	run -75 --separate-stderr "$LOCKBOX" mutex "$d/own.lock" touch "$T/ran"
-	assert_stderr "mutex: $d/own.lock: locked by another program: PID $holder (sleep)"
+	assert_stderr_regex "^mutex: $(re_quote "$d/own.lock"): held by PID $holder \\(sleep, $AGE_RE\\)\$"
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 0.2 "$d/own.lock" touch "$T/ran"
 	stop_pid "$holder"
 	assert [ ! -e "$T/ran" ]
@@ -920,6 +920,7 @@ overwrite_head() {
 # the form mutex(1) prints (lockbox) or flock(1) does (flock).
 self_locking() {
 	local f=$1
+	# shellcheck disable=SC2016 # expanded by the script
 	case $2 in
 	lockbox)
 		printf '#!/bin/sh\n[ "$LOCKBOX_SLOT" ] || exec "%s" mutex -q -E 0 "$0" "$0" "$@"\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
@@ -1100,9 +1101,15 @@ peers() {
 	spawn "$LOCKBOX" mutex -w 60 "$F" sh -c 'touch "$1"' sh "$T/ran"
 	w=$SPAWN_PID
 	wait_for waiting_on "$F" 1
-	# another file renamed over the path, and a holder of it
+	# another file renamed over the path: list and held say who holds the old one
 	"$LOCKBOX" mutex "$T/new" create
 	mv "$T/new" "$F"
+	run -1 --separate-stderr "$LOCKBOX" mutex "$F" held
+	assert_stderr "mutex: $F: PID $a (sleep) holds a lock on a file that was at this path and has been replaced or deleted"
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
+	assert_output "SLOT  PID      AGE     COMMAND"
+	assert_stderr "mutex: $F: PID $a (sleep) holds a lock on a file that was at this path and has been replaced or deleted"
+	# and a holder of the new one
 	hold_marked "$T/b.held" "$LOCKBOX" mutex "$F"
 	b=$SPAWN_PID
 	stop_pid "$a"

@@ -446,3 +446,134 @@ EOF
 	run -0 concurrency <"$T/intervals"
 	assert_regex "$output" '^[0123] 0$'
 }
+
+# One lock a path under attack. Holders of one path through every entry
+# lockbox has and the peers users come from, while another process cuts
+# the file short, overwrites its header and renames a new file over it.
+# Each holder is tests/interval: it writes the file it held (its inode)
+# and when it held it. Per file, an exclusive holder's interval must
+# overlap no other holder's. (Holders of different files overlap by
+# design: a file renamed over the path while held leaves its holder
+# holding a file no longer there, for every tool; lockbox looks the path
+# up again after taking a lock, so it never starts on the old one.)
+
+# worker KIND COUNT FILE: COUNT holds of FILE the KIND way, each of a
+# random 0.2 to 2 ms; statuses other than 0 counted in $T/status.KIND
+worker() {
+	local kind=$1 n=$2 f=$3 i us st
+	local -a hold
+	case $kind in
+	mutex) hold=("$LOCKBOX" mutex -w 60 "$f") ;;
+	mutex-s) hold=("$LOCKBOX" mutex -s -w 60 "$f") ;;
+	flock) hold=(flock -w 60 "$f") ;;
+	flock-s) hold=(flock -s -w 60 "$f") ;;
+	s6-setlock) hold=(s6-setlock -t 60000 "$f") ;;
+	lckdo) hold=(lckdo -w "$f") ;;
+	esac
+	for ((i = 0; i < n; i++)); do
+		us=$((200 + RANDOM % 1800))
+		st=0
+		if [[ $kind == library ]]; then
+			# the shell holds it; a release goes before the next acquire
+			# shellcheck disable=SC2016 # expanded by the inner bash
+			"$BASH" -c '. "$("$1" --shell-lib)" || exit 125
+				acquire_mutex -w 60 "$2" || exit
+				"$3" "$4" x "$2" "$5"
+				release_mutex "$2"' sh "$LOCKBOX" "$f" "$INTERVAL" "$T/held" "$us" || st=$?
+		else
+			"${hold[@]}" "$INTERVAL" "$T/held" "${kind/*-s/s}" "$f" "$us" || st=$?
+		fi
+		((st == 0)) || printf '%s\n' "$st" >>"$T/status.$kind"
+	done
+}
+
+# chaos FILE: until $T/stop exists, every few ms one of: cut FILE short,
+# zero its first 16 bytes (a lock file's magic), rename a new empty file
+# over it; the counts in $T/chaos
+chaos() {
+	local f=$1 cut=0 over=0 renamed=0 i=0
+	while [[ ! -e $T/stop ]]; do
+		case $((RANDOM % 3)) in
+		0) : >"$f" && cut=$((cut + 1)) ;;
+		1) dd if=/dev/zero of="$f" bs=16 count=1 conv=notrunc status=none && over=$((over + 1)) ;;
+		2) : >"$T/new.$i" && mv -f "$T/new.$i" "$f" && renamed=$((renamed + 1)) ;;
+		esac
+		i=$((i + 1))
+		read -r -t "0.00$((RANDOM % 8 + 2))" -u 9 9<>"$T/idle" || true
+	done
+	printf '%s %s %s\n' "$cut" "$over" "$renamed" >"$T/chaos"
+}
+
+# overlaps: from "KIND INODE START END" lines, the number of pairs of
+# intervals on one file that overlap where either is exclusive (x).
+overlaps() {
+	awk '{ print $2, $3, "S", $1; print $2, $4, "E", $1 }' |
+		LC_ALL=C sort -k1,1 -k2,2n -k3,3 |
+		awk '
+			$1 != file { file = $1; x = 0; s = 0 }
+			$3 == "S" && $4 == "x" { if (x + s > 0) bad++; x++ }
+			$3 == "S" && $4 == "s" { if (x > 0) bad++; s++ }
+			$3 == "E" && $4 == "x" { x-- }
+			$3 == "E" && $4 == "s" { s-- }
+			END { print bad + 0 }'
+}
+
+# bats test_tags=wait
+@test "one lock a path under attack: mutex, mutex -s, the library, flock(1), s6-setlock and lckdo while the file is cut short, overwritten and replaced: no exclusive holder overlaps another" {
+	local total=${LOCKBOX_STRESS_INTERVALS:-2300} kinds=() k n pids=() chaos_pid intervals lock
+	INTERVAL=$LOCKBOX_BUILDDIR/tests/interval
+	[[ -x $INTERVAL ]] || skip "tests/interval is not built (make tests/interval)"
+	kinds=(mutex mutex-s)
+	# the library locks its shell's fd: open file description locks
+	ofd_build && kinds+=(library)
+	command -v flock >/dev/null && kinds+=(flock flock-s)
+	command -v s6-setlock >/dev/null && kinds+=(s6-setlock)
+	command -v lckdo >/dev/null && kinds+=(lckdo)
+	n=$(((total + ${#kinds[@]} - 1) / ${#kinds[@]}))
+	: >"$T/held"
+	lock=$T/lock
+	"$LOCKBOX" mutex "$lock" create
+	(
+		trap - DEBUG ERR
+		set +eET
+		chaos "$lock"
+	) </dev/null >/dev/null 2>"$T/chaos.err" 3>&- &
+	chaos_pid=$!
+	track_pid "$chaos_pid"
+	for k in "${kinds[@]}"; do
+		(
+			trap - DEBUG ERR
+			set +eET
+			worker "$k" "$n" "$lock"
+		) </dev/null >/dev/null 2>>"$T/stderr.$k" 3>&- &
+		pids+=("$!")
+		track_pid "$!"
+	done
+	for k in "${pids[@]}"; do
+		reap "$k"
+	done
+	touch "$T/stop"
+	reap "$chaos_pid"
+	intervals=$(wc -l <"$T/held")
+	echo "# ${kinds[*]}: $intervals intervals, $(overlaps <"$T/held") overlaps; cut short, overwritten, replaced: $(cat "$T/chaos")" >&3
+	for k in "${kinds[@]}"; do
+		[[ ! -s $T/status.$k ]] || echo "# $k: statuses $(sort "$T/status.$k" | uniq -c | tr -s ' \n' ' ')" >&3
+		[[ ! -s $T/stderr.$k ]] || echo "# $k: $(sort "$T/stderr.$k" | uniq -c | sort -rn | head -3 | tr -s ' \n' ' ')" >&3
+	done
+	run -0 overlaps <"$T/held"
+	assert_output 0
+	# every holder found the file it held
+	# shellcheck disable=SC2016 # awk's
+	run -0 awk '$2 == 0 { n++ } END { print n + 0 }' "$T/held"
+	assert_output 0
+	assert [ "$intervals" -ge "$((total * 9 / 10))" ]
+	# lockbox's own runs were all served; the library, which cannot open
+	# its shell's file again, said only that it was replaced (75)
+	assert [ ! -s "$T/status.mutex" ]
+	assert [ ! -s "$T/status.mutex-s" ]
+	if [[ -s $T/status.library ]]; then
+		# shellcheck disable=SC2314 # run -1: a match found is the failure
+		run -1 grep -v -x -e 75 "$T/status.library"
+		run -1 grep -v -e ': replaced at its path since it was opened; open it again$' "$T/stderr.library"
+	fi
+}

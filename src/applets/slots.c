@@ -764,6 +764,28 @@ static void print_count(const struct opts *o, const char *path, size_t n)
 /* check, list, held */
 enum { LOOK_COUNT, LOOK_LIST, LOOK_HELD };
 
+/* how many holders of a file gone from the path list and held name */
+#define MOVED_MAX	16
+
+/*
+ * list and held: who holds a file that was at the path and is gone from
+ * it (renamed over, deleted), which a newcomer does not see: on stderr.
+ */
+static void report_moved(struct lb_pool *pool)
+{
+	pid_t pids[MOVED_MAX];
+	struct lb_ident who;
+	size_t n, i;
+
+	if (lb_pool_moved(pool, pids, MOVED_MAX, &n) != 0)
+		return;
+	for (i = 0; i < n; i++) {
+		lb_ident_fill(&who, pids[i], NULL, 0);
+		lb_warnx("%s: PID %d (%s) holds a lock on a file that was at this path and has been replaced or deleted",
+		    lb_pool_name(pool), (int)pids[i], who.command);
+	}
+}
+
 /*
  * check prints the count of holders, list describes them and those who
  * wait, held says with its status whether anyone holds (0) or not (1).
@@ -789,6 +811,8 @@ static int look(const struct opts *o, const char *path, int what)
 		lb_pool_close(pool);
 		return LB_EXIT_FAIL;
 	}
+	if (what != LOOK_COUNT)
+		report_moved(pool);
 	if (what == LOOK_HELD) {
 		lb_pool_close(pool);
 		return n > 0 ? LB_EXIT_OK : LB_EXIT_FREE;

@@ -79,6 +79,27 @@ static void unlock_both(struct filepool *p)
 }
 
 /*
+ * Whether another program holds a read lock on the file. Not lockbox's
+ * own waiters, whose looks take a read lock for a moment and let it go
+ * (the shape of this file's, or of a slot's byte): a shared holder as
+ * any file holds flock(2) too, which has kept us out already.
+ */
+static int other_reader(struct filepool *p)
+{
+	struct lb_lockline *v;
+	size_t n, i;
+	int r = 0;
+
+	if (lb_scan_lines(p->fd, &v, &n) != 0)
+		return 1;	/* not known: the kernel's word */
+	for (i = 0; i < n && !r; i++)
+		r = !v[i].blocked && v[i].kind != LB_LOCK_FLOCK && !v[i].l.write &&
+		    !lb_path_half(&v[i].l) && !lb_lock_is_lockbox(&v[i].l);
+	free(v);
+	return r;
+}
+
+/*
  * Try once for both locks: 1 both held, 0 kept out (p->any_blocked says
  * by what), -1 error (reported). A file system that has flock(2) but no
  * fcntl locks for it (a directory on some) keeps the flock(2) lock alone.
@@ -114,7 +135,7 @@ static int try_both(struct filepool *p)
 	}
 	/* alone under a read lock: another's read lock, which ours does not keep out, is a holder */
 	if (!p->shared && p->any_kind == F_RDLCK &&
-	    lb_lock_conflict(p->fd, F_WRLCK, 0, LB_PATH_LEN, &l) == 1) {
+	    lb_lock_conflict(p->fd, F_WRLCK, 0, LB_PATH_LEN, &l) == 1 && other_reader(p)) {
 		unlock_both(p);
 		p->any_blocked = BY_READER;
 		return 0;
@@ -242,7 +263,7 @@ int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slo
 	while ((r = try_both(p)) == 0 && p->any_blocked != BY_READER &&
 	    lb_remaining(deadline) != 0 && (r = wait_free(p, deadline)) == 1)
 		;
-	if (r == 1 && p->fd >= 0 && p->owned && became_lockbox(p)) {
+	if (r == 1 && p->owned && !p->any_forced && became_lockbox(p)) {
 		/* its holders are lockbox's: 3, the caller takes a slot as they do */
 		unlock_both(p);
 		return 3;
@@ -285,7 +306,7 @@ static int still_held(struct filepool *p, const struct lb_lockinfo *l)
  */
 static int path_half(const struct lb_lockline *x)
 {
-	return x->kind != LB_LOCK_FLOCK && x->l.lo == 0 && x->l.hi == (long long)LB_PATH_LEN - 1;
+	return x->kind != LB_LOCK_FLOCK && lb_path_half(&x->l);
 }
 
 static int listed(const struct lb_holders *h, pid_t pid)

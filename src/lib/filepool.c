@@ -102,6 +102,7 @@ static int reopen(struct filepool *p)
 	p->fd = p->cfd = fd;
 	p->idflags = idflags;
 	p->any = any;
+	p->any_forced = 0;
 	p->loaded = 0;
 	p->nrec = 0;
 	p->base.caps = any ? p->base.caps | LB_POOL_FLOCK : p->base.caps & ~LB_POOL_FLOCK;
@@ -186,19 +187,22 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 	 * lock file cut short under its holders, a mutex that found it empty,
 	 * flock(1)): that one is locked as they lock it, and waited for.
 	 */
-	if (any && opts->adopt_empty &&
-	    (!S_ISREG(a.st_mode) || a.st_size != 0 || !locked(fd)))
+	if (any && opts->adopt_empty && (!S_ISREG(a.st_mode) || !locked(fd)))
 		any = 0;
 	if (any) {
 		int idflags;
 
-		/* --path: the file the path names, by the rules of every open */
+		/*
+		 * --path: the file the path names, by the rules of every open
+		 * (one replaced since is found again before the lock is taken)
+		 */
 		if (path != NULL && S_ISREG(a.st_mode) &&
-		    lb_lockfile_check_path(fd, &a, path, &idflags) != 0)
+		    lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
 			return NULL;
 		p = pool_new(fd, fd, 0, 0, name);
 		if (p != NULL) {
 			fp(p)->any = 1;
+			fp(p)->any_ok = 1;
 			fp(p)->shared = opts->shared;
 			fp(p)->path = path;
 			p->caps = LB_POOL_FLOCK;
@@ -218,7 +222,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 
 	if (lb_lockfile_check_fd(fd, name, 1, &a) != 0)
 		return NULL;
-	if (path != NULL && lb_lockfile_check_path(fd, &a, path, &idflags) != 0)
+	if (path != NULL && lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
 		return NULL;
 	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
 	cfd = open(self, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -237,6 +241,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 		close(cfd);
 	} else {
 		fp(p)->shared = opts->shared;
+		fp(p)->any_ok = opts->any_file;
 		fp(p)->path = path;
 	}
 	return p;
@@ -414,9 +419,9 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	 * file without a header yet gets one under the header lock first).
 	 */
 	if (lb_remaining(deadline) != 0 && fp_queue_busy(p)) {
-		size = lb_lockfile_identify(p->cfd, p->name, 0);
+		size = lb_lockfile_identify(p->cfd, p->name, p->any_ok ? LB_ID_ANY : 0);
 		if (size < 0)
-			return -1;
+			return size == LB_ID_NOT_LOCK ? LB_ID_NOT_LOCK : -1;
 		if (size >= LB_HDR_SIZE) {
 			r = fp_queue_join(p, deadline, ticket);
 			return r == 1 ? 3 : r;
@@ -486,34 +491,19 @@ static void blame_ahead(struct filepool *p, unsigned max)
 	}
 }
 
-static int acquire_once(struct filepool *p, unsigned max, int64_t deadline,
+/*
+ * A lock file's slot: arrive, then a turn in the queue or the head's wait.
+ * 1 taken, 0 busy (*BUSY described), -1 error, or LB_ID_NOT_LOCK for a
+ * mutex's pool whose file is no lock file now (cut short or overwritten
+ * since it was opened).
+ */
+static int acquire_slot(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	uint64_t ticket;
 	off_t size;
-	int r, tries;
+	int r;
 
-	/* a pool of one, or a shared holder, is seen by flock(2)'s users too */
-	p->path_op = p->shared ? LOCK_SH : max == 1 ? LOCK_EX : 0;
-	p->path_busy = 0;
-	for (tries = 0; p->any; tries++) {
-		r = fa_acquire(p, max, deadline, slot);
-		if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
-			return -1;
-		if (r != 3)
-			return r;
-		/*
-		 * made a lockbox lock file while we waited: its holders are in
-		 * it now, and it is opened again, for writing (only our own
-		 * opens it: fa_acquire says 3 for no other)
-		 */
-		if (tries == REOPEN_TRIES) {
-			lb_warnx("%s: changed again and again while being locked; giving up", p->name);
-			return -1;
-		}
-		if (reopen(p) != 0)
-			return -1;
-	}
 	p->behind = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
@@ -566,35 +556,71 @@ static int at_path(int fd, const char *path)
 static int file_release(struct lb_pool *pool, pid_t owner);
 
 /*
- * An acquisition, then the path looked up again: a lock on a file that
- * has been moved, replaced or deleted since it was opened (while we
- * waited, say) locks nothing anyone else will open by that path, so it
- * is given back and the file at the path locked instead, a few times at
- * most. A caller's fd with a path (--path) cannot be opened again here:
- * the lock is not taken, and the caller is told why.
+ * An acquisition of the file as it is: a lock file's slot, or any file's
+ * lock. Then the path looked up again. The file is opened again, and the
+ * acquisition made again on what is there then, when
+ *  - it has changed kind while we waited: a lock file cut short or
+ *    overwritten (acquire_slot), a file made a lock file (fa_acquire: 3);
+ *  - a lock was taken on a file that has been moved, replaced or deleted
+ *    since it was opened: it locks nothing anyone else will open by that
+ *    path, and is given back.
+ * A few times at most, or for as long as the caller waits. A caller's fd
+ * (--fd, with --path) cannot be opened again here: the lock is not taken,
+ * and the caller is told why.
  */
+/* A caller's fd on a file no longer at its path: the lock is not taken; open it again. */
+static int replaced(struct lb_pool *pool)
+{
+	pool->why_at_once = 1;
+	snprintf(pool->why, sizeof pool->why,
+	    "replaced at its path since it was opened; open it again");
+	return 0;
+}
+
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	struct filepool *p = fp(pool);
 	int r, tries;
 
-	for (tries = 0;; tries++) {
-		r = acquire_once(p, max, deadline, who, slot, busy);
-		if (r != 1 || p->path == NULL || at_path(p->fd, p->path))
-			return r;
-		if ((p->any ? fa_release(p) : file_release(pool, who->pid)) != 0)
-			return -1;
-		if (!p->owned) {
-			pool->why_at_once = 1;
-			snprintf(pool->why, sizeof pool->why,
-			    "replaced at its path while the lock was being taken; open it again");
-			if (busy != NULL)
-				busy->n = 0, busy->v = NULL;
-			return 0;
+	for (tries = 1;; tries++) {
+		/* a pool of one, or a shared holder, is seen by flock(2)'s users too */
+		p->path_op = p->shared ? LOCK_SH : max == 1 ? LOCK_EX : 0;
+		p->path_busy = 0;
+		/* a caller's fd on a file replaced at its path since it was opened: not waited on */
+		if (!p->owned && p->path != NULL && !at_path(p->fd, p->path))
+			return replaced(pool);
+		if (p->any) {
+			r = fa_acquire(p, max, deadline, slot);
+			if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
+				return -1;
+		} else {
+			r = acquire_slot(p, max, deadline, who, slot, busy);
 		}
-		if (tries == REOPEN_TRIES) {
-			lb_warnx("%s: replaced again and again while being locked; giving up", p->name);
+		if (r == 1) {
+			if (p->path == NULL || at_path(p->fd, p->path))
+				return 1;
+			/* moved, replaced or deleted while we waited: given back */
+			if ((p->any ? fa_release(p) : file_release(pool, who->pid)) != 0)
+				return -1;
+			if (!p->owned)
+				return replaced(pool);
+		} else if (r == LB_ID_NOT_LOCK) {
+			/*
+			 * a mutex's lock file cut short or overwritten, or held as
+			 * any file: locked as any file, through the same fd (one
+			 * open for writing is a lock file's, not a script's)
+			 */
+			p->any = 1;
+			p->any_forced = 1;
+			pool->caps |= LB_POOL_FLOCK;
+			continue;
+		} else if (r != 3) {
+			return r;
+		}
+		if (tries >= REOPEN_TRIES && lb_remaining(deadline) == 0) {
+			lb_warnx("%s: replaced or changed again and again while being locked; giving up",
+			    p->name);
 			return -1;
 		}
 		if (reopen(p) != 0)
@@ -730,10 +756,21 @@ static int look_lock(struct filepool *p)
  * Find the held slots (p->held), read the records, and find another
  * program's locks (p->fgn). 0, or -1 (reported).
  */
+/*
+ * The file's size for a look; a mutex's file that is no lock file now
+ * (cut short or overwritten under its holders) has no records: 0.
+ */
+static off_t look_size(struct filepool *p)
+{
+	off_t size = lb_lockfile_identify(p->cfd, p->name, p->any_ok ? LB_ID_ANY : 0);
+
+	return size == LB_ID_NOT_LOCK ? 0 : size;
+}
+
 static int look(struct filepool *p)
 {
 	int locked = look_lock(p), rc = -1;
-	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
+	off_t size = look_size(p);
 
 	p->nfgn = 0;
 	p->hdr_foreign = 0;
@@ -749,7 +786,7 @@ static int look(struct filepool *p)
 static int look_foreign(struct filepool *p)
 {
 	int locked = look_lock(p), rc = -1;
-	off_t size = lb_lockfile_identify(p->cfd, p->name, 0);
+	off_t size = look_size(p);
 
 	if (size >= 0 && fp_load(p, size) == 0 && fp_find_foreign(p, locked) == 0)
 		rc = 0;
@@ -892,6 +929,14 @@ static int file_lock_site(struct lb_pool *pool, unsigned slot, struct lb_lock_si
 	return 0;
 }
 
+static int file_moved(struct lb_pool *pool, pid_t *pids, size_t max, size_t *n)
+{
+	struct filepool *p = fp(pool);
+
+	/* a caller's fd names no path of ours to look at */
+	return p->owned || p->fd < 0 ? lb_scan_moved(p->name, pids, max, n) : 0;
+}
+
 static const struct lb_pool_ops file_ops = {
 	.acquire = file_acquire,
 	.own_slot = file_own_slot,
@@ -902,6 +947,7 @@ static const struct lb_pool_ops file_ops = {
 	.atom = file_atom,
 	.atom_read = file_atom_read,
 	.lock_site = file_lock_site,
+	.moved = file_moved,
 	.keep_on_exec = file_keep_on_exec,
 	.close = file_close,
 };

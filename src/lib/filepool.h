@@ -25,6 +25,7 @@ struct filepool {
 	int idflags;		/* LB_ID_ flags: how far an empty file may be trusted */
 	int any;		/* not a lockbox lock file: flock(2) on fd, no records (fileany.c) */
 	int any_ok;		/* opened for a mutex, which takes any file (opts.any_file) */
+	int any_forced;		/* a lock file locked as any file, as its holders hold it */
 	mode_t mode;		/* opts.mode, for opening again */
 	const char *path;	/* the path it was opened by (or --path), looked up again after a lock */
 	int shared;		/* acquisitions are for a shared lock */

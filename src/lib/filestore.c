@@ -43,6 +43,8 @@
 #define QUICK_CHUNK	64
 /* tries of a flock(2) lock that a holder's end is about to free (path_lock) */
 #define PATH_TRIES	3
+/* how often a mutex's wait for the header looks again at what holds it (held_as_any) */
+#define AS_ANY_RECHECK	(250 * LB_NS_PER_MS)
 
 /*
  * HEADER_STUCK, or for the tests a duration in LOCKBOX_TEST_HEADER_STUCK
@@ -171,6 +173,19 @@ static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t
 }
 
 /*
+ * Whether the foreign lock just found (p->fgn) is a mutex's on this file
+ * as any file (the fcntl half of fileany.c): taken when the file was no
+ * lock file, which it is again (a header written since). A mutex's pool
+ * then locks it as that holder does, and waits as it waits (in the
+ * kernel's flock(2) queue) rather than for a header a stream of such
+ * holders might never leave free.
+ */
+static int held_as_any(struct filepool *p)
+{
+	return p->any_ok && p->nfgn == 1 && lb_path_half(&p->fgn[0]);
+}
+
+/*
  * Whether [START, START+LEN), bytes lockbox only ever write-locks, is
  * read-locked: anyone who can read the file can do that, and nobody ever
  * lets it go for us (p->reader: the queue reports it, see fp_queue_join).
@@ -208,6 +223,7 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what, int readers_foreign)
 {
 	uint64_t gen, now;
+	int64_t stuck_at;
 	char stuck[32];
 	/*
 	 * Two waits in one: for lockbox's holders while they make progress,
@@ -229,11 +245,17 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 	if (readers_foreign && foreign_reader(p, start, len))
 		return 0;
 	/* one test of the lock in the way: lockbox's hold it for microseconds */
-	if (blocked_by_foreign(p, type, start, len, 0) && !waits)
-		return 0;
+	if (blocked_by_foreign(p, type, start, len, 0)) {
+		if (held_as_any(p))
+			return LB_ID_NOT_LOCK;
+		if (!waits)
+			return 0;
+	}
 	gen = fp_read_count(p, progress);
+	stuck_at = lb_deadline_after(header_stuck());
 	for (;;) {
-		int64_t bound = lb_deadline_after(header_stuck());
+		int64_t recheck = lb_deadline_after(AS_ANY_RECHECK);
+		int64_t bound = p->any_ok && recheck < stuck_at ? recheck : stuck_at;
 		int64_t until = waits && deadline < bound ? deadline : bound;
 		int r = lb_lock_wait(p->cfd, type, start, len, until);
 
@@ -249,16 +271,22 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 			return 0;
 		if (readers_foreign && foreign_reader(p, start, len))
 			return 0;
+		if (p->any_ok && blocked_by_foreign(p, type, start, len, 0) && held_as_any(p))
+			return LB_ID_NOT_LOCK;
 		now = fp_read_count(p, progress);
 		if (now != gen) {
 			gen = now;
+			stuck_at = lb_deadline_after(header_stuck());
 			continue;
 		}
+		if (lb_remaining(stuck_at) > 0)
+			continue;
 		/* no progress: a stopped lockbox process, or a foreign lock behind it */
 		if (!blocked_by_foreign(p, type, start, len, 1))
 			break;
 		if (!waits)
 			return 0;
+		stuck_at = lb_deadline_after(header_stuck());
 	}
 	lb_warnx("%s: %s locked for %s by a stuck process (stopped?); giving up",
 	    p->name, what, lb_format_duration_ms(header_stuck(), stuck));
@@ -293,7 +321,9 @@ void fp_header_unlock(struct filepool *p)
  * The start of every change: the header write-locked, the file identified
  * (an empty one gets its header), the header fields read and the progress
  * count moved on. 1 with *size set, 0 the deadline passed first, -1 error
- * (reported; the header is not left locked).
+ * (reported; the header is not left locked), or for a mutex's pool
+ * LB_ID_NOT_LOCK: the file is no lockbox lock file now (cut short or
+ * overwritten since it was opened), and is locked as any file instead.
  */
 int fp_enter(struct filepool *p, int64_t deadline, off_t *size)
 {
@@ -307,7 +337,12 @@ int fp_enter(struct filepool *p, int64_t deadline, off_t *size)
 		fp_header_unlock(p);
 		return -1;
 	}
-	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags);
+	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags |
+	    (p->any_ok ? LB_ID_ANY : 0));
+	if (*size == LB_ID_NOT_LOCK) {
+		fp_header_unlock(p);
+		return LB_ID_NOT_LOCK;
+	}
 	if (*size < 0 || fp_pread_all(p, p->head, sizeof p->head, 0) != 0 ||
 	    fp_set_header_word(p, LB_HDR_OFF_GEN, fp_header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {
 		fp_header_unlock(p);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lockfile.h"
 #include "lockscan.h"
 #include "parse.h"
 #include "procfs.h"
@@ -146,5 +147,93 @@ int lb_scan_locked_files(struct lb_locked_file **v, size_t *n)
 		closedir(procs);
 	*v = f;
 	*n = k;
+	return 0;
+}
+
+/*
+ * Whether process PID has a descriptor open on DEV/INO under the name
+ * DELETED (a path, then " (deleted)").
+ */
+static int holds_deleted(pid_t pid, dev_t dev, ino_t ino, const char *deleted)
+{
+	char dir[64], link[64 + 256 + 2], target[PATH_MAX + 16];
+	struct dirent *e;
+	struct stat st;
+	ssize_t r;
+	DIR *d;
+	int found = 0;
+
+	snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	while (d != NULL && !found && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+		r = readlink(link, target, sizeof target - 1);
+		if (r <= 0)
+			continue;
+		target[r] = '\0';
+		found = strcmp(target, deleted) == 0 && stat(link, &st) == 0 &&
+		    st.st_dev == dev && st.st_ino == ino;
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+int lb_scan_moved(const char *path, pid_t *pids, size_t max, size_t *n)
+{
+	char *abs = NULL, *dir, *deleted = NULL, *text;
+	const char *base, *line, *end, *stop;
+	struct lb_lockline x;
+	struct stat now, ds;
+	size_t len, i;
+	int seen, have_now;
+
+	*n = 0;
+	base = strrchr(path, '/');
+	dir = base != NULL ? strndup(path, (size_t)(base - path)) : strdup(".");
+	base = base != NULL ? base + 1 : path;
+	if (dir == NULL)
+		return -1;
+	if (dir[0] == '\0') {
+		free(dir);
+		dir = strdup("/");
+	}
+	abs = dir != NULL ? realpath(dir, NULL) : NULL;
+	/* a directory gone or not ours to look in: nothing to say */
+	if (abs == NULL || stat(abs, &ds) != 0 ||
+	    asprintf(&deleted, "%s/%s (deleted)", strcmp(abs, "/") == 0 ? "" : abs, base) < 0) {
+		free(dir);
+		free(abs);
+		return 0;
+	}
+	free(dir);
+	free(abs);
+	have_now = stat(path, &now) == 0;
+	text = lb_procfs_slurp("/proc/locks", 0, &len);
+	stop = text != NULL ? text + len : NULL;
+	for (line = text; text != NULL && line < stop && *n < max; line = end) {
+		dev_t dev;
+		ino_t ino;
+
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		/* a lock on this file system, not on the file at the path now, named by its process */
+		if (!lb_procfs_lock_id(line, end, &dev, &ino) || dev != ds.st_dev ||
+		    (have_now && ino == now.st_ino))
+			continue;
+		seen = 0;
+		/* (a lockbox waiter's mark in the queue holds nothing) */
+		if (!lb_procfs_lock_any(line, end, dev, ino, &x, &seen) || x.blocked || x.l.pid <= 0 ||
+		    x.l.lo >= (long long)LB_JOIN_OFF)
+			continue;
+		for (i = 0; i < *n && pids[i] != x.l.pid; i++)
+			;
+		if (i == *n && holds_deleted(x.l.pid, dev, ino, deleted))
+			pids[(*n)++] = x.l.pid;
+	}
+	free(text);
+	free(deleted);
 	return 0;
 }

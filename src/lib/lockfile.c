@@ -306,7 +306,8 @@ static int create_whole(int dfd, const char *base, int flags, mode_t mode,
 {
 	static unsigned seq;
 	char tmp[64];
-	int fd, e, tries = 0;
+	struct stat a, b;
+	int fd, e, again, tries = 0;
 
 	*fallback = 0;
 	*reported = 0;
@@ -338,6 +339,21 @@ static int create_whole(int dfd, const char *base, int flags, mode_t mode,
 		return -1;
 	}
 	unlinkat(dfd, tmp, 0);
+	/*
+	 * Opened again by its own name, so that /proc shows the descriptor
+	 * under it (not under the temporary name, gone): lockbox locks and
+	 * list name the file by that, and tell a file replaced at its path
+	 * by it. The first open stays when the name is someone else's now.
+	 */
+	if ((again = openat(dfd, base, flags | O_RDWR)) >= 0) {
+		if (fstat(fd, &a) == 0 && fstat(again, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			close(fd);
+			fd = again;
+		} else {
+			close(again);
+		}
+	}
 	return fd;
 fail:
 	e = errno;
@@ -609,8 +625,7 @@ int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *
 	else if (!S_ISREG(l.st_mode))
 		lb_warnx("%s: not a regular file", path);
 	else if (f->st_dev != l.st_dev || f->st_ino != l.st_ino)
-		lb_warnx("%s: fd %d is open on another file (was it replaced?); refusing it",
-		    path, fd);
+		rc = LB_PATH_MOVED;
 	else if (sticky_rule(fd, f, &dir, path) == 0)
 		rc = 0;
 	if (rc == 0)
@@ -628,22 +643,26 @@ int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st
  * Writing one is writing into a file that someone else made: only into
  * one that the caller or root owns, that no other name reaches (a hard
  * link to a file elsewhere), and that others could not have planted.
+ * Why not is said under NAME (NULL: not said).
  */
 static int adoptable(const struct stat *st, const char *name, int flags)
 {
 	if (st->st_uid != geteuid() && st->st_uid != 0) {
-		lb_warnx("%s: empty, and owned by UID %u, neither the caller nor root; refusing to adopt it",
-		    name, (unsigned)st->st_uid);
+		if (name != NULL)
+			lb_warnx("%s: empty, and owned by UID %u, neither the caller nor root; refusing to adopt it",
+			    name, (unsigned)st->st_uid);
 		return 0;
 	}
 	if (st->st_nlink != 1) {
-		lb_warnx("%s: empty, with %ju links; refusing to adopt it", name,
-		    (uintmax_t)st->st_nlink);
+		if (name != NULL)
+			lb_warnx("%s: empty, with %ju links; refusing to adopt it", name,
+			    (uintmax_t)st->st_nlink);
 		return 0;
 	}
 	if ((st->st_mode & S_IWOTH) && (flags & LB_ID_SHARED_DIR)) {
-		lb_warnx("%s: empty, and writable by anyone in a shared directory; refusing to adopt it",
-		    name);
+		if (name != NULL)
+			lb_warnx("%s: empty, and writable by anyone in a shared directory; refusing to adopt it",
+			    name);
 		return 0;
 	}
 	return 1;
@@ -662,6 +681,8 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 	if (st.st_size == 0) {
 		if (!(flags & LB_ID_WRITE))
 			return 0;
+		if ((flags & LB_ID_ANY) && !(flags & LB_ID_CREATED) && !adoptable(&st, NULL, flags))
+			return LB_ID_NOT_LOCK;
 		if (!(flags & LB_ID_CREATED) && !adoptable(&st, name, flags))
 			return -1;
 		/*
@@ -675,6 +696,8 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 		 * again once it has it, and finds a lockbox lock file.
 		 */
 		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			if (errno == EWOULDBLOCK && (flags & LB_ID_ANY))
+				return LB_ID_NOT_LOCK;
 			if (errno == EWOULDBLOCK)
 				lb_warnx("%s: empty, and locked with flock(2) (by flock(1), or by mutex on a file it did not make); refusing to adopt it while it is",
 				    name);
@@ -701,6 +724,8 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 		return -1;
 	}
 	if (n != LB_MAGIC_LEN || memcmp(hdr, LB_MAGIC, LB_MAGIC_LEN) != 0) {
+		if (flags & LB_ID_ANY)
+			return LB_ID_NOT_LOCK;
 		lb_warnx("%s: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)",
 		    name);
 		return -1;

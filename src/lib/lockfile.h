@@ -105,7 +105,11 @@ enum {
 	LB_ID_CREATED = 2,	/* lockbox created it: an empty one is its own */
 	LB_ID_SHARED_DIR = 4,	/* its directory is sticky and writable by others,
 				 * or unknown (a caller's fd) */
+	LB_ID_ANY = 8,		/* a mutex's: a file that is not a lockbox lock file
+				 * (and will not be adopted) is locked as any file:
+				 * LB_ID_NOT_LOCK, nothing said */
 };
+#define LB_ID_NOT_LOCK	(-2)
 
 /*
  * Open a lock file without trusting the path: a final symlink is refused,
@@ -139,9 +143,12 @@ int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st
  * PATH, but a symlink or another file may have been put in PATH's place
  * between its check and its open: FD must be the regular file PATH names
  * now (PATH not a symlink), and pass the sticky directory rule that
- * lb_lockfile_open applies. 0 with *IDFLAGS set from PATH's directory, or
- * -1 (reported).
+ * lb_lockfile_open applies. 0 with *IDFLAGS set from PATH's directory, -1
+ * (reported), or LB_PATH_MOVED when PATH names another file than FD now
+ * (nothing said: replaced since the caller opened it, who may open it
+ * again).
  */
+#define LB_PATH_MOVED	(-2)
 int lb_lockfile_check_path(int fd, const struct stat *st, const char *path, int *idflags);
 
 /*
@@ -149,7 +156,8 @@ int lb_lockfile_check_path(int fd, const struct stat *st, const char *path, int 
  * header with LB_ID_WRITE, if lockbox created it or it is safe to adopt
  * (owned by the caller or root, one link, not writable by anyone in a
  * shared directory); a file that is neither empty nor a lockbox file is
- * refused untouched. Returns the file size, or -1 (reported).
+ * refused untouched, or with LB_ID_ANY LB_ID_NOT_LOCK (as an empty one that
+ * is not adopted). Returns the file size, or -1 (reported).
  */
 off_t lb_lockfile_identify(int fd, const char *name, int flags);
 

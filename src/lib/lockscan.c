@@ -381,6 +381,11 @@ int lb_lock_is_lockbox(const struct lb_lockinfo *l)
 	return 0;
 }
 
+int lb_path_half(const struct lb_lockinfo *l)
+{
+	return l->lo == 0 && l->hi == (long long)LB_PATH_LEN - 1;
+}
+
 int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_lockinfo *out)
 {
 	struct flock c;

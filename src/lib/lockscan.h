@@ -57,6 +57,12 @@ int lb_scan_own(int fd, struct lb_slotset *out);
 int lb_lock_is_lockbox(const struct lb_lockinfo *l);
 
 /*
+ * Whether L is the fcntl half of a holder of the file as any file
+ * (LB_PATH_LEN): a mutex's, taken when the file was no lock file.
+ */
+int lb_path_half(const struct lb_lockinfo *l);
+
+/*
  * The lock that keeps a lock of TYPE on [START, START+LEN) of FD's file
  * (LEN 0: to the end) from being granted, from the kernel (F_GETLK; the
  * first one it finds): 1 with *OUT filled, 0 when nothing does, -1 error.
@@ -146,6 +152,16 @@ struct lb_locked_file {
  */
 int lb_scan_locked_files(struct lb_locked_file **v, size_t *n);
 void lb_locked_files_free(struct lb_locked_file *v, size_t n);
+
+/*
+ * The processes that hold a lock on a file that was at PATH and has been
+ * deleted or replaced since (renamed over): a lock line of the kernel's
+ * table that names its process (flock(2), classic POSIX; an open file
+ * description's names none) on PATH's file system, whose process has the
+ * file open under PATH marked deleted. At most MAX, in *PIDS (*N of
+ * them). 0 (none found when PATH's directory cannot be looked at).
+ */
+int lb_scan_moved(const char *path, pid_t *pids, size_t max, size_t *n);
 
 /* Whether process PID runs this very program (the same executable file). */
 int lb_proc_runs_self(pid_t pid);

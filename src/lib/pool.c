@@ -214,6 +214,12 @@ int lb_pool_lock_site(struct lb_pool *p, unsigned slot, struct lb_lock_site *sit
 	return p->ops->lock_site(p, slot, site);
 }
 
+int lb_pool_moved(struct lb_pool *p, pid_t *pids, size_t max, size_t *n)
+{
+	*n = 0;
+	return p->ops->moved != NULL ? p->ops->moved(p, pids, max, n) : 0;
+}
+
 int lb_pool_keep_on_exec(struct lb_pool *p)
 {
 	return p->ops->keep_on_exec(p);

@@ -254,6 +254,13 @@ struct lb_lock_site {
 int lb_pool_lock_site(struct lb_pool *pool, unsigned slot, struct lb_lock_site *site);
 
 /*
+ * Processes that hold a lock on a file that was at the pool's path and
+ * has been deleted or replaced since: at most MAX, in *PIDS (*N of them).
+ * A backend whose locks live elsewhere has none. 0, or -1 with errno.
+ */
+int lb_pool_moved(struct lb_pool *pool, pid_t *pids, size_t max, size_t *n);
+
+/*
  * Keep the slot across exec: the lock lives as long as what the command
  * inherits. A server lock also arms the loss signal (opts.on_loss) and
  * exports LOCKBOX_FENCE for the command.
