@@ -114,20 +114,23 @@ enum {
 /*
  * Open a lock file without trusting the path: a final symlink is refused,
  * a FIFO never blocks the open, anything but a regular file on a real
- * file system is refused. A writable open of an existing file in a sticky
- * directory that others may write refuses one owned by neither the
- * caller nor the directory's owner, unless it is a lock file that others
- * may write (shared on purpose). A writable open creates a missing file with
- * MODE (exactly; 0: LB_LOCKFILE_MODE less the umask). *IDFLAGS gets the
- * LB_ID_ flags the file was opened with. Errors are reported under
- * PATH. Returns the fd (close-on-exec), -1 on error, or LB_OPEN_MISSING
- * for a read-only open of a file that is absent.
+ * file system is refused. A file is opened read-only, and read-write only
+ * when it will be written: a lockbox lock file, an empty one to adopt, one
+ * made now. WRITABLE (a locker's open, not a look): an existing file in a
+ * sticky directory that others may write is refused when owned by neither
+ * the caller nor the directory's owner, unless it is a lock file that
+ * others may write (shared on purpose), whatever else it is; a missing
+ * file is created with MODE (exactly; 0: LB_LOCKFILE_MODE less the
+ * umask), its header in it. *IDFLAGS gets the LB_ID_ flags the file was
+ * opened with. Errors are reported under PATH. Returns the fd
+ * (close-on-exec), -1 on error, or LB_OPEN_MISSING for a read-only open
+ * of a file that is absent.
  * ANY, when not NULL, takes any file that is not a lockbox lock file, to
- * be locked as flock(1) does and never written (*ANY = 1): an existing
- * directory, an empty file, one without the magic; a writer's open falls
- * back to read-only for one it may not write. A lockbox lock file and a
- * file made now are opened as without ANY (*ANY = 0); symlinks, FIFOs,
- * devices and kernel file systems' files are refused as always.
+ * be locked as flock(1) does and never written (*ANY = 1, opened
+ * read-only): an existing directory, an empty file, one without the
+ * magic. A lockbox lock file and a file made now are opened as without
+ * ANY (*ANY = 0); without ANY, an existing file that is neither empty nor
+ * a lockbox lock file is refused untouched.
  */
 #define LB_OPEN_MISSING (-2)
 int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any);
