@@ -1050,6 +1050,9 @@ peers() {
 			# lockbox holds: the peer is kept out
 			hold_marked "$T/held" "$LOCKBOX" mutex "$lock"
 			holder=$SPAWN_PID
+			# mutex wrote nothing into a file that is not its own
+			[[ $kind == lockfile ]] || assert_equal "$(cat "$lock")" data
+			# (filelock opens its lock file with O_TRUNC: it cuts it short, and is kept out)
 			if peer_try "$peer" "$lock"; then
 				fail "$peer took $kind $lock while mutex held it"
 			fi

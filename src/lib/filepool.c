@@ -187,8 +187,14 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 	 * lock file cut short under its holders, a mutex that found it empty,
 	 * flock(1)): that one is locked as they lock it, and waited for.
 	 */
-	if (any && opts->adopt_empty && (!S_ISREG(a.st_mode) || !locked(fd)))
+	if (any && opts->adopt_empty && (!S_ISREG(a.st_mode) || !locked(fd))) {
+		if (S_ISREG(a.st_mode) && a.st_size != 0) {
+			lb_warnx("%s: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)",
+			    name);
+			return NULL;
+		}
 		any = 0;
+	}
 	if (any) {
 		int idflags;
 
