@@ -39,11 +39,14 @@ MARK_AND_HOLD='echo "$$" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600'
 # hold_marked MARK CMD...: start CMD... (flock or mutex and its options
 # and file) with MARK_AND_HOLD as its command, and wait until it holds:
 # MARK then holds the PID of the command's sleep; SPAWN_PID is CMD's.
+# Both are killed at teardown (a tool that forks leaves its command's
+# sleep behind it otherwise).
 hold_marked() {
 	local mark=$1
 	shift
 	spawn "$@" sh -c "$MARK_AND_HOLD" sh "$mark"
 	wait_for test -s "$mark"
+	track_pid "$(cat "$mark")"
 }
 
 @test "any file: a script, a data file, a directory, an empty file are locked without a write" {

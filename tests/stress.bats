@@ -520,7 +520,7 @@ overlaps() {
 
 # bats test_tags=wait
 @test "one lock a path under attack: mutex, mutex -s, the library, flock(1), s6-setlock and lckdo while the file is cut short, overwritten and replaced: no exclusive holder overlaps another" {
-	local total=${LOCKBOX_STRESS_INTERVALS:-2300} kinds=() k n pids=() chaos_pid intervals lock
+	local total=${LOCKBOX_STRESS_INTERVALS:-2600} kinds=() k n pids=() chaos_pid intervals lock
 	INTERVAL=$LOCKBOX_BUILDDIR/tests/interval
 	[[ -x $INTERVAL ]] || skip "tests/interval is not built (make tests/interval)"
 	kinds=(mutex mutex-s)
@@ -566,7 +566,8 @@ overlaps() {
 	# shellcheck disable=SC2016 # awk's
 	run -0 awk '$2 == 0 { n++ } END { print n + 0 }' "$T/held"
 	assert_output 0
-	assert [ "$intervals" -ge "$((total * 9 / 10))" ]
+	# (the library's refusals of a file replaced under it hold nothing)
+	assert [ "$intervals" -ge "$((total * 3 / 4))" ]
 	# lockbox's own runs were all served; the library, which cannot open
 	# its shell's file again, said only that it was replaced (75)
 	assert [ ! -s "$T/status.mutex" ]

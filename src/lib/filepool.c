@@ -182,19 +182,14 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 	if (opts->any_file && (any = fd_is_any(fd, name, &a)) < 0)
 		return NULL;
 	/*
-	 * acquire --fd takes lock files only, and adopts an empty one, as the
-	 * library has always had it, unless someone holds it as it is (a
-	 * lock file cut short under its holders, a mutex that found it empty,
-	 * flock(1)): that one is locked as they lock it, and waited for.
+	 * acquire --fd adopts an empty file, as the library has always had
+	 * it, unless someone holds it as it is (a lock file cut short under
+	 * its holders, a mutex that found it empty, flock(1)): that one is
+	 * locked as they lock it, and waited for, as is any other file that
+	 * is not a lock file (as mutex locks it, writing nothing).
 	 */
-	if (any && opts->adopt_empty && (!S_ISREG(a.st_mode) || !locked(fd))) {
-		if (S_ISREG(a.st_mode) && a.st_size != 0) {
-			lb_warnx("%s: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)",
-			    name);
-			return NULL;
-		}
+	if (any && opts->adopt_empty && S_ISREG(a.st_mode) && a.st_size == 0 && !locked(fd))
 		any = 0;
-	}
 	if (any) {
 		int idflags;
 
