@@ -1,12 +1,15 @@
-# lockbox.bash: mutexes, slots and waitfor for bash scripts, on lockbox's kernel-held locks.
+# lockbox-fallback.bash: the shell library written in bash, for a bash that cannot load its builtin.
 # SPDX-License-Identifier: ISC
 # shellcheck shell=bash
 #
-# Source it at the top level of a script (not from inside a function: its
-# state is global), with bash 4.1 or later:
-#
-#     . "$(lockbox --shell-lib)"
-#     acquire_mutex /run/lock/nightly.lock || exit 0
+# lockbox.bash, the file scripts source, loads the library's builtin
+# (shell/builtin.c), whose calls are the public functions below. This
+# file is what it sources instead when the builtin is absent:
+# LOCKBOX_BUILTIN=0, a bash without loadable builtins or of another
+# version than the builtin was built for, a build without it (the musl
+# build). The same functions, with the same statuses and messages, here
+# written in bash, each lock and release a run of the lockbox binary
+# ($_lockbox_bin, which the loader resolved).
 #
 # The shell opens the lock file; the lockbox binary locks the open file
 # (an open-file-description lock), so the lock lives exactly as long as this
@@ -16,77 +19,8 @@
 # waitfor, and a wrapper for the trap builtin that keeps the release on EXIT
 # chained with the script's own EXIT trap. Everything else is _lockbox_*.
 
-# Sourced by another shell (dash, a POSIX sh), the bash syntax below would
-# fail line by line and leave the script running without the functions: say
-# so in words every sh reads, and stop here.
-if [ -z "${BASH_VERSION-}" ]; then
-	printf '%s\n' 'lockbox.bash: needs bash 4.1 or later; this shell is not bash' >&2
-	return 125
-fi
-# The load guard is an array: bash never exports arrays, so a child shell
-# that inherits exported copies of our functions or variables (set -a or
-# export -f in a parent) never sees it set and does the set-up itself.
-if [[ -n ${_lockbox_guard[1]-} ]]; then
-	return 0
-fi
-if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 1))); then
-	printf 'lockbox.bash: needs bash 4.1 or later, this is %s\n' "$BASH_VERSION" >&2
-	return 125
-fi
-# Nothing of the library is exported: set -a is off while it is defined
-# (and, through _lockbox_call, while its functions run); restored at the end.
-_lockbox_allexport=0
-if [[ $- == *a* ]]; then
-	_lockbox_allexport=1
-	set +a
-fi
-
-# The binary this copy belongs to: make writes its absolute path here in
-# the installed copy and in the build tree's, which is what
-# 'lockbox --shell-lib' prints; it is empty in the source tree.
-_lockbox_built=''
-# Its loadable builtin, the same way (empty: built without one), and the
-# runtime it needs loaded first, if any (a sanitizer build's).
-_lockbox_builtin_so=''
-_lockbox_builtin_needs=''
-
-# The binary, resolved once: a later change of PATH or LOCKBOX does not
-# matter. $LOCKBOX, else the one this copy belongs to, else lockbox from PATH.
-if [[ -n ${LOCKBOX-} ]]; then
-	_lockbox_bin=$LOCKBOX
-elif [[ -n $_lockbox_built ]]; then
-	_lockbox_bin=$_lockbox_built
-else
-	_lockbox_bin=lockbox
-fi
-if [[ $_lockbox_bin != */* ]]; then
-	_lockbox_bin=$(type -P "$_lockbox_bin") || _lockbox_bin=
-fi
-if [[ -z $_lockbox_bin || ! -x $_lockbox_bin ]]; then
-	printf 'lockbox.bash: cannot find the lockbox binary (%s)\n' "${LOCKBOX:-${_lockbox_built:-lockbox}}" >&2
-	if ((_lockbox_allexport)); then
-		set -a
-	fi
-	return 125
-fi
-
-# The locks run inside this shell, without a process, through the
-# builtin (shell/builtin.c: the binary's own code, loaded with enable -f)
-# when bash loads it: a bash with loadable builtins, of the version it was
-# built for. LOCKBOX_BUILTIN=0 keeps to the binary; so does a builtin
-# unloaded later (enable -d sets _lockbox_inshell back to 0). Either way
-# a script sees the same statuses, messages and locks.
-_lockbox_inshell=0
-if [[ ${LOCKBOX_BUILTIN-} != 0 && -n $_lockbox_builtin_so && -f $_lockbox_builtin_so ]]; then
-	_lockbox_r=
-	if [[ -n $_lockbox_builtin_needs ]]; then
-		read -r -d '' _lockbox_r </proc/self/maps || :
-	fi
-	if [[ -z $_lockbox_builtin_needs || $_lockbox_r == *"/$_lockbox_builtin_needs"* ]] &&
-		builtin enable -f "$_lockbox_builtin_so" _lockbox_builtin 2>/dev/null; then
-		_lockbox_inshell=1
-	fi
-fi
+# The binary, as the loader resolved it: this file is lockbox.bash's.
+_lockbox_bin=${_lockbox_bin:?lockbox-fallback.bash is sourced by lockbox.bash}
 
 # Per lock, keyed by the lock file's absolute path. Plain declare at the top
 # level is global when this file is sourced at the top level (declare -g
@@ -143,14 +77,9 @@ _lockbox_status() {
 	return "$1"
 }
 
-# _lockbox_run APPLET ARG...: lockbox APPLET ARG..., in this shell when
-# the builtin is loaded (only acquire, release and -- FILE create).
+# _lockbox_run APPLET ARG...: lockbox APPLET ARG...
 _lockbox_run() {
-	if ((_lockbox_inshell)); then
-		builtin _lockbox_builtin "$@"
-	else
-		"$_lockbox_bin" "$@"
-	fi
+	"$_lockbox_bin" "$@"
 }
 
 # _lockbox_r: FILE's key in the state arrays: the physical path of its
@@ -158,11 +87,6 @@ _lockbox_run() {
 # ./x.lock and a path through a symlinked directory are one lock. The base
 # name is kept as it is: a final symlink is refused when it is opened.
 _lockbox_key() {
-	# the builtin takes the same steps, without a statement each
-	if ((_lockbox_inshell)); then
-		builtin _lockbox_builtin -v _lockbox_r key "$1"
-		return
-	fi
 	local path=$1 rest part cur='' dir
 	if [[ $path != /* ]]; then
 		path=${PWD%/}/$path
@@ -228,12 +152,8 @@ _lockbox_held() {
 # with FILE's own key, when this shell holds no lock on it.
 _lockbox_find() {
 	local file=$1 key k
-	if ((_lockbox_inshell)); then
-		builtin _lockbox_builtin -v key key "$file"
-	else
-		_lockbox_key "$file"
-		key=$_lockbox_r
-	fi
+	_lockbox_key "$file"
+	key=$_lockbox_r
 	_lockbox_r=$key
 	# _lockbox_held, written out: this is every acquire's and release's path
 	if [[ -n ${_lockbox_fd[$key]-} && ${_lockbox_pid[$key]-} == "$BASHPID" ]]; then
@@ -347,16 +267,13 @@ _lockbox_acquire() {
 	if [[ -n $wait && $_lockbox_exit_pid != "$BASHPID" ]]; then
 		_lockbox_arm
 	fi
-	# The slot's number comes on stdout: the builtin puts it into a
-	# variable. The binary: a mutex is always slot 1, so it runs as a
-	# plain command, with no capture (a command substitution costs
-	# another fork); for a slot, exec makes the binary's parent this
-	# shell whatever bash does with $(...), so the holder recorded is
-	# $BASHPID, as the builtin records it. Messages go straight to stderr.
-	if ((_lockbox_inshell)); then
-		builtin _lockbox_builtin -v _lockbox_r "${args[@]}" || rc=$?
-		slot=$_lockbox_r
-	elif [[ $app == mutex ]]; then
+	# The slot's number comes on stdout. A mutex is always slot 1, so the
+	# binary runs as a plain command, with no capture (a command
+	# substitution costs another fork); for a slot, exec makes the
+	# binary's parent this shell whatever bash does with $(...), so the
+	# holder recorded is $BASHPID, as the builtin records it. Messages go
+	# straight to stderr.
+	if [[ $app == mutex ]]; then
 		"$_lockbox_bin" "${args[@]}" >/dev/null || rc=$?
 		slot=1
 	else
@@ -394,11 +311,7 @@ _lockbox_acquire() {
 _lockbox_drop() {
 	local key=$1 fd=${_lockbox_fd[$1]} rc=0
 	# _lockbox_run and _lockbox_close, written out: every release's path
-	if ((_lockbox_inshell)); then
-		builtin _lockbox_builtin "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
-	else
-		"$_lockbox_bin" "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
-	fi
+	"$_lockbox_bin" "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
 	exec {fd}>&-
 	_lockbox_fd[$key]=
 	_lockbox_pid[$key]=
@@ -477,11 +390,7 @@ _lockbox_on_exit() {
 _lockbox_trap_cmd() {
 	local p
 	local -a words
-	if ((_lockbox_inshell)); then
-		builtin _lockbox_builtin -v p exit-trap
-	else
-		p=$(builtin trap -p EXIT)
-	fi
+	p=$(builtin trap -p EXIT)
 	if [[ -z $p ]]; then
 		_lockbox_r=
 		return 1
@@ -1012,11 +921,7 @@ _lockbox_waitfor() {
 		fi
 		if ((_lockbox_wf_wake > 0)); then
 			printf -v _lockbox_wf_s '%d.%03d' $((_lockbox_wf_wake / 1000)) $((_lockbox_wf_wake % 1000))
-			if ((_lockbox_inshell)); then
-				builtin _lockbox_builtin sleep "$_lockbox_wf_s" || return
-			else
-				sleep "$_lockbox_wf_s" || return
-			fi
+			sleep "$_lockbox_wf_s" || return
 		fi
 	done
 }
