@@ -393,6 +393,7 @@ static int acquire(const char *app, const struct acquire_opts *o, const char *fi
 		close(fd);
 		return status;
 	}
+	end = out;
 	slot = out != NULL && *out >= '1' && *out <= '9' ? strtoul(out, &end, 10) : 0;
 	if (slot == 0 || *end != '\0' || slot > UINT_MAX || add(key, fd, max != NULL, (unsigned)slot) != 0) {
 		char *release[] = { (char *)app, "release", "--fd", fdtext, NULL };

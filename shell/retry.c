@@ -42,7 +42,11 @@ static int parse(int argc, char **argv)
 	return 0;
 }
 
-/* -h, --help among the options: the library's words, on stdout */
+/*
+ * -h or --help among the options: 1, for the library's words on stdout.
+ * -1: an h bundled with other letters (-qh), which the library takes as
+ * an invalid option, as it always has; the applet's parser would not.
+ */
 static int help_asked(int argc, char **argv)
 {
 	int i;
@@ -52,6 +56,8 @@ static int help_asked(int argc, char **argv)
 			return 1;
 		if (strcmp(argv[i], "--") == 0 || argv[i][0] != '-' || argv[i][1] == '\0')
 			return 0;
+		if (argv[i][1] != '-' && strspn(argv[i] + 1, "qv") < strlen(argv[i] + 1))
+			return argv[i][1 + strspn(argv[i] + 1, "qv")] == 'h' ? -1 : 0;
 		if (strcmp(argv[i], "--retry-on") == 0)
 			i++;
 	}
@@ -130,7 +136,12 @@ int lb_sh_waitfor(int argc, char **argv)
 	char **command;
 	int status;
 
-	if (help_asked(argc, argv)) {
+	status = help_asked(argc, argv);
+	if (status < 0) {
+		lb_sh_warn("waitfor", "invalid option '-h'\nTry 'lockbox waitfor --help'.");
+		return LB_EXIT_FAIL;
+	}
+	if (status > 0) {
 		printf("%s\n",
 		    "usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]\n"
 		    "\n"
@@ -144,8 +155,9 @@ int lb_sh_waitfor(int argc, char **argv)
 	status = lb_sh_hosted("waitfor", parse, argc, argv);
 	command = parsed;
 	parsing = NULL;
+	/* no COMMAND and no error: the applet's help, asked for among bundled letters */
 	if (status != 0 || command == NULL)
-		return status != 0 ? status : LB_EXIT_FAIL;
+		return status;
 	status = runnable(command[0]);
 	if (status != 0)
 		return status;

@@ -183,7 +183,7 @@ static int print(char **sigs)
 	if (at != NULL && exit_set) {
 		view = sh_single_quote(exit_cmd != NULL ? exit_cmd : "");
 		printf("%.*strap -- %s EXIT%s", (int)(at - out), out, view, at + sizeof mine - 1);
-		free(view);
+		xfree(view);
 	} else if (at != NULL) {
 		/* the line, and the newline that ends it */
 		len = sizeof mine - 1;
