@@ -1319,6 +1319,33 @@ EOF
 	assert_output 0
 }
 
+# bats test_tags=lockkind
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "with the builtin: sourcing defines no function, and builtin trap and command trap keep the release" {
+	need_builtin
+	need_ofd	# the library locks the fd its shell opened: --fd
+	MODE=strict
+	export MODE F T
+	script builtin-trap <<'EOF'
+n=$(compgen -A function | grep -c -E '^(_lockbox_|acquire_|release_|mutex$|waitfor$|trap$)' || :)
+printf '%s\n' "$n"
+acquire_mutex "$F"
+sleep 600 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child"
+builtin trap 'printf "mine %s\n" "$?"' EXIT
+command trap -p EXIT
+exit 3
+EOF
+	cmd builtin-trap
+	run -3 --separate-stderr "${CMD[@]}"
+	track_pid "$(cat "$T/child")"
+	assert_equal "${lines[*]}" "0 trap -- 'printf \"mine %s\\n\" \"\$?\"' EXIT mine 3"
+	assert_stderr ""
+	# released although the background sleep still has the fd
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
 # bats test_tags=lockkind,wait
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "thousands of cycles leave the shell's fds, threads and memory where they were" {
