@@ -45,7 +45,8 @@ mkvar() {
 	run "$bindir/slots" --help
 	assert_success
 	assert_line --partial 'usage: slots'
-	[[ -f $pkgdata/lockbox.bash && -f $pkgdata/lockbox-fallback.bash ]]
+	[[ -f $pkgdata/lockbox.bash && -f $pkgdata/lockbox-fallback.bash &&
+		-f $pkgdata/lockbox-fallback-waitfor.bash ]]
 	[[ -f $comp/lockbox ]]
 	# the installed library names the installed binary, builtin and
 	# fallback, by their installed paths (DESTDIR is no part of them)
