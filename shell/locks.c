@@ -322,6 +322,9 @@ static int acquire_opts(const char *name, struct acquire_opts *o, int argc, char
 			break;
 		}
 	}
+	/* -w '' is no wait, as the library has always read it */
+	if (o->wait != NULL && *o->wait == '\0')
+		o->wait = NULL;
 	return i;
 }
 
