@@ -1,33 +1,33 @@
-/* _lockbox_builtin: the shell library's locks inside bash, a loadable builtin (enable -f) on the binary's own code. */
+/* The shell library as bash builtins (enable -f): bash's side of every call, on the binary's own code. */
 /* SPDX-License-Identifier: ISC */
 /*
- * lockbox.bash loads it with `enable -f PATH _lockbox_builtin` and then
- * takes and drops its locks without starting a process:
+ * lockbox.bash, the file scripts source, loads this object with
  *
- *   _lockbox_builtin [-v VAR] mutex|slots acquire ARG...
- *   _lockbox_builtin [-v VAR] mutex|slots release ARG...
- *   _lockbox_builtin [-v VAR] mutex|slots -- LOCKFILE create
- *   _lockbox_builtin -v VAR exit-trap
- *   _lockbox_builtin sleep DUR
+ *   enable -f PATH _lockbox_builtin acquire_mutex release_mutex mutex \
+ *       acquire_slot release_slot waitfor trap
  *
- * The first three run the applet's own front end (src/applets/slots.c),
- * with the words as its argv, in this process: the same options, checks,
- * messages and statuses as `lockbox mutex acquire --fd FD ...`. Only
- * those forms: any other would take a lock for a COMMAND and exec it in
- * place of the shell. What the applet prints on stdout (a slot number)
- * goes into VAR with -v (its last newline dropped), else to stdout.
- * exit-trap puts `trap -p EXIT` into VAR, and sleep sleeps; both without
- * a subshell.
+ * and defines nothing else: each of the library's public functions is
+ * then one builtin call, which takes or drops its lock without starting
+ * a process (locks.c), retries in the shell (retry.c) and keeps the
+ * release on EXIT chained with the script's own EXIT trap (traps.c: the
+ * trap builtin is replaced by one that knows of it). _lockbox_builtin
+ * is the EXIT trap's handler. A bash that cannot load it gets the same
+ * functions written in bash (lockbox-fallback.bash), which run the binary.
+ *
+ * The applet's front end (src/applets/slots.c) takes and drops the
+ * locks, with the words of `lockbox mutex acquire --fd FD ...` as its
+ * argv, in this process: the same options, checks, messages and
+ * statuses as the binary's.
  *
  * What it holds to, inside a shell that lives on (see src/lib/host.h):
  * no exit (a usage error ends the call, with the program's message and
- * status), no fd left open but the lock fd the caller gave (every other
- * one is close-on-exec and closed before the call returns), no thread
- * left running (the wait layer joins its helpers), and the shell's
- * signals: blocked while lockbox works, taken while a wait sleeps, and a
- * wait ends at once, with 128+N and the lock not taken, when the shell
- * has signal N to act on (a trapped signal, SIGINT, or one that ends the
- * shell): bash runs the trap when the builtin returns.
+ * status), no fd left open but the lock fds it keeps for the shell
+ * (every other one is close-on-exec and closed before the call returns),
+ * no thread left running (the wait layer joins its helpers), and the
+ * shell's signals: blocked while lockbox works, taken while a wait
+ * sleeps, and a wait ends at once, with 128+N and the lock not taken,
+ * when the shell has signal N to act on (a trapped signal, SIGINT, or
+ * one that ends the shell): bash runs the trap when the builtin returns.
  */
 #define _GNU_SOURCE 1	/* as bash's own config.h has it */
 
@@ -37,10 +37,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +49,7 @@
 #include "shell.h"
 #include "builtext.h"
 #include "common.h"
+#include "execute_cmd.h"
 #include "version.h"
 
 #include "applets.h"
@@ -56,9 +57,9 @@
 #include "err.h"
 #include "exitcodes.h"
 #include "host.h"
+#include "inshell.h"
 #include "parse.h"
 
-#define NAME	"_lockbox_builtin"
 #define EXPORT	__attribute__((visibility("default")))
 
 /*
@@ -68,6 +69,9 @@
  * to the binary) instead of failing in the middle of a wait.
  */
 static int (*signal_pending)(int);
+
+/* the binary, as the loader resolved it ($_lockbox_bin when loaded) */
+static char *binary;
 
 /*
  * The signal the shell must act on now, or 0: one that ends it (bash
@@ -139,33 +143,8 @@ static void unfill_std_fds(const int filled[3])
 			close(fd);
 }
 
-/* Whether NAME is a variable this builtin may set (else said why). */
-static int settable(const char *name)
-{
-	SHELL_VAR *v;
-
-	if (!legal_identifier((char *)name)) {
-		builtin_error("%s: not a valid identifier", name);
-		return 0;
-	}
-	v = find_variable((char *)name);
-	if (v != NULL && (readonly_p(v) || noassign_p(v))) {
-		builtin_error("%s: cannot set it", name);
-		return 0;
-	}
-	return 1;
-}
-
-/* VAR set to TEXT, less one trailing newline. 0, or -1 (bash said why). */
-static int set_var(const char *name, char *text, size_t len)
-{
-	if (len > 0 && text[len - 1] == '\n')
-		text[len - 1] = '\0';
-	return builtin_bind_variable((char *)name, text, 0) != NULL ? 0 : -1;
-}
-
 /*
- * stdout for a call: with VAR a buffer in memory (stdout is a variable
+ * stdout for a call: with OUT a buffer in memory (stdout is a variable
  * in the C library, bash's as well as ours: nothing of bash's runs while
  * we hold it, since its signal handlers only set flags), else bash's own.
  */
@@ -176,10 +155,10 @@ struct capture {
 	size_t len;
 };
 
-static int capture_start(struct capture *c, const char *var)
+static int capture_start(struct capture *c, int on)
 {
 	memset(c, 0, sizeof *c);
-	if (var == NULL)
+	if (!on)
 		return 0;
 	c->mem = open_memstream(&c->text, &c->len);
 	if (c->mem == NULL) {
@@ -208,12 +187,6 @@ static int capture_end(struct capture *c)
 	return r;
 }
 
-static void capture_free(struct capture *c)
-{
-	free(c->text);
-	c->text = NULL;
-}
-
 /* Whether ARGV (from its applet on) is one of the forms that never exec. */
 static int in_place_form(int argc, char **argv)
 {
@@ -223,21 +196,20 @@ static int in_place_form(int argc, char **argv)
 	return argc == 4 && strcmp(argv[1], "--") == 0 && strcmp(argv[3], "create") == 0;
 }
 
-static int run_applet(const char *var, int argc, char **argv)
+/*
+ * FN(ARGC, ARGV) as lockbox's applet PROG, in this process; OUT as
+ * lb_sh_applet's. Its status, or 128+N when the shell has signal N to
+ * act on.
+ */
+static int hosted(char **out, const char *prog, int (*fn)(int, char **), int argc, char **argv)
 {
-	int (*fn)(int, char **) = strcmp(argv[0], "mutex") == 0 ? mutex_main : slots_main;
-	const char *prog = lb_prog;
-	struct capture out;
+	const char *saved = lb_prog;
+	struct capture cap;
 	sigset_t shell;
 	int filled[3], status, sig;
 
-	if (!in_place_form(argc, argv)) {
-		builtin_error("%s: only acquire, release and -- LOCKFILE create run in the shell",
-		    argv[0]);
-		return LB_EXIT_FAIL;
-	}
-	if (var != NULL && !settable(var))
-		return LB_EXIT_FAIL;
+	if (out != NULL)
+		*out = NULL;
 	block_signals(&shell);
 	if (fill_std_fds(filled) != 0) {
 		builtin_error("cannot open /dev/null: %s", strerror(errno));
@@ -245,72 +217,83 @@ static int run_applet(const char *var, int argc, char **argv)
 		sigprocmask(SIG_SETMASK, &shell, NULL);
 		return LB_EXIT_FAIL;
 	}
-	if (capture_start(&out, var) != 0) {
+	if (capture_start(&cap, out != NULL) != 0) {
 		unfill_std_fds(filled);
 		sigprocmask(SIG_SETMASK, &shell, NULL);
 		return LB_EXIT_FAIL;
 	}
-	lb_prog = argv[0];
+	lb_prog = prog;
 	lb_stdout_reset();
 	status = lb_host_run(fn, argc, argv, &shell, shell_signal);
-	lb_prog = prog;
-	if (capture_end(&out) != 0 && status == LB_EXIT_OK)
+	lb_prog = saved;
+	if (capture_end(&cap) != 0 && status == LB_EXIT_OK)
 		status = LB_EXIT_FAIL;
 	unfill_std_fds(filled);
 	sig = lb_host_interrupted();
 	if (sig != 0)
 		status = 128 + sig;
-	if (var != NULL && status == LB_EXIT_OK &&
-	    set_var(var, out.text != NULL ? out.text : (char *)"", out.len) != 0)
-		status = LB_EXIT_FAIL;
-	capture_free(&out);
+	if (out != NULL) {
+		if (cap.text != NULL && cap.len > 0 && cap.text[cap.len - 1] == '\n')
+			cap.text[cap.len - 1] = '\0';
+		*out = cap.text;
+	} else {
+		free(cap.text);
+	}
 	/* a signal that came meanwhile is taken now: bash acts on it when we return */
 	sigprocmask(SIG_SETMASK, &shell, NULL);
 	return status;
 }
 
-/* `trap -p EXIT` into VAR: bash's own trap builtin, its output captured. */
-static int exit_trap(const char *var)
+int lb_sh_applet(char **out, int argc, char **argv)
 {
-	WORD_LIST *args;
-	struct capture out;
-	int status;
-
-	if (var == NULL) {
-		builtin_error("exit-trap needs -v VAR");
+	if (!in_place_form(argc, argv)) {
+		builtin_error("%s: only acquire, release and -- LOCKFILE create run in the shell",
+		    argv[0]);
 		return LB_EXIT_FAIL;
 	}
-	if (!settable(var) || capture_start(&out, var) != 0)
+	return hosted(out, argv[0], strcmp(argv[0], "mutex") == 0 ? mutex_main : slots_main,
+	    argc, argv);
+}
+
+int lb_sh_hosted(const char *prog, int (*fn)(int, char **), int argc, char **argv)
+{
+	return hosted(NULL, prog, fn, argc, argv);
+}
+
+int lb_sh_builtin(char **out, int (*fn)(WORD_LIST *), char **words)
+{
+	WORD_LIST *list = NULL;
+	struct capture cap;
+	int n, status;
+
+	if (out != NULL)
+		*out = NULL;
+	for (n = 0; words[n] != NULL; n++)
+		;
+	while (n-- > 0)
+		list = make_word_list(make_word(words[n]), list);
+	if (capture_start(&cap, out != NULL) != 0) {
+		dispose_words(list);
 		return LB_EXIT_FAIL;
-	args = make_word_list(make_word("-p"), make_word_list(make_word("EXIT"), NULL));
-	status = trap_builtin(args);
-	dispose_words(args);
-	if (capture_end(&out) != 0)
+	}
+	status = fn(list);
+	dispose_words(list);
+	if (capture_end(&cap) != 0 && status == EXECUTION_SUCCESS)
 		status = LB_EXIT_FAIL;
-	if (status == EXECUTION_SUCCESS &&
-	    set_var(var, out.text != NULL ? out.text : (char *)"", out.len) != 0)
-		status = LB_EXIT_FAIL;
-	capture_free(&out);
+	if (out != NULL)
+		*out = cap.text;
+	else
+		free(cap.text);
 	return status;
 }
 
-/*
- * Sleep DUR (lockbox's durations; a bare number is seconds), as sleep(1)
- * would for waitfor, but ended, with 128+N, by a signal N the shell must
- * act on.
- */
-static int nap(const char *arg)
+int lb_sh_nap(int64_t ns)
 {
-	int64_t ns, deadline, left;
+	int64_t deadline = lb_deadline_after(ns), left;
 	struct timespec ts;
 	sigset_t shell;
 	int sig = 0;
 
-	if (lb_parse_duration(arg, LB_NS_PER_S, &ns) != 0) {
-		builtin_error("sleep: invalid duration '%s'", arg);
-		return LB_EXIT_FAIL;
-	}
-	deadline = lb_deadline_after(ns);
 	block_signals(&shell);
 	while ((sig = shell_signal()) == 0 && (left = lb_remaining(deadline)) > 0) {
 		ts.tv_sec = (time_t)(left / LB_NS_PER_S);
@@ -323,150 +306,147 @@ static int nap(const char *arg)
 }
 
 /*
- * The library's key for a lock file's path (lockbox.bash's _lockbox_key,
- * which says why), word for word the same steps: relative to $PWD, the
- * directory's . and .. taken as written while no directory on the way is
- * a symlink, else the directory's physical path (as cd -P finds it, or
- * as written when it cannot be entered), then the base name as given.
+ * As bash runs `cmd || ...`: the words taken as they are (no expansion
+ * again), the status ignored for set -e, inside a function too. What the
+ * command does to the shell (an exit, an interrupt) may leave this call
+ * by longjmp: nothing of ours is held across it but the command itself.
  */
-static int key(const char *var, const char *arg)
+int lb_sh_run(char **argv)
 {
-	const char *pwd = get_string_value("PWD"), *p, *e;
-	size_t plen = pwd != NULL ? strlen(pwd) : 0, n = strlen(arg), dlen;
-	char *path, *cur, *real;
-	size_t clen = 0;
-	struct stat st;
-	int r;
+	COMMAND *c;
+	WORD_LIST *words = NULL;
+	int n, status;
 
-	if (var == NULL) {
-		builtin_error("key needs -v VAR");
-		return LB_EXIT_FAIL;
-	}
-	if (!settable(var))
-		return LB_EXIT_FAIL;
-	/* ${PWD%/}/PATH: one slash less at PWD's end */
-	if (arg[0] == '/')
-		plen = 0;
-	else if (plen > 0 && pwd[plen - 1] == '/')
-		plen--;
-	path = malloc(plen + n + 2);
-	cur = malloc(plen + n + 2);
-	if (path == NULL || cur == NULL) {
-		free(path);
-		free(cur);
-		builtin_error("%s", strerror(ENOMEM));
-		return LB_EXIT_FAIL;
-	}
-	if (arg[0] == '/') {
-		memcpy(path, arg, n + 1);
-	} else {
-		memcpy(path, pwd, plen);
-		path[plen] = '/';
-		memcpy(path + plen + 1, arg, n + 1);
-	}
-	/* the directory (${path%/...}): up to the last slash */
-	dlen = (size_t)(strrchr(path, '/') - path);
-	cur[0] = '\0';
-	for (p = path; p < path + dlen; p = e + 1) {
-		e = memchr(p, '/', (size_t)(path + dlen - p));
-		if (e == NULL)
-			e = path + dlen;
-		if (e == p || (e - p == 1 && p[0] == '.'))
-			continue;
-		if (e - p == 2 && p[0] == '.' && p[1] == '.') {
-			/* cur without its last component */
-			while (clen > 0 && cur[clen - 1] != '/')
-				clen--;
-			if (clen > 0)
-				clen--;
-			cur[clen] = '\0';
-			continue;
-		}
-		cur[clen++] = '/';
-		memcpy(cur + clen, p, (size_t)(e - p));
-		clen += (size_t)(e - p);
-		cur[clen] = '\0';
-		if (lstat(cur, &st) == 0 && S_ISLNK(st.st_mode)) {
-			path[dlen] = '\0';
-			real = realpath(dlen > 0 ? path : "/", NULL);
-			path[dlen] = '/';
-			free(cur);
-			if (real != NULL) {
-				clen = strlen(real);
-				if (clen > 0 && real[clen - 1] == '/')
-					clen--;
-				cur = malloc(clen + n + plen + 2);
-				if (cur != NULL)
-					memcpy(cur, real, clen);
-				free(real);
-			} else {
-				clen = dlen;
-				cur = malloc(clen + n + plen + 2);
-				if (cur != NULL)
-					memcpy(cur, path, clen);
-			}
-			if (cur == NULL) {
-				free(path);
-				builtin_error("%s", strerror(ENOMEM));
-				return LB_EXIT_FAIL;
-			}
-			break;
-		}
-	}
-	/* $cur, then the slash and base name */
-	memcpy(cur + clen, path + dlen, strlen(path + dlen) + 1);
-	r = builtin_bind_variable((char *)var, cur, 0) != NULL ? EXECUTION_SUCCESS : LB_EXIT_FAIL;
-	free(cur);
-	free(path);
-	return r;
+	for (n = 0; argv[n] != NULL; n++)
+		;
+	while (n-- > 0)
+		words = make_word_list(make_word(argv[n]), words);
+	c = make_bare_simple_command();
+	c->value.Simple->words = words;
+	c->value.Simple->flags |= CMD_INHIBIT_EXPANSION | CMD_IGNORE_RETURN;
+	c->flags |= CMD_INHIBIT_EXPANSION | CMD_IGNORE_RETURN;
+	status = execute_command(c);
+	dispose_command(c);
+	return status;
 }
 
-static int usage(void)
+const char *lb_sh_binary(void)
 {
+	return binary != NULL ? binary : "lockbox";
+}
+
+void lb_sh_warn(const char *name, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	int n, m;
+
+	n = snprintf(buf, sizeof buf, "%s: ", name);
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		m = 0;
+	n += m < (int)(sizeof buf - (size_t)n - 1) ? m : (int)(sizeof buf - (size_t)n - 2);
+	buf[n++] = '\n';
+	/* one write: holders share stderr (a closed stderr: said nowhere) */
+	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+		return;
+}
+
+/* The words of a call as an argv: NAME, then its arguments; NULL-terminated. */
+static char **argv_of(const char *name, WORD_LIST *list, int *argc)
+{
+	WORD_LIST *w;
+	char **argv;
+	int n = 1;
+
+	for (w = list; w != NULL; w = w->next)
+		n++;
+	argv = malloc(((size_t)n + 1) * sizeof *argv);
+	if (argv == NULL) {
+		builtin_error("%s", strerror(ENOMEM));
+		return NULL;
+	}
+	argv[0] = (char *)name;
+	for (n = 1, w = list; w != NULL; w = w->next)
+		argv[n++] = w->word->word;
+	argv[n] = NULL;
+	*argc = n;
+	return argv;
+}
+
+static int call(const char *name, int (*fn)(int, char **), WORD_LIST *list)
+{
+	char **argv;
+	int argc, status;
+
+	argv = argv_of(name, list, &argc);
+	if (argv == NULL)
+		return LB_EXIT_FAIL;
+	status = fn(argc, argv);
+	free(argv);
+	return status;
+}
+
+static int acquire_mutex_builtin(WORD_LIST *list)
+{
+	return call("acquire_mutex", lb_sh_acquire_mutex, list);
+}
+
+static int release_mutex_builtin(WORD_LIST *list)
+{
+	return call("release_mutex", lb_sh_release_mutex, list);
+}
+
+static int mutex_builtin(WORD_LIST *list)
+{
+	return call("mutex", lb_sh_mutex, list);
+}
+
+static int acquire_slot_builtin(WORD_LIST *list)
+{
+	return call("acquire_slot", lb_sh_acquire_slot, list);
+}
+
+static int release_slot_builtin(WORD_LIST *list)
+{
+	return call("release_slot", lb_sh_release_slot, list);
+}
+
+/*
+ * waitfor's COMMAND may leave the call by longjmp (an exit in it): the
+ * argv is then lost with the shell's exit, or at worst, in an interactive
+ * shell interrupted, a few words' worth of memory.
+ */
+static int waitfor_builtin(WORD_LIST *list)
+{
+	return call("waitfor", lb_sh_waitfor, list);
+}
+
+static int trap_wrapper_builtin(WORD_LIST *list)
+{
+	return call("trap", lb_sh_trap, list);
+}
+
+/* _lockbox_builtin exit: the EXIT trap's handler (traps.c) */
+static int lockbox_builtin(WORD_LIST *list)
+{
+	if (list != NULL && strcmp(list->word->word, "exit") == 0 && list->next == NULL)
+		return lb_sh_on_exit();
 	builtin_usage();
 	return LB_EXIT_FAIL;
 }
 
-static int lockbox_builtin(WORD_LIST *list)
+/*
+ * Loaded once per name; the checks are the same for each. Refused by a
+ * bash it was not built for (its internals may differ) or that lacks
+ * what a wait needs: then the loader sources the bash functions instead.
+ */
+static int loaded(void)
 {
-	char *argv[64];
-	const char *var = NULL, *op;
-	int argc = 0;
+	const char *bin;
 
-	if (list != NULL && strcmp(list->word->word, "-v") == 0) {
-		if (list->next == NULL)
-			return usage();
-		var = list->next->word->word;
-		list = list->next->next;
-	}
-	if (list == NULL)
-		return usage();
-	op = list->word->word;
-	if (strcmp(op, "sleep") == 0)
-		return list->next != NULL && list->next->next == NULL ? nap(list->next->word->word) :
-		    usage();
-	if (strcmp(op, "exit-trap") == 0)
-		return list->next == NULL ? exit_trap(var) : usage();
-	if (strcmp(op, "key") == 0)
-		return list->next != NULL && list->next->next == NULL ? key(var, list->next->word->word) :
-		    usage();
-	if (strcmp(op, "mutex") != 0 && strcmp(op, "slots") != 0)
-		return usage();
-	for (; list != NULL; list = list->next) {
-		if (argc == (int)(sizeof argv / sizeof argv[0]) - 1) {
-			builtin_error("%s: too many words", op);
-			return LB_EXIT_FAIL;
-		}
-		argv[argc++] = list->word->word;
-	}
-	argv[argc] = NULL;
-	return run_applet(var, argc, argv);
-}
-
-/* Refused by a bash it was not built for: its internals may differ. */
-EXPORT int _lockbox_builtin_builtin_load(char *name)
-{
-	(void)name;
 	if (strcmp(dist_version, DISTVERSION) != 0) {
 		builtin_error("built for bash %s, not %s", DISTVERSION, dist_version);
 		return 0;
@@ -476,30 +456,59 @@ EXPORT int _lockbox_builtin_builtin_load(char *name)
 		builtin_error("this bash has no signal_is_pending");
 		return 0;
 	}
+	/* resolved once, by the loader: a later change of PATH or LOCKBOX does not matter */
+	bin = get_string_value("_lockbox_bin");
+	if (binary == NULL && bin != NULL && *bin != '\0')
+		binary = strdup(bin);
 	return 1;
 }
 
-/* enable -d: the library goes back to the binary, without a word. */
-EXPORT void _lockbox_builtin_builtin_unload(char *name)
+/*
+ * enable -d of any of them unloads the library: what this shell holds
+ * is let go and its own EXIT trap put back (the handler may be gone
+ * next), and sourcing the loader again loads it anew.
+ */
+static void unloaded(void)
 {
-	(void)name;
+	lb_sh_disarm();
 	bind_variable("_lockbox_inshell", "0", 0);
+	unbind_variable("_lockbox_guard");
 }
 
-static char *lockbox_builtin_doc[] = {
-	"lockbox's locks inside the shell, for lockbox.bash (see lockbox-shell(7)).",
-	"",
-	"Runs `lockbox mutex|slots acquire|release ...' in this shell, without",
-	"a process; -v VAR puts what it prints into VAR.",
-	NULL
-};
+#define DOC(text) { text, "See lockbox-shell(7).", NULL }
 
-EXPORT struct builtin _lockbox_builtin_struct = {
-	NAME,
-	lockbox_builtin,
-	BUILTIN_ENABLED,
-	lockbox_builtin_doc,
-	NAME " [-v VAR] mutex|slots acquire|release ARG... | -- LOCKFILE create; "
-	    NAME " -v VAR exit-trap; " NAME " sleep DUR",
-	0
-};
+static char *lb__lockbox_builtin_doc[] = DOC("lockbox's EXIT trap handler: releases, then runs the script's own.");
+static char *lb_acquire_mutex_doc[] = DOC("Take the exclusive lock on FILE (-s: a shared one); 75 when busy.");
+static char *lb_release_mutex_doc[] = DOC("Drop FILE's lock, or with no FILE every mutex this shell holds.");
+static char *lb_mutex_doc[] = DOC("mutex acquire|release [FILE]; any other form runs lockbox mutex.");
+static char *lb_acquire_slot_doc[] = DOC("Take one of MAX slots on FILE; sets and exports LOCKBOX_SLOT.");
+static char *lb_release_slot_doc[] = DOC("Drop FILE's slot, or with no FILE every slot this shell holds.");
+static char *lb_waitfor_doc[] = DOC("Run COMMAND in this shell until it succeeds, every INTERVAL for TIMEOUT.");
+static char *lb_trap_doc[] = DOC("bash's trap, with lockbox's release on EXIT kept before the script's own.");
+
+#define BUILTIN(name, fn, flags, usage) \
+	EXPORT int name##_builtin_load(char *n) \
+	{ \
+		(void)n; \
+		return loaded(); \
+	} \
+	EXPORT void name##_builtin_unload(char *n) \
+	{ \
+		(void)n; \
+		unloaded(); \
+	} \
+	EXPORT struct builtin name##_struct = { \
+		#name, fn, BUILTIN_ENABLED | (flags), lb_##name##_doc, usage, 0 \
+	}
+
+BUILTIN(_lockbox_builtin, lockbox_builtin, 0, "_lockbox_builtin exit");
+BUILTIN(acquire_mutex, acquire_mutex_builtin, 0, "acquire_mutex [-q] [-s] [-w DUR] [FILE]");
+BUILTIN(release_mutex, release_mutex_builtin, 0, "release_mutex [FILE]");
+BUILTIN(mutex, mutex_builtin, 0, "mutex acquire [-q] [-s] [-w DUR] [FILE] | mutex release [FILE]");
+BUILTIN(acquire_slot, acquire_slot_builtin, 0, "acquire_slot [-q] [-w DUR] FILE MAX");
+BUILTIN(release_slot, release_slot_builtin, 0, "release_slot [FILE]");
+BUILTIN(waitfor, waitfor_builtin, 0,
+    "waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]");
+/* trap stays the special builtin POSIX says it is */
+BUILTIN(trap, trap_wrapper_builtin, SPECIAL_BUILTIN,
+    "trap [-lp] [[arg] signal_spec ...]");

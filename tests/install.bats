@@ -45,11 +45,13 @@ mkvar() {
 	run "$bindir/slots" --help
 	assert_success
 	assert_line --partial 'usage: slots'
-	[[ -f $pkgdata/lockbox.bash ]]
+	[[ -f $pkgdata/lockbox.bash && -f $pkgdata/lockbox-fallback.bash &&
+		-f $pkgdata/lockbox-fallback-waitfor.bash ]]
 	[[ -f $comp/lockbox ]]
-	# the installed library names the installed binary and builtin, by
-	# their installed paths (DESTDIR is no part of them)
+	# the installed library names the installed binary, builtin and
+	# fallback, by their installed paths (DESTDIR is no part of them)
 	run -0 grep -x "_lockbox_built='$(mkvar bindir)/lockbox'" "$pkgdata/lockbox.bash"
+	run -0 grep -x "_lockbox_fallback='$(mkvar pkgdatadir)/lockbox-fallback.bash'" "$pkgdata/lockbox.bash"
 	if [[ -n $(mkvar LB_BUILTIN_INSTALLED) ]]; then
 		[[ -f $D$(mkvar LB_BUILTIN_INSTALLED) ]]
 		run -0 grep -x "_lockbox_builtin_so='$(mkvar LB_BUILTIN_INSTALLED)'" "$pkgdata/lockbox.bash"

@@ -53,6 +53,11 @@ builtin_bash() {
 	PATH=$T/asan-bin:$PATH
 }
 
+# in_shell: this run's library is the builtin's (else the bash functions).
+in_shell() {
+	[[ $LIB_PATH == builtin && -n $(builtin_so) ]]
+}
+
 # need_builtin: the case is about the builtin's own ways (this file's
 # builtin run, in a build that has one).
 need_builtin() {
@@ -141,9 +146,15 @@ start_hold() {
 		assert_equal "$output" "$LOCKBOX_BUILDDIR/lockbox.bash"
 		run -0 grep -x "_lockbox_built='$LOCKBOX'" "$output"
 	fi
+	# the library's calls: builtins, or the bash functions without one
+	local kind=function
+	if in_shell; then
+		kind=builtin
+	fi
 	# shellcheck disable=SC2016 # expanded by the child shell
-	run -0 bash -c '. "$("$LOCKBOX" --shell-lib)" && type -t acquire_mutex'
-	assert_output function
+	run -0 bash -c '. "$("$LOCKBOX" --shell-lib)" && type -t acquire_mutex release_mutex mutex \
+		acquire_slot release_slot waitfor trap'
+	assert_equal "${lines[*]}" "$kind $kind $kind $kind $kind $kind $kind"
 }
 
 # shellcheck disable=SC2031 # bats' run sets output and lines for the test
@@ -540,10 +551,11 @@ EOF
 	run -0 --separate-stderr timeout 20 "${CMD[@]}" "$T/fifo.$MODE"
 	assert_output 125
 	assert_equal "$stderr" "mutex: $T/fifo.$MODE: not a regular file"
+	# a file that is not a lock file is locked as mutex locks it, and never written
 	printf 'precious\n' >"$T/text.$MODE"
 	run -0 --separate-stderr "${CMD[@]}" "$T/text.$MODE"
-	assert_output 125
-	assert_equal "$stderr" "mutex: $T/text.$MODE: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
+	assert_output 0
+	assert_equal "$stderr" ""
 	assert_equal "$(cat "$T/text.$MODE")" precious
 	run -0 --separate-stderr "${CMD[@]}" "$T/nodir/x.lock"
 	assert_output 125
@@ -558,7 +570,7 @@ Try 'lockbox mutex --help'."
 
 # bats test_tags=lockkind,privilege,wait
 # shellcheck disable=SC2030 # bats' run sets output and lines for the test
-@test "refusals: symlink, FIFO, a foreign file, a missing directory, bad usage" {
+@test "refusals: symlink, FIFO, a missing directory, bad usage; a foreign file is locked unwritten" {
 	need_ofd
 	both scenario_refusals
 }
@@ -918,8 +930,9 @@ Try 'lockbox slots --help'."
 scenario_swapped() {
 	# the race between the library's check and the lock, played by the
 	# script: once this shell has an fd open on F (the library opened it),
-	# another file takes F's place, before the lock is taken (on either
-	# path: the binary's, or the builtin's inside this shell)
+	# another file takes F's place, before the lock is taken (the bash
+	# functions' path: with the builtin, the open and the lock are one
+	# call, and no command of the script runs between them)
 	script swapped <<'EOF'
 set -T
 # shellcheck disable=SC2016 # expanded when the trap runs
@@ -934,6 +947,14 @@ EOF
 	# first another regular file, then a symlink, takes F's place
 	: >"$T/other.$MODE"
 	ln -sfn "$T/target.$MODE" "$T/symlink.$MODE"
+	if in_shell; then
+		SWAP_FROM=$T/other.$MODE run -0 --separate-stderr "${CMD[@]}"
+		# taken, on the file that F named: the trap's first chance
+		# to swap comes after it (before `trap - DEBUG`)
+		assert_output "swapped 0"
+		assert_equal "$stderr" ""
+		return 0
+	fi
 	SWAP_FROM=$T/other.$MODE run -0 --separate-stderr "${CMD[@]}"
 	assert_output "swapped 75"
 	assert_equal "$stderr" "mutex: $F: replaced at its path since it was opened; open it again"
@@ -947,7 +968,7 @@ EOF
 
 # bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
-@test "a lock file swapped between the library's check and its open is refused (--path)" {
+@test "a lock file swapped between the library's check and its open is refused (--path), or cannot be" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_swapped
 }
@@ -1054,17 +1075,22 @@ EOF
 	assert_output 1
 	assert_stderr_regex "$busy"
 	# export -f of every function: the job that sources it locks; the one
-	# that does not refuses with 125 (its EXIT trap still set by the builtin)
+	# that does not refuses with 125 (its EXIT trap still set by the
+	# builtin), or with builtins there is nothing to inherit (127)
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -75 --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
 		export -f "${f[@]}"; bash "$2" "$3"' sh "$lib" "$T/job" "$F"
 	assert_output ""
 	assert_stderr_regex "$busy"
+	local want=125 said="acquire_mutex: lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it"
+	if in_shell; then
+		want=127 said="$T/job-inherits: line 3: acquire_mutex: command not found"
+	fi
 	# shellcheck disable=SC2016 # expanded by the child shell
-	run -125 --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
+	run "-$want" --separate-stderr bash -c 'set -euo pipefail; . "$1"; mapfile -t f < <(compgen -A function)
 		export -f "${f[@]}"; bash "$2" "$3"' sh "$lib" "$T/job-inherits" "$F"
 	assert_output "own trap"
-	assert_stderr "acquire_mutex: lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it"
+	assert_stderr "$said"
 	# only a guard variable in the environment: no skipped set-up
 	run -75 --separate-stderr env _lockbox_loaded=1 _lockbox_guard=1 bash "$T/job" "$F"
 	assert_output ""
@@ -1241,29 +1267,38 @@ proc_done() {
 
 # bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
-@test "with the builtin: a function of its name is not called, enable -d goes back to the binary, unset -f keeps the release" {
+@test "with the builtin: a function of its name is not called, enable -d unloads the library, unset -f keeps the release" {
 	need_builtin
 	need_ofd	# the library locks the fd its shell opened: --fd
 	MODE=strict
 	export MODE F T
+	# enable -d of one of its builtins unloads the library: what the shell
+	# holds is let go, its own EXIT trap put back; sourced again, it loads
 	script unload <<'EOF'
 _lockbox_builtin() { printf 'a function called\n'; }
 acquire_mutex "$F"
 release_mutex "$F"
 "$LOCKBOX" mutex "$F" check
 acquire_mutex "$F"
+acquire_slot "$F.s" 2
+trap 'printf "own trap %s\n" "$?"' EXIT
 enable -d _lockbox_builtin
 printf 'inshell %s\n' "$_lockbox_inshell"
 "$LOCKBOX" mutex "$F" check
-release_mutex "$F"
-"$LOCKBOX" mutex "$F" check
+"$LOCKBOX" slots "$F.s" check
+builtin trap -p EXIT
+. "$("$LOCKBOX" --shell-lib)"
+printf 'inshell %s\n' "$_lockbox_inshell"
 acquire_slot "$F.s" 2
 printf 'slot %s\n' "$LOCKBOX_SLOT"
 "$LOCKBOX" slots "$F.s" list | awk -v me="$$" 'NR == 2 { print ($2 == me ? "mine" : "other") }'
+trap -p EXIT
+exit 4
 EOF
 	cmd unload
-	run -0 --separate-stderr "${CMD[@]}"
-	assert_equal "${lines[*]}" "0 inshell 0 1 0 slot 1 mine"
+	run -4 --separate-stderr "${CMD[@]}"
+	local own="trap -- 'printf \"own trap %s\\n\" \"\$?\"' EXIT"
+	assert_equal "${lines[*]}" "0 inshell 0 0 0 $own inshell 1 slot 1 mine $own own trap 4"
 	assert_stderr ""
 	run -0 "$LOCKBOX" slots "$F.s" check
 	assert_output 0
@@ -1281,6 +1316,33 @@ EOF
 	track_pid "$(cat "$T/child")"
 	assert_output 1
 	assert_stderr ""
+	run -0 "$LOCKBOX" mutex "$F" check
+	assert_output 0
+}
+
+# bats test_tags=lockkind
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+@test "with the builtin: sourcing defines no function, and builtin trap and command trap keep the release" {
+	need_builtin
+	need_ofd	# the library locks the fd its shell opened: --fd
+	MODE=strict
+	export MODE F T
+	script builtin-trap <<'EOF'
+n=$(compgen -A function | grep -c -E '^(_lockbox_|acquire_|release_|mutex$|waitfor$|trap$)' || :)
+printf '%s\n' "$n"
+acquire_mutex "$F"
+sleep 600 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child"
+builtin trap 'printf "mine %s\n" "$?"' EXIT
+command trap -p EXIT
+exit 3
+EOF
+	cmd builtin-trap
+	run -3 --separate-stderr "${CMD[@]}"
+	track_pid "$(cat "$T/child")"
+	assert_equal "${lines[*]}" "0 trap -- 'printf \"mine %s\\n\" \"\$?\"' EXIT mine 3"
+	assert_stderr ""
+	# released although the background sleep still has the fd
 	run -0 "$LOCKBOX" mutex "$F" check
 	assert_output 0
 }

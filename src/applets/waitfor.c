@@ -17,6 +17,7 @@
 #include "opts.h"
 #include "parse.h"
 #include "supervise.h"
+#include "waitfor.h"
 
 #define USAGE \
 	"usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
@@ -39,13 +40,6 @@
 	"128+n last attempt killed by signal n. Ended by INT or TERM, waitfor\n" \
 	"dies of it too (when the attempt did). See waitfor(1).\n"
 
-struct opts {
-	int64_t timeout, interval;	/* ns */
-	unsigned char retry[256];	/* statuses that get another attempt */
-	int listed;			/* --retry-on given */
-	int quiet, verbose;
-};
-
 enum { OPT_RETRY_ON = 256 };
 
 static const struct option longopts[] = {
@@ -57,7 +51,7 @@ static const struct option longopts[] = {
 };
 
 /* "1,75": whole numbers 0 to 255, each through the one strict parser */
-static void parse_list(struct opts *o, const char *list)
+static void parse_list(struct waitfor_opts *o, const char *list)
 {
 	const char *p = list, *comma;
 	char word[8];
@@ -100,10 +94,11 @@ static int64_t parse_time(const char *what, const char *s, int64_t bare_unit,
 }
 
 /* Options stop at the first positional word: COMMAND's own are never read. */
-static char **parse_args(struct opts *o, int argc, char **argv)
+char **waitfor_parse(struct waitfor_opts *o, int argc, char **argv)
 {
 	int c, i;
 
+	memset(o, 0, sizeof *o);
 	lb_getopt_reset();
 	while ((c = lb_getopt(argc, argv, "+:hqv", longopts)) != -1) {
 		switch (c) {
@@ -148,7 +143,7 @@ static const char *outcome(int wstatus, char buf[64])
 	return buf;
 }
 
-static int give_up(const struct opts *o, unsigned attempts, int wstatus)
+static int give_up(const struct waitfor_opts *o, unsigned attempts, int wstatus)
 {
 	int status = lb_child_status(wstatus);
 	char took[32], why[32] = "";
@@ -168,7 +163,7 @@ static int give_up(const struct opts *o, unsigned attempts, int wstatus)
  * sleep before it is cut to the time left, so the last one starts at the
  * deadline at the latest. An attempt running at the deadline is not killed.
  */
-static int attempts(const struct opts *o, char **command)
+static int attempts(const struct waitfor_opts *o, char **command)
 {
 	static const int forwarded[] = { SIGINT, SIGTERM };
 	int64_t deadline = lb_deadline_after(o->timeout), now, wake;
@@ -228,10 +223,9 @@ static int attempts(const struct opts *o, char **command)
 
 int waitfor_main(int argc, char **argv)
 {
-	struct opts o;
+	struct waitfor_opts o;
 	char **command;
 
-	memset(&o, 0, sizeof o);
-	command = parse_args(&o, argc, argv);
+	command = waitfor_parse(&o, argc, argv);
 	return attempts(&o, command);
 }

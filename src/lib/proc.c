@@ -192,8 +192,30 @@ static void name_only(char *buf, size_t size, pid_t pid, char *const argv[])
 		buf[n - 1] = '\0';
 }
 
+/*
+ * What a record says of this process that does not change while it runs
+ * (its start time, host name and command line, read from /proc and
+ * uname), kept for its next record: inside a shell that lives on (the
+ * bash builtin), every lock it takes would read them again. Kept for the
+ * PID that read them, so that a subshell (a fork, another PID) reads its
+ * own; only for this process, whose PID cannot be reused while it runs.
+ * A host renamed while the shell runs keeps the old name in its records.
+ */
+static struct {
+	pid_t pid;	/* 0: nothing kept */
+	int args;
+	struct lb_ident who;
+} kept;
+
 void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args)
 {
+	int self = argv == NULL && pid == getpid();
+
+	if (self && kept.pid == pid && kept.args == args) {
+		*who = kept.who;
+		lb_ident_stamp(who);
+		return;
+	}
 	memset(who, 0, sizeof *who);
 	who->pid = pid;
 	who->starttime = lb_proc_starttime(pid);
@@ -210,6 +232,11 @@ void lb_ident_fill(struct lb_ident *who, pid_t pid, char *const argv[], int args
 		command_from_proc(who->command, sizeof who->command, pid);
 	lb_text_clean(who->host);
 	lb_text_clean(who->command);
+	if (self && who->starttime != 0) {
+		kept.pid = pid;
+		kept.args = args;
+		kept.who = *who;
+	}
 }
 
 /* The clocks of a start STARTTIME (clock ticks after boot) into WHO; 0, or -1. */
