@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * The lock-file backend of a pool: open, acquire, wait, release, holders.
- * This is the backend's top: an arrival, a release, the holders described.
+ * The lock-file backend of a pool: acquire, wait, release, holders.
+ * This is the backend's top but for its constructors (fileopen.c, which
+ * call it): an arrival, a release, the holders described.
  * Below it, each calling only further down: filewatch.c (the head of the
  * queue), filequeue.c (the wait queue, its invariants at its top),
  * fileforeign.c (locks lockbox did not take), filestore.c (the file's
@@ -42,7 +43,7 @@ static struct filepool *fp(struct lb_pool *pool)
 	return (struct filepool *)pool;
 }
 
-static struct lb_pool *pool_new(int fd, int cfd, int owned, int idflags, const char *name)
+struct lb_pool *fp_pool_new(int fd, int cfd, int owned, int idflags, const char *name)
 {
 	struct filepool *p = calloc(1, sizeof *p);
 
@@ -60,29 +61,6 @@ static struct lb_pool *pool_new(int fd, int cfd, int owned, int idflags, const c
 	p->owned = owned;
 	p->idflags = idflags;
 	return &p->base;
-}
-
-struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts)
-{
-	struct lb_pool *p;
-	int fd, idflags, any = 0;
-
-	fd = lb_lockfile_open(path, access == LB_POOL_WRITE, opts->mode, &idflags,
-	    opts->any_file ? &any : NULL);
-	if (fd == -1)
-		return NULL;
-	p = pool_new(fd, fd, 1, idflags, path);
-	if (p == NULL && fd >= 0)
-		close(fd);
-	if (p != NULL) {
-		fp(p)->any = any;
-		fp(p)->any_ok = opts->any_file;
-		fp(p)->path = fp(p)->name;
-		fp(p)->mode = opts->mode;
-		fp(p)->shared = opts->shared;
-		p->caps = any ? LB_POOL_FLOCK : 0;
-	}
-	return p;
 }
 
 /*
@@ -107,146 +85,6 @@ static int reopen(struct filepool *p)
 	p->nrec = 0;
 	p->base.caps = any ? p->base.caps | LB_POOL_FLOCK : p->base.caps & ~LB_POOL_FLOCK;
 	return 0;
-}
-
-/*
- * flock(1)'s "flock FD": an fd open in any way (9>FILE, read-only, on a
- * directory) on a file that is not a lockbox lock file is locked with
- * flock(2) through that very fd. 1 when FD is such a file (*ST its
- * stat), 0 when it is a lockbox lock file, -1 (reported).
- */
-static int fd_is_any(int fd, const char *name, struct stat *st)
-{
-	unsigned char magic[LB_MAGIC_LEN];
-	ssize_t n;
-
-	if (fstat(fd, st) != 0) {
-		lb_warn("%s", name);
-		return -1;
-	}
-	if (S_ISDIR(st->st_mode))
-		return 1;
-	if (!S_ISREG(st->st_mode)) {
-		lb_warnx("%s: not a regular file", name);
-		return -1;
-	}
-	if (st->st_size == 0)
-		return 1;
-	/* a write-only fd cannot be read: its magic is read through a file of our own */
-	n = pread(fd, magic, sizeof magic, 0);
-	if (n < 0 && errno == EBADF) {
-		char self[64];
-		int rfd;
-
-		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-		rfd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-		n = rfd < 0 ? -1 : pread(rfd, magic, sizeof magic, 0);
-		if (rfd >= 0)
-			close(rfd);
-	}
-	if (n < 0) {
-		lb_warn("%s", name);
-		return -1;
-	}
-	return n != LB_MAGIC_LEN || memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0;
-}
-
-/* Whether anyone holds a lock of any kind on FD's file (the kernel's lock table). */
-static int locked(int fd)
-{
-	struct lb_lockline *v;
-	size_t n, i;
-	int r = 0;
-
-	if (lb_scan_lines(fd, &v, &n) != 0)
-		return 0;
-	for (i = 0; i < n && !r; i++)
-		r = !v[i].blocked;
-	free(v);
-	return r;
-}
-
-/*
- * The header and queue locks go on an open file of our own, never on the
- * caller's: if this process dies holding one, the kernel drops it with
- * us, instead of leaving it to a shell that lives on.
- */
-struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
-    const struct lb_pool_opts *opts)
-{
-	struct stat a;
-	struct lb_pool *p;
-	int any = 0;
-
-	/* a flock(2) lock belongs to the open file in every build */
-	if (opts->any_file && (any = fd_is_any(fd, name, &a)) < 0)
-		return NULL;
-	/*
-	 * acquire --fd adopts an empty file, as the library has always had
-	 * it, unless someone holds it as it is (a lock file cut short under
-	 * its holders, a mutex that found it empty, flock(1)): that one is
-	 * locked as they lock it, and waited for, as is any other file that
-	 * is not a lock file (as mutex locks it, writing nothing).
-	 */
-	if (any && opts->adopt_empty && S_ISREG(a.st_mode) && a.st_size == 0 && !locked(fd))
-		any = 0;
-	if (any) {
-		int idflags;
-
-		/*
-		 * --path: the file the path names, by the rules of every open
-		 * (one replaced since is found again before the lock is taken)
-		 */
-		if (path != NULL && S_ISREG(a.st_mode) &&
-		    lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
-			return NULL;
-		p = pool_new(fd, fd, 0, 0, name);
-		if (p != NULL) {
-			fp(p)->any = 1;
-			fp(p)->any_ok = 1;
-			fp(p)->shared = opts->shared;
-			fp(p)->path = path;
-			p->caps = LB_POOL_FLOCK;
-		}
-		return p;
-	}
-#ifndef HAVE_OFD_LOCKS
-	/* a per-process lock taken by this helper would die with it */
-	(void)path;
-	lb_warnx("%s: --fd needs open file description locks, which this build lacks", name);
-	return NULL;
-#else
-	struct stat b;
-	char self[64];
-	/* where the caller found the file is unknown: an empty one is trusted less */
-	int cfd, idflags = LB_ID_SHARED_DIR;
-
-	if (lb_lockfile_check_fd(fd, name, 1, &a) != 0)
-		return NULL;
-	if (path != NULL && lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
-		return NULL;
-	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-	cfd = open(self, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (cfd < 0) {
-		lb_warn("%s: cannot open it again", name);
-		return NULL;
-	}
-	if (fstat(cfd, &b) != 0 || a.st_dev != b.st_dev ||
-	    a.st_ino != b.st_ino) {
-		lb_warnx("%s: cannot open it again: it changed", name);
-		close(cfd);
-		return NULL;
-	}
-	p = pool_new(fd, cfd, 0, idflags, name);
-	if (p == NULL) {
-		close(cfd);
-	} else {
-		fp(p)->shared = opts->shared;
-		fp(p)->any_ok = opts->any_file;
-		fp(p)->path = path;
-	}
-	return p;
-#endif
 }
 
 static int by_path(const void *a, const void *b)

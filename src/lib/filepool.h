@@ -68,6 +68,9 @@ struct gone {
 	size_t n;
 };
 
+/* filepool.c: a new pool over FD (slot locks) and CFD (header and queue locks), for fileopen.c */
+struct lb_pool *fp_pool_new(int fd, int cfd, int owned, int idflags, const char *name);
+
 /* filestore.c: the file's bytes, the header lock, slot choice */
 int fp_pread_all(struct filepool *p, void *buf, size_t n, off_t off);
 int fp_pwrite_all(struct filepool *p, const void *buf, size_t n, off_t off);
