@@ -488,7 +488,8 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 	/* -v on a terminal: one line, rewritten while we wait; off one, the last line only */
 	if (o->verbose && o->wait > 0 && isatty(STDERR_FILENO))
 		lb_pool_set_progress(pool, status_line, &sl);
-	r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
+	/* -q: nobody is told who holds it, so nobody is looked up */
+	r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, o->quiet ? NULL : &busy);
 	lb_pool_set_progress(pool, NULL, NULL);
 	if (sl.shown)
 		(void)!write(STDERR_FILENO, "\r\033[K", 4);
