@@ -28,6 +28,25 @@ REAP_LIMIT=${LOCKBOX_TEST_REAP_LIMIT:-$((WAIT_LIMIT * 4))}
 # and for a whole case, whatever it waits for (bats ends it, and says so)
 : "${BATS_TEST_TIMEOUT:=$((WAIT_LIMIT * 30))}"
 
+# pace [US]: how long one short run of the binary takes on this machine
+# now, in microseconds: the slowest of three runs of slots on a free pool
+# of its own, each running true (a process started from bash, a lock, an
+# exec); with US, the larger of that and US. Every timing bound beyond
+# the durations a case asks for (a -w, an interval) is a ratio of a pace
+# taken in the same case, before and after what it times: a machine
+# busy enough to make the case slow makes the pace slow too. A quiet
+# machine's pace is a millisecond or two.
+pace() {
+	local i t0 t max=${1:-1}
+	for i in 1 2 3; do
+		t0=${EPOCHREALTIME/[.,]/}
+		"$LOCKBOX" slots "$T/.pace" 1 true </dev/null >/dev/null 2>&1 3>&- || true
+		t=$((${EPOCHREALTIME/[.,]/} - t0))
+		((t <= max)) || max=$t
+	done
+	printf '%s\n' "$max"
+}
+
 # DEFAULT_SIGNALS: a prefix that runs a command with every signal at its
 # default disposition (coreutils' env --default-signal), where env has
 # it. A signal ignored when the suite began (nohup; a script's background
