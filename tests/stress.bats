@@ -178,6 +178,11 @@ count_status() {
 	ok=$(count_status 0)
 	echo "# ran $got (killed $killed, kills sent $(wc -l <"$T/killed")), refused $refused of $LAUNCHES" >&3
 	# every launch either ran or was refused; nothing else went wrong
+	# (else say what: each other status, and every other message)
+	if ((ok + killed + refused != LAUNCHES)); then
+		awk '$2 != 0 && $2 != 75 && $2 != 137 { n[$2]++ } END { for (s in n) printf "# %d launches ended %s\n", n[s], s }' "$T/reaped" >&3
+		grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy " "$T/stderr" | sort | uniq -c | head -n 20 | sed 's/^/# /' >&3 || true
+	fi
 	assert_equal $((ok + killed + refused)) "$LAUNCHES"
 	assert_equal $((got + refused)) "$LAUNCHES"
 	assert [ "$got" -gt 0 ]
