@@ -129,6 +129,7 @@ events() {
 	run -75 --separate-stderr ad -e 90 job true
 	t1=${EPOCHREALTIME/./}
 	assert_stderr_regex '^adaptive: job: too soon; next run allowed in 1h[0-9]+m$'
+	# shellcheck disable=SC2154 # set by bats' run
 	m=${stderr##* 1h}
 	m=$((60 + ${m%m}))
 	((m <= 90 && m >= 89 - (t1 - t0) / 60000000)) || fail "allowed in ${m}m, $(((t1 - t0) / 1000))ms after the first run"
@@ -373,8 +374,8 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do
-		st=0
-		wait "$i" || st=$?
+		reap "$i"
+		st=$REAP_STATUS
 		case $st in
 		0) ok=$((ok + 1)) ;;
 		75) skipped=$((skipped + 1)) ;;

@@ -25,8 +25,6 @@ WAIT_LIMIT=${LOCKBOX_TEST_WAIT_LIMIT:-30}
 # The same for reap, whose process may first have to finish a wait of its
 # own (-w 60 at most in these tests)
 REAP_LIMIT=${LOCKBOX_TEST_REAP_LIMIT:-$((WAIT_LIMIT * 4))}
-# and for a whole case, whatever it waits for (bats ends it, and says so)
-: "${BATS_TEST_TIMEOUT:=$((WAIT_LIMIT * 30))}"
 
 # pace [US]: how long one short run of the binary takes on this machine
 # now, in microseconds: the slowest of three runs of slots on a free pool
