@@ -40,15 +40,17 @@ marker_cmd() {
 
 # start_run NAME [BODY] [OPTION...]: an adaptive run in the background,
 # waited for until its command runs. Sets RUN_PID (the supervisor) and
-# CMD_PID (the command, in its own process group). The supervisor starts
-# with every signal at its default (DEFAULT_SIGNALS): it passes on only
-# what it does not ignore, as a job in the background ignores INT and QUIT.
+# CMD_PID (the command, in its own process group). Started as a job in
+# the background, the supervisor ignores INT and QUIT, and what the suite
+# ignored on entry (nohup: HUP): it passes on only what it does not
+# ignore. RUN_WITH (say, DEFAULT_SIGNALS) goes before it.
+RUN_WITH=()
 start_run() {
 	local name=$1 body=${2:-} marker
 	shift 2 || shift $#
 	HOLDERS=$((HOLDERS + 1))
 	marker=$T/cmd.$HOLDERS
-	spawn ${DEFAULT_SIGNALS[@]+"${DEFAULT_SIGNALS[@]}"} "$LOCKBOX" adaptive --log "$LOG" -e 0 "$@" "$name" \
+	spawn ${RUN_WITH[@]+"${RUN_WITH[@]}"} "$LOCKBOX" adaptive --log "$LOG" -e 0 "$@" "$name" \
 		sh -c "$(marker_cmd "$marker" "$body")"
 	RUN_PID=$SPAWN_PID
 	wait_for holder_ready "$marker" "$RUN_PID"
@@ -474,8 +476,9 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 @test "signals are passed on to the command; status 128+n" {
 	local sig n sigs=(TERM HUP USR1 USR2)
 	need_default_signal "${sigs[@]}"
-	# a job in the background ignores INT and QUIT: only a supervisor
-	# started with the defaults has them to pass on
+	# a signal the supervisor ignores is not passed on, and the command
+	# would run on: it starts with the defaults, INT and QUIT too
+	RUN_WITH=(${DEFAULT_SIGNALS[@]+"${DEFAULT_SIGNALS[@]}"})
 	((${#DEFAULT_SIGNALS[@]} == 0)) || sigs+=(INT QUIT)
 	for sig in "${sigs[@]}"; do
 		start_run "sig$sig"
