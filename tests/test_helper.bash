@@ -22,6 +22,61 @@ export LOCKBOX LOCKBOX_BUILDDIR LOCKHOLD
 
 # Generous, for a loaded machine: a bound that only a real hang exceeds.
 WAIT_LIMIT=${LOCKBOX_TEST_WAIT_LIMIT:-30}
+# The same for reap, whose process may first have to finish a wait of its
+# own (-w 60 at most in these tests)
+REAP_LIMIT=${LOCKBOX_TEST_REAP_LIMIT:-$((WAIT_LIMIT * 4))}
+
+# pace [US]: how long one short run of the binary takes on this machine
+# now, in microseconds: the slowest of three runs of slots on a free pool
+# of its own, each running true (a process started from bash, a lock, an
+# exec); with US, the larger of that and US. Every timing bound beyond
+# the durations a case asks for (a -w, an interval) is a ratio of a pace
+# taken in the same case, before and after what it times: a machine
+# busy enough to make the case slow makes the pace slow too. A quiet
+# machine's pace is a millisecond or two.
+pace() {
+	local i t0 t max=${1:-1}
+	for i in 1 2 3; do
+		t0=${EPOCHREALTIME/[.,]/}
+		"$LOCKBOX" slots "$T/.pace" 1 true </dev/null >/dev/null 2>&1 3>&- || true
+		t=$((${EPOCHREALTIME/[.,]/} - t0))
+		((t <= max)) || max=$t
+	done
+	printf '%s\n' "$max"
+}
+
+# DEFAULT_SIGNALS: a prefix that runs a command with every signal at its
+# default disposition (coreutils' env --default-signal), where env has
+# it. A signal ignored when the suite began (nohup; a script's background
+# job ignores INT and QUIT; so does every job that spawn starts) is
+# ignored by every command a test starts, and bash can neither catch nor
+# reset it: a test that signals a command and waits for its end starts
+# that command through this prefix.
+DEFAULT_SIGNALS=()
+if env --default-signal true 2>/dev/null; then
+	DEFAULT_SIGNALS=(env --default-signal)
+fi
+
+# signal_ignored SIG: SIG is ignored in this test's shell, so in what it starts.
+signal_ignored() {
+	local k v n
+	n=$(kill -l "$1") || return 1
+	while read -r k v; do
+		[[ $k == SigIgn: ]] && (((16#$v >> (n - 1)) & 1)) && return 0
+	done <"/proc/$BASHPID/status"
+	return 1
+}
+
+# need_default_signal SIG...: skip, naming it, when a SIG is ignored here
+# and no DEFAULT_SIGNALS can give it back to the commands a test starts.
+need_default_signal() {
+	local sig
+	((${#DEFAULT_SIGNALS[@]} == 0)) || return 0
+	for sig; do
+		! signal_ignored "$sig" ||
+			skip "SIG$sig is ignored on entry (nohup, a background job) and env has no --default-signal"
+	done
+}
 
 # The common setup; a file with a setup of its own calls lockbox_setup.
 setup() {
@@ -381,10 +436,26 @@ re_quote() {
 	printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'
 }
 
-# reap PID: wait for a background process of ours; its status in
-# REAP_STATUS (`run wait` would wait in a subshell, which cannot).
+# ended PID: a child of this shell has ended: a zombie, or reaped
+# already (no such process, or the PID is another's now).
+ended() {
+	local stat fields
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	read -ra fields <<<"$stat"
+	[[ ${fields[0]} == Z || ${fields[1]} != "$BASHPID" ]]
+}
+
+# reap [-t SECONDS] PID: wait for a background process of ours, up to
+# REAP_LIMIT (or SECONDS): one still running then fails the test; its
+# status in REAP_STATUS (`run wait` would wait in a subshell, which cannot).
 reap() {
-	local st=0
+	local st=0 limit=$REAP_LIMIT
+	if [[ $1 == -t ]]; then
+		limit=$2
+		shift 2
+	fi
+	wait_for -t "$limit" ended "$1" || return 1
 	wait "$1" || st=$?
 	# shellcheck disable=SC2034 # for the test files
 	REAP_STATUS=$st
