@@ -161,13 +161,15 @@ start_hold() {
 scenario_busy_then_kill() {
 	hold_script
 	start_hold
-	local start=$SECONDS
+	local p u0
+	p=$(pace)
+	u0=${EPOCHREALTIME/[.,]/}
 	run -75 --separate-stderr "${CMD[@]}"
 	assert_equal "$output" ""
 	# the holder is named for the script its shell runs, without its arguments
 	assert_regex "$stderr" "^mutex: $(re_quote "$F"): held by PID $HOLD_PID \\($(re_quote "hold.$MODE"), $AGE_RE\\)\$"
-	# fast: no waiting on the holder
-	assert [ $((SECONDS - start)) -lt 5 ]
+	# fast: no waiting on the holder (a script's start and one refusal)
+	within_paces "$u0" "$p" 500
 	# SIGKILL, no child of its own: the kernel frees the lock at once
 	stop_pid "$HOLD_PID"
 	run -0 "$LOCKBOX" mutex "$F" check
@@ -367,17 +369,18 @@ EOF
 	local holder=$SPAWN_PID
 	wait_for held_is "$F" 1
 	spawn "${CMD[@]}"
-	local waiter=$SPAWN_PID out=$SPAWN_OUT err=$SPAWN_ERR
+	local waiter=$SPAWN_PID out=$SPAWN_OUT err=$SPAWN_ERR p
 	wait_for grep -q 'attempt 2 exited 75; next in 500ms' "$err"
+	p=$(pace)
 	local freed=$EPOCHREALTIME
 	stop_pid "$holder"
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 0
-	# within one interval (500ms) of the release, plus slack for a busy machine
-	local ms=$((${freed/./} / 1000)) got
+	# within one interval (500ms) of the release, and a few paces of the machine
+	local us=${freed/./} got
 	got=$(cat "$T/got.$MODE")
-	got=$((${got/./} / 1000))
-	assert [ $((got - ms)) -lt 1500 ]
+	p=$(pace "$p")
+	assert [ $((${got/./} - us)) -lt $((500000 + 50 * p)) ]
 	assert_regex "$(sed -n 2p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait.$MODE")\$"
 	assert_regex "$(tail -n 1 "$err")" '^waitfor: attempt [0-9]+ succeeded$'
 }
@@ -402,10 +405,14 @@ EOF
 	cmd give-up
 	spawn "$LOCKBOX" mutex "$F" sleep 600
 	wait_for held_is "$F" 1
+	local p
+	p=$(pace)
 	run -75 --separate-stderr "${CMD[@]}"
 	local took=${output#75 }
+	p=$(pace "$p")
+	# its timeout (1s), one interval (200ms) past it at the most, and a few paces
 	assert [ "$took" -ge 1000 ]
-	assert [ "$took" -lt 3000 ]
+	assert [ "$took" -lt $((1200 + 200 * p / 1000)) ]
 	assert_regex "$stderr" "mutex: $(re_quote "$F"): held by PID $SPAWN_PID \\(sleep, "
 	assert_regex "${stderr##*$'\n'}" '^waitfor: gave up after 1s \([0-9]+ attempts\); last status 75$'
 }
@@ -1388,20 +1395,25 @@ cycles "$1"
 snap
 cycles "$1"
 snap
+cycles "$1"
+snap
 EOF
 	cmd cycles
 	run -0 --separate-stderr "${CMD[@]}" "$n"
 	assert_stderr ""
-	local a b c
+	local a b c d
 	read -ra a <<<"${lines[0]}"
 	read -ra b <<<"${lines[1]}"
 	read -ra c <<<"${lines[2]}"
+	read -ra d <<<"${lines[3]}"
 	# the same fds (stdio and the script's), one thread
-	assert_equal "${b[0]} ${b[1]} ${c[0]} ${c[1]}" "${a[0]} 1 ${a[0]} 1"
-	# memory: settled after the first round (a bash with a sanitizer's
-	# runtime keeps freed memory aside for a while: not a measure there)
-	if [[ ! -d $T/asan-bin ]]; then
-		assert [ $((c[2] - b[2])) -lt 64 ]
+	assert_equal "${b[0]} ${b[1]} ${c[0]} ${c[1]} ${d[0]} ${d[1]}" "${a[0]} 1 ${a[0]} 1 ${a[0]} 1"
+	# memory: settled after the first round. A leak grows it round after
+	# round; the heap may grow once on a busy host (a longer lock table
+	# read once), and stays (a bash with a sanitizer's runtime keeps freed
+	# memory aside for a while: not a measure there)
+	if [[ ! -d $T/asan-bin ]] && ((c[2] - b[2] >= 64 && d[2] - c[2] >= 64)); then
+		fail "memory grew round after round: ${a[2]} ${b[2]} ${c[2]} ${d[2]} kB"
 	fi
 }
 

@@ -200,6 +200,27 @@ count_status() {
 }
 
 # bats test_tags=wait
+# bats test_tags=wait
+@test "racing launches on a busy host: a header held by a process that waits for a CPU is waited for, never given up on" {
+	local i cpus bad
+	cpus=$(nproc)
+	# two busy loops a CPU, and a header called stuck after 20 ms without
+	# progress: every holder of it that merely waits for a CPU is seen
+	for ((i = 0; i < 2 * cpus; i++)); do
+		spawn "$BASH" -c 'while :; do :; done'
+	done
+	LOCKBOX_TEST_HEADER_STUCK=20ms launch_fast
+	kill_tracked
+	bad=$(awk '$2 != 0 && $2 != 75 && $2 != 137 { n++ } END { print n + 0 }' "$T/reaped")
+	if ((bad > 0)); then
+		grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy " "$T/stderr" | sort | uniq -c | head -n 10 | sed 's/^/# /' >&3 || true
+	fi
+	assert_equal "$bad" 0
+	intervals >"$T/intervals"
+	run -0 concurrency <"$T/intervals"
+	assert_regex "$output" '^[123] 0$'
+}
+
 @test "racing launches with -w 30, some SIGKILLed: all run, never more than 3 at once" {
 	launch_fast -w 30
 	local got killed ok

@@ -45,6 +45,15 @@ pace() {
 	printf '%s\n' "$max"
 }
 
+# within_paces U0 PACE K: the time since U0 (EPOCHREALTIME's digits, in
+# microseconds) is at most K paces, the pace the larger of PACE (taken
+# before) and one taken now: a bound that grows with the load.
+within_paces() {
+	local u=$((${EPOCHREALTIME/[.,]/} - $1)) p
+	p=$(pace "$2")
+	((u <= $3 * p)) || fail "took ${u} us: more than $3 paces of ${p} us"
+}
+
 # DEFAULT_SIGNALS: a prefix that runs a command with every signal at its
 # default disposition (coreutils' env --default-signal), where env has
 # it. A signal ignored when the suite began (nohup; a script's background

@@ -32,7 +32,8 @@
 
 /*
  * A header lock is held for microseconds. A waiter for it that sees no
- * other process get through it for this long calls the holder stuck.
+ * other process get through it for this long, and its holder not running
+ * (stopped), calls the holder stuck.
  */
 #define HEADER_STUCK	(5 * LB_NS_PER_S)
 /* how long a claimed slot may stay blocked by a watcher's transient read lock */
@@ -186,6 +187,30 @@ static int held_as_any(struct filepool *p)
 }
 
 /*
+ * Whether the process that holds the lock in the way of a TYPE lock on
+ * [START, START+LEN) is running or runnable, or in an uninterruptible
+ * wait (its disk): a holder that has not got through for HEADER_STUCK
+ * on a host with many more runnable processes than CPUs (1). Or nobody
+ * holds it now, let go of since the wait ended (-1): tried again. Stopped,
+ * gone, asleep or not found: 0.
+ */
+static int holder_running(struct filepool *p, short type, off_t start, off_t len)
+{
+	struct lb_lockinfo l;
+	struct lb_proc_stat st;
+	int r = lb_lock_conflict(p->cfd, type, start, len, &l);
+
+	if (r != 1)
+		return r == 0 ? -1 : 0;
+	if (l.pid == 0)
+		lb_lock_owners(p->cfd, &l, 1);
+	if (l.pid > 0)
+		return lb_proc_stat(l.pid, &st) == 0 && (st.state == 'R' || st.state == 'D');
+	/* an open file's lock whose process was not found: let go of during the look? */
+	return lb_lock_conflict(p->cfd, type, start, len, &l) == 0 ? -1 : 0;
+}
+
+/*
  * Whether [START, START+LEN), bytes lockbox only ever write-locks, is
  * read-locked: anyone who can read the file can do that, and nobody ever
  * lets it go for us (p->reader: the queue reports it, see fp_queue_join).
@@ -281,7 +306,17 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		}
 		if (lb_remaining(stuck_at) > 0)
 			continue;
-		/* no progress: a stopped lockbox process, or a foreign lock behind it */
+		/*
+		 * No progress: a stopped lockbox process, or a foreign lock
+		 * behind it; or on a busy host a holder that waits for a CPU
+		 * (or for its disk), which is waited for while it does
+		 */
+		if (holder_running(p, type, start, len) != 0 ||
+		    fp_read_count(p, progress) != gen) {
+			/* (the look took a while: others may have got through meanwhile) */
+			stuck_at = lb_deadline_after(header_stuck());
+			continue;
+		}
 		if (!blocked_by_foreign(p, type, start, len, 1))
 			break;
 		if (!waits)
