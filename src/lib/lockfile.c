@@ -1,4 +1,4 @@
-/* Lock files: the on-disk format, hardened opening, and byte-range locks. */
+/* Lock files opened without trusting the path, created whole, and identified (adopted) under the header lock. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -16,82 +16,7 @@
 #include "err.h"
 #include "exec.h"
 #include "lockfile.h"
-#include "text.h"
 
-#ifdef HAVE_OFD_LOCKS
-#define LB_SETLK F_OFD_SETLK
-#define LB_SETLKW F_OFD_SETLKW
-#define LB_GETLK F_OFD_GETLK
-#else
-#define LB_SETLK F_SETLK
-#define LB_SETLKW F_SETLKW
-#define LB_GETLK F_GETLK
-#endif
-
-/* record layout, offsets in bytes */
-enum {
-	REC_STATE = 0, REC_PID = 4, REC_STARTTIME = 8, REC_WALL = 16,
-	REC_BOOT = 24, REC_UID = 32, REC_SLOT = 36, REC_BOOTID = 40,
-	REC_HOST = 56, REC_COMMAND = REC_HOST + LB_HOST_MAX
-};
-_Static_assert(REC_COMMAND + LB_COMMAND_MAX == LB_REC_SIZE, "record size");
-
-uint32_t lb_record_state(const unsigned char rec[LB_REC_SIZE])
-{
-	return lb_get32(rec + REC_STATE);
-}
-
-void lb_record_encode(unsigned char rec[LB_REC_SIZE], unsigned slot,
-    const struct lb_ident *who, int shared)
-{
-	memset(rec, 0, LB_REC_SIZE);
-	lb_put32(rec + REC_STATE, LB_REC_HELD);
-	lb_put32(rec + REC_PID, (uint32_t)who->pid);
-	lb_put64(rec + REC_STARTTIME, who->starttime);
-	lb_put64(rec + REC_WALL, (uint64_t)who->wall_ns);
-	lb_put64(rec + REC_BOOT, (uint64_t)who->boot_ns);
-	lb_put32(rec + REC_UID, who->uid);
-	lb_put32(rec + REC_SLOT, slot | (shared ? LB_REC_SHARED : 0));
-	memcpy(rec + REC_BOOTID, who->boot_id, 16);
-	/* NUL-padded fields; the memset left the last byte of each a NUL */
-	memcpy(rec + REC_HOST, who->host, strnlen(who->host, LB_HOST_MAX - 1));
-	memcpy(rec + REC_COMMAND, who->command,
-	    strnlen(who->command, LB_COMMAND_MAX - 1));
-}
-
-int lb_record_shared(const unsigned char rec[LB_REC_SIZE])
-{
-	return (lb_get32(rec + REC_SLOT) & LB_REC_SHARED) != 0;
-}
-
-pid_t lb_record_pid(const unsigned char rec[LB_REC_SIZE])
-{
-	return (pid_t)(lb_get32(rec + REC_PID) & 0x7fffffff);
-}
-
-/* Decoding never trusts the bytes: strings are cut to their fields. */
-void lb_record_decode(const unsigned char rec[LB_REC_SIZE], struct lb_ident *who)
-{
-	memset(who, 0, sizeof *who);
-	who->pid = lb_record_pid(rec);
-	who->starttime = lb_get64(rec + REC_STARTTIME);
-	who->wall_ns = (int64_t)lb_get64(rec + REC_WALL);
-	who->boot_ns = (int64_t)lb_get64(rec + REC_BOOT);
-	who->uid = lb_get32(rec + REC_UID);
-	memcpy(who->boot_id, rec + REC_BOOTID, 16);
-	memcpy(who->host, rec + REC_HOST, LB_HOST_MAX - 1);
-	memcpy(who->command, rec + REC_COMMAND, LB_COMMAND_MAX - 1);
-	lb_text_clean(who->host);
-	lb_text_clean(who->command);
-}
-
-void lb_header_init(unsigned char hdr[LB_HDR_SIZE])
-{
-	memset(hdr, 0, LB_HDR_SIZE);
-	memcpy(hdr, LB_MAGIC, LB_MAGIC_LEN);
-	lb_put32(hdr + LB_HDR_OFF_HDRSIZE, LB_HDR_SIZE);
-	lb_put32(hdr + LB_HDR_OFF_RECSIZE, LB_REC_SIZE);
-}
 
 /*
  * Kernel file systems whose files only look like files: a zero-size
@@ -731,56 +656,4 @@ off_t lb_lockfile_identify(int fd, const char *name, int flags)
 		return -1;
 	}
 	return st.st_size;
-}
-
-static int lock_cmd(int fd, int cmd, short type, off_t start, off_t len)
-{
-	struct flock fl;
-
-	memset(&fl, 0, sizeof fl);	/* OFD locks require l_pid == 0 */
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = start;
-	fl.l_len = len;
-	return fcntl(fd, cmd, &fl);
-}
-
-/* One try with CMD (LB_SETLK or F_SETLK): 1 locked, 0 busy (errno kept), -1 error. */
-static int try_cmd(int fd, int cmd, short type, off_t start, off_t len)
-{
-	int r;
-
-	do
-		r = lock_cmd(fd, cmd, type, start, len);
-	while (r < 0 && errno == EINTR);
-	if (r == 0)
-		return 1;
-	return errno == EAGAIN || errno == EACCES ? 0 : -1;
-}
-
-int lb_lock_try(int fd, short type, off_t start, off_t len)
-{
-	return try_cmd(fd, LB_SETLK, type, start, len);
-}
-
-int lb_lock_try_process(int fd, short type, off_t start, off_t len)
-{
-	return try_cmd(fd, F_SETLK, type, start, len);
-}
-
-int lb_lock_block(int fd, short type, off_t start, off_t len)
-{
-	return lock_cmd(fd, LB_SETLKW, type, start, len);
-}
-
-int lb_lock_test(int fd, short type, off_t start, off_t len, struct flock *conflict)
-{
-	memset(conflict, 0, sizeof *conflict);
-	conflict->l_type = type;
-	conflict->l_whence = SEEK_SET;
-	conflict->l_start = start;
-	conflict->l_len = len;
-	if (fcntl(fd, LB_GETLK, conflict) != 0)
-		return -1;
-	return conflict->l_type == F_UNLCK;
 }
