@@ -487,7 +487,13 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	struct filepool *p = fp(pool);
 	struct lb_slotset own = { NULL, 0, 0 };
 	unsigned char magic[LB_MAGIC_LEN];
-	off_t slots = lb_slot_offset(LB_SLOT_LIMIT + 1) - LB_HDR_SIZE;
+	/*
+	 * The bytes this open file may hold: its slots; a caller's fd (whose
+	 * header locks are on an open file of our own) anything up to the
+	 * queue, as any file's lock too (taken when the file was no lock file)
+	 */
+	off_t lo = p->fd != p->cfd ? 0 : LB_HDR_SIZE;
+	off_t len = (p->fd != p->cfd ? LB_PATH_LEN : lb_slot_offset(LB_SLOT_LIMIT + 1)) - lo;
 	off_t size;
 	size_t i;
 	int r, rc = 0;
@@ -518,7 +524,7 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	}
 	if (memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0) {
 		lb_slotset_free(&own);
-		if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, slots) < 0) {
+		if (lb_lock_try(p->fd, F_UNLCK, lo, len) < 0) {
 			lb_warn("%s: cannot unlock", p->name);
 			return -1;
 		}
@@ -529,17 +535,18 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	 * finds the header free at once, rather than waiting on ours while
 	 * we clear them (a release --fd, as the shell library's, is followed
 	 * by a handoff). Our records are ours to clear while we hold their
-	 * slots. The slots go even when the header cannot be had: a record
-	 * left behind is only stale, and stale records are cleaned up later.
+	 * slots. The slots go even when the header cannot be had (another
+	 * program holds it, or the file is no lock file since): a record left
+	 * behind is only stale, and stale records are cleaned up later.
 	 */
 	r = fp_enter(p, LB_NO_WAIT, &size);
 	if (r != 1) {
-		if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, slots) < 0)
-			lb_warn("%s: cannot unlock", p->name);
-		if (r == 0)
-			fp_warn_foreign(p);
 		lb_slotset_free(&own);
-		return -1;
+		if (lb_lock_try(p->fd, F_UNLCK, lo, len) < 0) {
+			lb_warn("%s: cannot unlock", p->name);
+			return -1;
+		}
+		return r == -1 ? -1 : 0;
 	}
 	if (fp_load(p, size) != 0)
 		rc = -1;
@@ -561,7 +568,7 @@ static int file_release(struct lb_pool *pool, pid_t owner)
 	if (fp_set_header_word(p, LB_HDR_OFF_RELEASES, fp_header_word(p, LB_HDR_OFF_RELEASES) + 1) != 0)
 		rc = -1;
 	fp_header_unlock(p);
-	if (lb_lock_try(p->fd, F_UNLCK, LB_HDR_SIZE, slots) < 0) {
+	if (lb_lock_try(p->fd, F_UNLCK, lo, len) < 0) {
 		lb_warn("%s: cannot unlock", p->name);
 		rc = -1;
 	}
