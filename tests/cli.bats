@@ -385,9 +385,9 @@ makefile_applets() {
 # bats test_tags=lockkind,wait
 @test "bad -w durations are usage errors" {
 	local dur
-	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d; do
-		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m" slots -w "$dur" "$F" 2 touch "$T/ran"
-		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m" mutex --wait "$dur" "$F" touch "$T/ran"
+	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d 10mins 1mn 5secs 2hrs 1sec30 min; do
+		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m" slots -w "$dur" "$F" 2 touch "$T/ran"
+		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m" mutex --wait "$dur" "$F" touch "$T/ran"
 	done
 	expect_usage "option '-w' needs an argument" slots -w
 	expect_usage "option '--wait' needs an argument" slots --wait
@@ -397,7 +397,7 @@ makefile_applets() {
 # bats test_tags=lockkind,wait
 @test "good -w durations are accepted" {
 	local dur
-	for dur in 0 5 .5 1.5s 250ms 1m 1h30m 2d; do
+	for dur in 0 5 .5 1.5s 250ms 1m 1h30m 2d 10min 5sec 2hr 1hr30min 1min30sec 1d2hr; do
 		run -0 --separate-stderr "$LOCKBOX" slots -w "$dur" "$F" 2 true
 		assert_stderr ""
 	done
@@ -466,7 +466,7 @@ Try 'lockbox adaptive --help'."
 # bats test_tags=lockkind,wait
 @test "control bytes and newlines in arguments are escaped in messages, one line each" {
 	run -125 --separate-stderr "$LOCKBOX" slots -w $'1\x01\e[31m' "$F" 2 true
-	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
+	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
 Try 'lockbox slots --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -E $'1\n2\\3\t\r' "$F" true
 	assert_stderr "mutex: invalid exit code '1\\n2\\\\3\\t\\r': expected 0 to 255

@@ -203,7 +203,7 @@ Try 'lockbox mutex --help'."
 	assert_equal "$stderr" "mutex: missing COMMAND
 Try 'lockbox mutex --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -w 1x "$F" true
-	assert_equal "$stderr" "mutex: invalid duration '1x': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
+	assert_equal "$stderr" "mutex: invalid duration '1x': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
 Try 'lockbox mutex --help'."
 	assert [ ! -e "$F" ]
 }

@@ -464,6 +464,27 @@ waitfor: cannot run 'nosuchcommand': No such file or directory"
 	done
 }
 
+# bats test_tags=lockkind
+# shellcheck disable=SC2030,SC2016,SC2154 # bats' run sets the results; expanded by the child shell
+@test "waitfor in the library: min, sec and hr, -v on a bare TIMEOUT, and -V, as the applet has them" {
+	local lib args
+	lib=$("$LOCKBOX" --shell-lib)
+	for args in "-v 0.01 0.2sec false" "0.01min 0.2sec false" "-v 0.0001hr 0 false" "-V" "--version"; do
+		# shellcheck disable=SC2086 # split into arguments on purpose
+		run --separate-stderr "$LOCKBOX" waitfor $args
+		# the count of attempts depends on the machine's load: the first and last lines, less it
+		local want_status=$status want_out=$output want
+		want=$(sed -n '1p;$s/([0-9]* attempts*)/(N)/p' <<<"$stderr")
+		# shellcheck disable=SC2016,SC2086 # expanded by the child shell; split into arguments on purpose
+		run --separate-stderr bash -uc '. "$1"; shift; waitfor "$@"' sh "$lib" $args
+		assert_equal "$status $(sed -n '1p;$s/([0-9]* attempts*)/(N)/p' <<<"$stderr") $output" \
+			"$want_status $want $want_out"
+	done
+	run -1 --separate-stderr bash -uc '. "$1"; waitfor -v 0.01 0.2sec false' sh "$lib"
+	assert_equal "${stderr_lines[0]}" "waitfor: TIMEOUT 0.01 = 0.01 minutes (a bare number here is minutes; 0.01s is seconds)"
+	assert_regex "${stderr_lines[-1]}" '^waitfor: gave up after 600ms \([0-9]+ attempts\); last status 1$'
+}
+
 # shellcheck disable=SC2031 # bats' run sets output and lines for the test
 scenario_slots_and_several() {
 	script several <<'EOF'
@@ -915,7 +936,7 @@ got"
 	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait-kernel.$MODE")\$"
 	assert_equal "$(sed -n 4p "$out")" "bad 125"
 	assert_regex "$(sed -n 1p "$err")" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $holder \\(sleep, $AGE_RE\\)\$"
-	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
+	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
 Try 'lockbox slots --help'."
 }
 

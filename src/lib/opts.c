@@ -60,9 +60,17 @@ int64_t lb_opt_duration(const char *arg, int64_t bare_unit)
 	int64_t ns;
 
 	if (lb_parse_duration(arg, bare_unit, &ns) != 0)
-		lb_usage_error("invalid duration '%s': expected a number of %s, or with units (ms s m h d) such as 90s or 1h30m",
+		lb_usage_error("invalid duration '%s': expected a number of %s, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m",
 		    arg, bare_unit == LB_NS_PER_MIN ? "minutes" : "seconds");
 	return ns;
+}
+
+void lb_say_minutes(const char *what, const char *arg)
+{
+	/* 0 is 0 in any unit */
+	if (lb_duration_is_bare(arg) && strspn(arg, "0.") < strlen(arg))
+		lb_warnx("%s %s = %s minutes (a bare number here is minutes; %ss is seconds)",
+		    what, arg, arg, arg);
 }
 
 unsigned lb_opt_mode(const char *arg)
