@@ -44,9 +44,9 @@ makefile_applets() {
 	run -0 --separate-stderr "$T/slots" "$F" 2 sh -c "$SAY_SLOT"
 	assert_output "slot 1"
 	run -125 --separate-stderr "$T/slots" "$F" 0 true
-	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000"$'\n'"Try 'lockbox slots --help'."
+	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000"$'\n'"Try 'slots --help'."
 	run -125 --separate-stderr "$T/slots"
-	assert_stderr "slots: missing LOCKFILE"$'\n'"Try 'lockbox slots --help'."
+	assert_stderr "slots: missing LOCKFILE"$'\n'"Try 'slots --help'."
 	run -0 --separate-stderr "$T/slots" --help
 	assert_line --index 0 --regexp '^usage: slots '
 }
@@ -57,7 +57,7 @@ makefile_applets() {
 	run -0 --separate-stderr "$T/mutex" "$F" sh -c "$SAY_SLOT"
 	assert_output "slot 1"
 	run -125 --separate-stderr "$T/mutex"
-	assert_stderr "mutex: missing LOCKFILE"$'\n'"Try 'lockbox mutex --help'."
+	assert_stderr "mutex: missing LOCKFILE"$'\n'"Try 'mutex --help'."
 }
 
 @test "a link with an unknown name: unknown applet, 127" {
@@ -118,7 +118,8 @@ makefile_applets() {
 	run -0 --separate-stderr "$LOCKBOX" --version
 	want=$output
 	for args in "-V" "slots --version" "mutex --version" "waitfor --version" \
-	    "adaptive --version" "slots -q --version" "mutex -v --version"; do
+	    "adaptive --version" "slots -q --version" "mutex -v --version" \
+	    "slots -V" "mutex -V" "waitfor -V" "adaptive -V" "mutex -qV" "waitfor -q -V"; do
 		# shellcheck disable=SC2086 # the words of $args are the arguments
 		run -0 --separate-stderr "$LOCKBOX" $args
 		assert_stderr ""
@@ -127,7 +128,60 @@ makefile_applets() {
 	# through the applets' links too
 	run -0 --separate-stderr "${LOCKBOX%/*}/slots" --version
 	assert_output "$want"
+	local a
+	for a in slots mutex waitfor adaptive; do
+		ln -s "$LOCKBOX" "$T/$a"
+		run -0 --separate-stderr "$T/$a" -V
+		assert_output "$want"
+		# and every applet's --help lists it
+		run -0 --separate-stderr "$T/$a" --help
+		assert_line --regexp '^  -V, --version +print lockbox.s version and lock kind$'
+	done
 	assert [ ! -e "$F" ]
+}
+
+# bats test_tags=lockkind
+@test "a usage error says Try with the name it was run by" {
+	local a
+	for a in slots mutex waitfor adaptive; do
+		ln -s "$LOCKBOX" "$T/$a"
+		run -125 --separate-stderr "$T/$a" --bogus
+		assert_stderr "$a: invalid option '--bogus'"$'\n'"Try '$a --help'."
+		run -125 --separate-stderr "$LOCKBOX" "$a" --bogus
+		assert_stderr "$a: invalid option '--bogus'"$'\n'"Try 'lockbox $a --help'."
+	done
+	# by its path, the link's name
+	run -125 --separate-stderr "$T/mutex" -w
+	assert_stderr "mutex: option '-w' needs an argument"$'\n'"Try 'mutex --help'."
+}
+
+# bats test_tags=lockkind,wait
+@test "a typo of an applet or an option gets the nearest one suggested" {
+	run -127 --separate-stderr "$LOCKBOX" mutx "$F" true
+	assert_stderr "lockbox: unknown applet: mutx (did you mean mutex?)"
+	run -127 --separate-stderr "$LOCKBOX" slost "$F" 2 true
+	assert_stderr "lockbox: unknown applet: slost (did you mean slots?)"
+	run -127 --separate-stderr "$LOCKBOX" waitfr 1 1 true
+	assert_stderr "lockbox: unknown applet: waitfr (did you mean waitfor?)"
+	run -127 --separate-stderr "$LOCKBOX" lokcs
+	assert_stderr "lockbox: unknown applet: lokcs (did you mean locks?)"
+	# nothing near: no guess
+	run -127 --separate-stderr "$LOCKBOX" flock "$F" true
+	assert_stderr "lockbox: unknown applet: flock"
+	run -127 --separate-stderr "$LOCKBOX" mut "$F" true
+	assert_stderr "lockbox: unknown applet: mut"
+	run -125 --separate-stderr "$LOCKBOX" --hlep
+	assert_stderr "lockbox: invalid option '--hlep' (did you mean --help?)"$'\n'"Try 'lockbox --help'."
+	run -125 --separate-stderr "$LOCKBOX" --shell-libs
+	assert_stderr "lockbox: invalid option '--shell-libs' (did you mean --shell-lib?)"$'\n'"Try 'lockbox --help'."
+	expect_usage "invalid option '--wiat' (did you mean --wait?)" mutex --wiat 5 "$F" true
+	expect_usage "invalid option '--wiat' (did you mean --wait?)" mutex --wiat=5 "$F" true
+	expect_usage "invalid option '--jsno' (did you mean --json?)" slots --jsno "$F" list
+	expect_usage "invalid option '--recrod-args' (did you mean --record-args?)" slots --recrod-args "$F" 2 true
+	expect_usage "invalid option '--retyr-on' (did you mean --retry-on?)" waitfor --retyr-on 75 1 1 true
+	expect_usage "invalid option '--sylog' (did you mean --syslog?)" adaptive --sylog a true
+	expect_usage "invalid option '--expire-afer' (did you mean --expire-after?)" adaptive --expire-afer 3h a true
+	expect_usage "invalid option '--bogus'" mutex --bogus "$F" true
 }
 
 # bats test_tags=lockkind

@@ -79,8 +79,7 @@ struct opts {
 	int flock_fd;		/* flock(1)'s "flock FD": FD any file, nothing on stdout */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
-	OPT_VERSION };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
 
 /*
  * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
@@ -151,7 +150,7 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "unlock", no_argument, NULL, 'u' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "version", no_argument, NULL, 'V' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -175,7 +174,7 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 	int c;
 
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:E:Fehnoqsuvw:x", longopts)) != -1) {
+	while ((c = lb_getopt(argc, argv, "+:E:FVehnoqsuvw:x", longopts)) != -1) {
 		switch (c) {
 		case 'E':
 			o->busy_status = lb_opt_exit_code(optarg);
@@ -183,6 +182,8 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case 'F':
 			o->no_fork = 1;
 			break;
+		case 'V':
+			lb_version();
 		case 'e':
 		case 'x':
 			o->shared = 0;
@@ -230,8 +231,6 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case OPT_RECORD_ARGS:
 			o->record_args = 1;
 			break;
-		case OPT_VERSION:
-			lb_version();
 		}
 	}
 	return optind;
@@ -272,7 +271,7 @@ static void misplaced(const char *word)
 	if (word == NULL || word[0] != '-' || word[1] == '\0' || strcmp(word, "--") == 0)
 		return;
 	if (word[1] != '-') {
-		if (strchr("EFehnoqsuvwx", word[1]) == NULL)
+		if (strchr("EFVehnoqsuvwx", word[1]) == NULL)
 			return;
 	} else {
 		n = strcspn(word + 2, "=");

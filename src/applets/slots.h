@@ -16,7 +16,7 @@
 	"                      SIG (default TERM; none: do not) when the server\n" \
 	"                      connection is lost\n" \
 	"  -h, --help          this help\n" \
-	"      --version       print lockbox's version and lock kind\n" \
+	"  -V, --version       print lockbox's version and lock kind\n" \
 	"\n" \
 	"create makes LOCKFILE (or checks the one there) without taking it:\n" \
 	"0 when it is a lock file lockbox may use, 125 otherwise.\n"
