@@ -44,7 +44,7 @@ makefile_applets() {
 	run -0 --separate-stderr "$T/slots" "$F" 2 sh -c "$SAY_SLOT"
 	assert_output "slot 1"
 	run -125 --separate-stderr "$T/slots" "$F" 0 true
-	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000"$'\n'"Try 'slots --help'."
+	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000, or +N, -N or P% of the processors"$'\n'"Try 'slots --help'."
 	run -125 --separate-stderr "$T/slots"
 	assert_stderr "slots: missing LOCKFILE"$'\n'"Try 'slots --help'."
 	run -0 --separate-stderr "$T/slots" --help
@@ -355,11 +355,39 @@ makefile_applets() {
 # bats test_tags=lockkind
 @test "bad MAX is a usage error and creates nothing" {
 	local max
-	for max in 0 -1 abc 3abc 2.5 '' 99999999999999999999 10001 ' 2' +2 0x2; do
-		expect_usage "invalid MAX '$max': expected a whole number from 1 to 10000" \
+	for max in 0 abc 3abc 2.5 '' 99999999999999999999 10001 ' 2' 0x2 + - % +x -2x '+ 1' 1.5% %50 '50 %' ++1; do
+		expect_usage "invalid MAX '$max': expected a whole number from 1 to 10000, or +N, -N or P% of the processors" \
 			slots "$F" "$max" touch "$T/ran"
 	done
+	local cpus
+	cpus=$(nproc)
+	expect_usage "invalid MAX '+10000': $cpus processors make it $((cpus + 10000)), more than 10000" \
+		slots "$F" +10000 touch "$T/ran"
 	assert [ ! -e "$T/ran" ]
+}
+
+@test "MAX as sem counts jobs: +N, -N and P% of the processors nproc counts" {
+	local cpus max want
+	cpus=$(nproc)
+	for max in +0 +2 -1 -1000 50% 100% 250% 1%; do
+		case $max in
+		+*) want=$((cpus + ${max#+})) ;;
+		-*) want=$((cpus - ${max#-})) ;;
+		*%) want=$((cpus * ${max%\%} / 100)) ;;
+		esac
+		((want >= 1)) || want=1
+		run -0 --separate-stderr "$LOCKBOX" slots -v "$F" "$max" true
+		assert_stderr "slots: $F: took slot 1 of $want"
+	done
+	# as many at once as it says: a pool of +0 is full with nproc holders
+	if ((cpus <= 16)); then
+		local i
+		for ((i = 0; i < cpus; i++)); do
+			start_holder "$F" "$cpus"
+		done
+		run -75 --separate-stderr "$LOCKBOX" slots "$F" +0 true
+		assert_stderr_regex "^slots: $(re_quote "$F"): all $cpus slots busy "
+	fi
 }
 
 # bats test_tags=lockkind
@@ -473,7 +501,13 @@ makefile_applets() {
 	expect_usage "invalid option '--bogus'" slots --bogus "$F" 2 true
 	expect_usage "invalid option '-z'" mutex -z "$F" true
 	expect_usage "--json goes with check or list" slots --json "$F" 2 true
-	expect_usage "--json and --fd do not go with COMMAND" slots --fd 0 "$F" 2 true
+	expect_usage "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" slots --fd 0 "$F" 2 true
+	# util-linux's newest flock(1) habit, as typed
+	exec 9<>"$T/fd9"
+	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex --fd 9 touch "$T/ran"
+	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex -n --fd 9 "$T/fd9" touch "$T/ran"
+	exec 9>&-
+	assert [ ! -e "$T/ran" ]
 	expect_usage "unexpected argument 'extra'" slots "$F" check extra
 	expect_usage "unexpected argument 'extra'" slots "$F" list extra
 	expect_usage "acquire needs --fd FD" slots acquire 2
@@ -483,7 +517,7 @@ makefile_applets() {
 	expect_usage "unexpected argument '2'" slots release --fd 0 2
 	expect_usage "unexpected argument '2'" mutex acquire --fd 0 2
 	expect_usage "unexpected argument 'x'" slots acquire --fd 0 2 x
-	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000" slots acquire --fd 0 0
+	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000, or +N, -N or P% of the processors" slots acquire --fd 0 0
 }
 
 # --- postgresql:// targets, with or without the backend ------------------
@@ -527,7 +561,7 @@ Try 'lockbox slots --help'."
 Try 'lockbox mutex --help'."
 	# bytes that are no UTF-8, and C1 controls (CSI), too; characters stay
 	run -125 --separate-stderr "$LOCKBOX" slots "$F" $'\xff\xc2\x9b\xc3\xa9' true
-	assert_stderr "slots: invalid MAX '\\xff\\xc2\\x9bé': expected a whole number from 1 to 10000
+	assert_stderr "slots: invalid MAX '\\xff\\xc2\\x9bé': expected a whole number from 1 to 10000, or +N, -N or P% of the processors
 Try 'lockbox slots --help'."
 	# a lock file's name in an error message, too
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/no"$'\n'"dir/lock" true

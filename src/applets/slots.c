@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@ static const struct poolcmd slots = {
 	    "\n"
 	    "Run COMMAND in place (exec) holding one of MAX slots of LOCKFILE;\n"
 	    "LOCKBOX_SLOT tells it which (1..MAX). Fail with 75 when all are busy.\n"
+	    "MAX is 1 to 10000, or as sem has it +N, -N or P% of the processors.\n"
+	    "'mutex -w inf LOCKFILE true' waits until every slot is free.\n"
 	    "\n"
 	    "  -w, --wait DUR      wait up to DUR for a slot (bare number: seconds;\n"
 	    "                      units ms s m h d, sums like 1m30s; inf: no end)\n"
@@ -126,7 +129,11 @@ static const struct rule {
 	{ M(HELD), HAS_JSON, 0, 0, "--json goes with check or list; held says it with its status" },
 	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, 0, "create takes no option but --mode" },
 	{ M(RUN), HAS_JSON, 0, 0, "--json goes with check or list" },
-	{ M(RUN), HAS_FD, 0, 0, "--json and --fd do not go with COMMAND" },
+	/* flock(1)'s habit of an fd opened by the shell, with a command: not this form */
+	{ M(RUN), HAS_FD, 0, FOR_MUTEX,
+	    "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" },
+	{ M(RUN), HAS_FD, 0, FOR_SLOTS,
+	    "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" },
 };
 
 static const struct option longopts[] = {
@@ -283,6 +290,48 @@ static void misplaced(const char *word)
 	lb_usage_error("option '%s' after LOCKFILE: options go before LOCKFILE", word);
 }
 
+/* The processors this process may run on, as nproc(1) counts them. */
+static unsigned processors(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/*
+ * MAX relative to the processors, as GNU parallel's sem counts jobs:
+ * +N and -N processors more or fewer (at least 1), P% of them (at least
+ * 1, rounded down). 0, or -1 when S is none of these forms.
+ */
+static int relative_max(const char *s, uint64_t *out)
+{
+	char num[24];
+	size_t n = strlen(s);
+	uint64_t v, cpus;
+
+	if (n < 2 || n >= sizeof num || (s[0] != '+' && s[0] != '-' && s[n - 1] != '%'))
+		return -1;
+	if (s[n - 1] == '%')
+		snprintf(num, sizeof num, "%.*s", (int)(n - 1), s);
+	else
+		snprintf(num, sizeof num, "%s", s + 1);
+	if (lb_parse_uint(num, 0, 100 * (uint64_t)LB_POOL_MAX_SLOTS, &v) != 0)
+		return -1;
+	cpus = processors();
+	if (s[n - 1] == '%')
+		v = cpus * v / 100;
+	else if (s[0] == '+')
+		v = cpus + v;
+	else
+		v = cpus > v ? cpus - v : 0;
+	*out = v > 0 ? v : 1;
+	return 0;
+}
+
 static unsigned parse_max(const struct poolcmd *cmd, const char *s)
 {
 	uint64_t v;
@@ -292,8 +341,14 @@ static unsigned parse_max(const struct poolcmd *cmd, const char *s)
 	if (s == NULL)
 		lb_usage_error("missing MAX");
 	misplaced(s);
+	if (relative_max(s, &v) == 0) {
+		if (v > LB_POOL_MAX_SLOTS)
+			lb_usage_error("invalid MAX '%s': %u processors make it %llu, more than %d",
+			    s, processors(), (unsigned long long)v, LB_POOL_MAX_SLOTS);
+		return (unsigned)v;
+	}
 	if (lb_parse_uint(s, 1, LB_POOL_MAX_SLOTS, &v) != 0)
-		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
+		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d, or +N, -N or P%% of the processors",
 		    s, LB_POOL_MAX_SLOTS);
 	return (unsigned)v;
 }
