@@ -222,6 +222,41 @@ blocked_in_queue() {
 		END { print n + 0 }' /proc/locks) == $2))
 }
 
+@test "LOCKFILE forgotten or put after COMMAND: one line that says LOCKFILE comes first, 125, nothing made" {
+	local w=$T/w
+	mkdir -p "$w/bin"
+	cd "$w"
+	# "mutex sleep 1 F": a file named after a command while COMMAND is not found
+	run -125 --separate-stderr "$LOCKBOX" mutex sleep 1 F
+	assert_stderr "mutex: sleep: not creating a lock file named after a command while '1' is not found: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" mutex -w 5 sleep 1 F
+	assert_stderr "mutex: sleep: not creating a lock file named after a command while '1' is not found: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	run -125 --separate-stderr "$LOCKBOX" slots sleep 2 F
+	assert_stderr "slots: sleep: not creating a lock file named after a command while 'F' is not found: LOCKFILE comes first (slots [OPTION...] LOCKFILE MAX COMMAND)"
+	# "mutex /usr/bin/rsync -a src dst" with rsync not installed: a directory of PATH
+	PATH=$w/bin:$PATH run -125 --separate-stderr "$LOCKBOX" mutex "$w/bin/rsync" -a src dst
+	assert_stderr "mutex: $w/bin/rsync: not creating a lock file in $w/bin, a directory of PATH: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	PATH=$w/bin:$PATH run -125 --separate-stderr "$LOCKBOX" slots -w 1 "$w/bin/job" 4 true
+	assert_stderr "slots: $w/bin/job: not creating a lock file in $w/bin, a directory of PATH: LOCKFILE comes first (slots [OPTION...] LOCKFILE MAX COMMAND)"
+	# the same directory by another name
+	ln -s bin "$w/bin2"
+	PATH=$w/bin2:$PATH run -125 --separate-stderr "$LOCKBOX" mutex "$w/bin/rsync" true
+	assert_stderr "mutex: $w/bin/rsync: not creating a lock file in $w/bin, a directory of PATH: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	# nothing was left behind
+	run -0 ls -A "$w" "$w/bin"
+	assert_output "$w:
+bin
+bin2
+
+$w/bin:"
+	# a file there already is locked as before, and a command found runs
+	touch "$w/bin/tool"
+	PATH=$w/bin:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$w/bin/tool" true
+	run -0 --separate-stderr "$LOCKBOX" mutex sleep true
+	assert [ -f "$w/sleep" ]
+}
+
 # bats test_tags=wait
 @test "-w waiters are served in arrival order; a stopped one goes to the back, a killed one's place is skipped" {
 	hold_sleep mutex "$F"

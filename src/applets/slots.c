@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "applets.h"
@@ -438,6 +439,44 @@ static int run_closed(char **command)
 	return r != 0 ? r : lb_child_status(wstatus);
 }
 
+/*
+ * LOCKFILE where COMMAND was meant: "mutex /usr/bin/rsync -a src dst"
+ * (rsync not installed), "mutex sleep 1 F". A lock file is never made in
+ * a directory of PATH, nor named after a command on PATH while the
+ * COMMAND given is not found: one line that says the order (1: said), with
+ * nothing created. Only a file not there yet is looked at: an existing
+ * one is locked as it always was.
+ */
+static int misordered(const struct poolcmd *cmd, const char *path, char *const *command)
+{
+	const char *form = cmd->fixed_max ? "mutex [OPTION...] LOCKFILE COMMAND" :
+	    "slots [OPTION...] LOCKFILE MAX COMMAND";
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if ((lb_pool_target_caps(path) & LB_POOL_IN_FS) == 0 || lstat(path, &st) == 0 ||
+	    errno != ENOENT)
+		return 0;
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	if (lb_exec_path_dir(dir)) {
+		lb_warnx("%s: not creating a lock file in %s, a directory of PATH: LOCKFILE comes first (%s)",
+		    path, dir, form);
+		return 1;
+	}
+	if (slash == NULL && lb_exec_found(path) && !lb_exec_found(command[0])) {
+		lb_warnx("%s: not creating a lock file named after a command while '%s' is not found: LOCKFILE comes first (%s)",
+		    path, command[0], form);
+		return 1;
+	}
+	return 0;
+}
+
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
@@ -458,6 +497,8 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
+	if (misordered(cmd, path, command))
+		return LB_EXIT_FAIL;
 	/* a pool of one (mutex) takes any file, as flock(1) does */
 	popts.any_file = max == 1;
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
