@@ -16,6 +16,7 @@
 #include "opts.h"
 #include "pool.h"
 #include "text.h"
+#include "title.h"
 
 #define USAGE \
 	"usage: lockbox APPLET [ARG...]\n" \
@@ -161,9 +162,12 @@ static int fill_std_fds(void)
 int main(int argc, char **argv)
 {
 	static char outbuf[64 * 1024];
-	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	const char *base;
 	size_t i;
 
+	/* before anything reads argv: a waiter writes what it waits for there */
+	lb_title_init(argc, argv);
+	base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	if (fill_std_fds() != 0)
 		return LB_EXIT_FAIL;
 	/*

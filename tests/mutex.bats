@@ -258,6 +258,40 @@ $w/bin:"
 }
 
 # bats test_tags=wait
+@test "a waiter is named by the command it will run, with --record-args its words: list, --json and ps" {
+	start_holder_with mutex "$F"
+	spawn "$LOCKBOX" mutex -w 60 "$F" touch "$T/ran" --no-such-flag
+	local plain=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	spawn "$LOCKBOX" mutex --record-args -w 60 "$F" sh -c ': "$@"' sh a 'b c'
+	local args=$SPAWN_PID
+	wait_for waiting_on "$F" 2
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[2]}" "^- +$plain +$AGE_RE +waiting 1st: touch\$"
+	assert_regex "${lines[3]}" "^- +$args +$AGE_RE +waiting 2nd: sh -c : \"\\\$@\" sh a b c\$"
+	run -0 "$LOCKBOX" mutex --json "$F" list
+	assert_output --partial "\"waiting\":true,\"queue\":1,\"pid\":$plain,"
+	assert_output --partial ",\"command\":\"touch\",\"mode\":\"exclusive\"}"
+	assert_output --partial ",\"command\":\"sh -c : \\\"\$@\\\" sh a b c\",\"mode\":\"exclusive\"}"
+	# ps and /proc show it too: the waiter's command line, while it waits
+	run -0 ps -o args= -p "$plain"
+	assert_output --regexp "waiting: touch\$"
+	# once it holds the lock, -o's supervisor has its own command line back
+	stop_pid "$plain"
+	stop_pid "$args"
+	# shellcheck disable=SC2153 # set by start_holder_with
+	stop_pid "$HOLDER_PID"
+	start_holder_with mutex "$F"
+	spawn "$LOCKBOX" mutex -o -w 60 "$F" sh -c "$HOLD_SCRIPT" sh "$T/o.held"
+	local o=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	stop_pid "$HOLDER_PID"
+	wait_for test -s "$T/o.held"
+	run -0 tr '\0' ' ' <"/proc/$o/cmdline"
+	assert_output "$LOCKBOX mutex -o -w 60 $F sh -c $HOLD_SCRIPT sh $T/o.held "
+}
+
+# bats test_tags=wait
 @test "-w waiters are served in arrival order; a stopped one goes to the back, a killed one's place is skipped" {
 	hold_sleep mutex "$F"
 	local name pids=() i

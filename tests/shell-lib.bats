@@ -182,6 +182,30 @@ scenario_busy_then_kill() {
 	both scenario_busy_then_kill
 }
 
+scenario_waiter_named() {
+	hold_script
+	start_hold
+	script waiter <<'EOF'
+acquire_mutex -w 60 "$F" || exit
+EOF
+	cmd waiter
+	spawn "${CMD[@]}"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# the waiter, whichever process waits (the shell, or the binary for it), is named for the script
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_line --index 2 --regexp "^- +[0-9]+ +$AGE_RE +waiting 1st: $(re_quote "waiter.$MODE")\$"
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
+# bats test_tags=lockkind,wait
+@test "a script waiting in acquire_mutex -w is listed as the script, as it will hold the lock" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_waiter_named
+}
+
 scenario_kill_with_child() {
 	hold_script
 	start_hold child

@@ -26,6 +26,7 @@
 #include "pool.h"
 #include "slots.h"
 #include "supervise.h"
+#include "title.h"
 
 #define USAGE \
 	"usage: slots [-noqvF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
@@ -375,7 +376,11 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 	/* -v on a terminal: one line, rewritten while we wait; off one, the last line only */
 	if (o->verbose && o->wait > 0 && isatty(STDERR_FILENO))
 		lb_pool_set_progress(pool, poolcmd_status_line, &sl);
+	/* a waiter is named by the job it waits for, not as lockbox: see title.h */
+	if (o->wait > 0)
+		lb_title_waiting(who->command);
 	r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, &busy);
+	lb_title_restore();
 	lb_pool_set_progress(pool, NULL, NULL);
 	if (sl.shown)
 		(void)!write(STDERR_FILENO, "\r\033[K", 4);
