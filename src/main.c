@@ -64,9 +64,8 @@ static void pg_handoff(const char *target)
 	e = errno;
 	/* a message never shows the URL's secrets */
 	shown = lb_url_mask(target);
-	errno = e;
-	lb_warn("%s: cannot run the PostgreSQL helper %s", shown != NULL ? shown : "postgresql://",
-	    helper);
+	lb_warnx("%s: cannot run the PostgreSQL helper %s: %s%s", shown != NULL ? shown : "postgresql://",
+	    helper, strerror(e), e == ENOENT ? " (it comes with the package lockbox-postgresql)" : "");
 	free(shown);
 }
 #endif

@@ -532,6 +532,44 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+@test "a misspelt postgresql:// is not taken for a path: did you mean postgresql://?, 125, nothing made, no secret shown" {
+	cd "$T"
+	mkdir w
+	cd w
+	local url
+	for url in 'postgersql://u:secret@db/ops?lock=x' 'postgressql://db/ops?lock=x' \
+		'postgresql:/db/ops?lock=x' 'postgresql:db?lock=x' 'Postgres://db/ops?lock=x' 'POSTGRESQL://db/ops?lock=x'; do
+		run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$url" touch "$T/ran"
+		assert_stderr "mutex: ${url%%:*}:$(sed -n 's/^[^:]*:\(\/*\).*/\1/p' <<<"$url")...: not a lock file's path nor a server's URL: did you mean postgresql://?"
+		run -125 --separate-stderr "$LOCKBOX" slots "$url" 2 true
+		run -125 --separate-stderr "$LOCKBOX" adaptive -d "$url" a true
+		assert_stderr_regex "^adaptive: [A-Za-z]+:/*\.\.\.: not a lock file's path nor a server's URL: did you mean postgresql://\?\$"
+	done
+	run -0 ls -A
+	assert_output ""
+	assert [ ! -e "$T/ran" ]
+	# a directory of that name makes it a path, however it looks
+	mkdir postgersql:
+	run -0 --separate-stderr "$LOCKBOX" mutex postgersql:/lock true
+	assert [ -f postgersql:/lock ]
+}
+
+@test "passfile= and service= in a lock's URL: one line, 125; a missing helper names its package" {
+	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no PostgreSQL helper in this build"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "postgresql://127.0.0.1:1/db?lock=x&passfile=$T/pass" touch "$T/ran"
+	assert_stderr "mutex: postgresql://127.0.0.1:1/db?lock=x&passfile=$T/pass: passfile= is not taken in a lock's URL: name the file in PGPASSFILE, or use ~/.pgpass"
+	run -125 --separate-stderr "$LOCKBOX" slots "postgresql://127.0.0.1:1/db?service=ops&lock=x" 2 true
+	assert_stderr "slots: postgresql://127.0.0.1:1/db?service=ops&lock=x: service= is not taken in a lock's URL: name the service in PGSERVICE"
+	# percent-encoded, as libpq would decode it
+	run -125 --separate-stderr "$LOCKBOX" mutex "postgresql://127.0.0.1:1/db?lock=x&pass%66ile=/p" true
+	assert_stderr_regex "passfile= is not taken in a lock's URL"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "postgresql://127.0.0.1:1/db?passfile=/p" a true
+	assert_stderr_regex "^adaptive: .*: passfile= is not taken in a lock's URL"
+	assert [ ! -e "$T/ran" ]
+	LOCKBOX_PG_HELPER=$T/no-helper run -125 --separate-stderr "$LOCKBOX" mutex "postgresql://u:secret@127.0.0.1:1/db?lock=x" true
+	assert_stderr "mutex: postgresql://u:***@127.0.0.1:1/db?lock=x: cannot run the PostgreSQL helper $T/no-helper: No such file or directory (it comes with the package lockbox-postgresql)"
+}
+
 # bats test_tags=lockkind
 @test "no secret of a postgresql:// URL is ever printed, even when no server answers" {
 	local url='postgresql://u:pw1@127.0.0.1:1/db?password=pw2&sslpassword=pw3&%70assword=pw4&lock=x&application_name=a@b'
