@@ -366,6 +366,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "MAX as sem counts jobs: +N, -N and P% of the processors nproc counts" {
 	local cpus max want
 	cpus=$(nproc)
@@ -532,6 +533,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# bats test_tags=lockkind
 @test "a misspelt postgresql:// is not taken for a path: did you mean postgresql://?, 125, nothing made, no secret shown" {
 	cd "$T"
 	mkdir w
@@ -554,6 +556,7 @@ makefile_applets() {
 	assert [ -f postgersql:/lock ]
 }
 
+# bats test_tags=lockkind
 @test "passfile= and service= in a lock's URL: one line, 125; a missing helper names its package" {
 	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no PostgreSQL helper in this build"
 	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "postgresql://127.0.0.1:1/db?lock=x&passfile=$T/pass" touch "$T/ran"

@@ -222,6 +222,7 @@ blocked_in_queue() {
 		END { print n + 0 }' /proc/locks) == $2))
 }
 
+# bats test_tags=wait
 @test "LOCKFILE forgotten or put after COMMAND: one line that says LOCKFILE comes first, 125, nothing made" {
 	local w=$T/w
 	mkdir -p "$w/bin"

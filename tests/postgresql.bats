@@ -723,6 +723,7 @@ setup_blocks() {
 	sed -i -e 's/\\e/\\/g' -e 's/\\&//g' "$T"/setup.*
 }
 
+# bats test_tags=privilege
 @test "Setting up: the role, database, grant and ~/.pgpass of lockbox-postgresql(7), as printed, on a server that asks for passwords" {
 	local dir env url owner port line
 	# a server of its own (in a directory its owner, nobody for root, can

@@ -176,7 +176,7 @@ scenario_busy_then_kill() {
 	stop_pid "$HOLD_PID"
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,wait
 @test "a second copy fails fast with 75; after SIGKILL of the first, the next copy gets it" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_busy_then_kill
@@ -493,7 +493,6 @@ first_last() {
 	awk '{ sub(/\([0-9]+ attempts?\)/, "(N)") } NR == 1 { print } { last = $0 } END { if (NR > 1) print last }'
 }
 
-# bats test_tags=lockkind
 # shellcheck disable=SC2030,SC2016,SC2154 # bats' run sets the results; expanded by the child shell
 @test "waitfor in the library: min, sec and hr, -v on a bare TIMEOUT, and -V, as the applet has them" {
 	local lib args

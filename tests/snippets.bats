@@ -19,7 +19,6 @@
 # up runs in postgresql.bats); every block is one of these, by rule.
 
 load test_helper
-# bats file_tags=packaging
 
 SRC=${LOCKBOX_SRCDIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 
@@ -247,7 +246,6 @@ run_page() {
 	assert [ "$n" -gt 0 ]
 }
 
-# bats test_tags=lockkind,privilege
 @test "README.md: every example block runs as printed, lockbox as installed" {
 	run_page README.md
 	assert [ "$RAN_BLOCKS" -ge 7 ]
@@ -255,31 +253,29 @@ run_page() {
 	run -0 grep -c . "$RAN"
 }
 
-# bats test_tags=lockkind,privilege
 @test "lockbox(1): every example block runs as printed" {
 	run_page lockbox.1
 	assert [ "$RAN_BLOCKS" -ge 5 ]
 }
 
-# bats test_tags=lockkind,privilege
+# bats test_tags=lockkind
 @test "mutex(1): every example block runs as printed" {
 	run_page mutex.1
 	assert [ "$RAN_BLOCKS" -ge 10 ]
 }
 
-# bats test_tags=lockkind,privilege
+# bats test_tags=lockkind
 @test "slots(1): every example block runs as printed" {
 	run_page slots.1
 	assert [ "$RAN_BLOCKS" -ge 7 ]
 }
 
-# bats test_tags=lockkind,privilege
+# bats test_tags=lockkind
 @test "adaptive(1): every example block runs as printed" {
 	run_page adaptive.1
 	assert [ "$RAN_BLOCKS" -ge 3 ]
 }
 
-# bats test_tags=lockkind,privilege
 @test "waitfor(1), lockbox-systemd(7), lockbox-postgresql(7): every example block runs as printed or is a server's" {
 	run_page waitfor.1
 	assert [ "$RAN_BLOCKS" -ge 2 ]
