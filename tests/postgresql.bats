@@ -809,7 +809,7 @@ EOF
 @test "without the helper: a clear 125" {
 	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no lockbox-pg in this build"
 	LOCKBOX_PG_HELPER=$T/missing run -125 --separate-stderr "$LOCKBOX" mutex "$U" true
-	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory\$"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory \\(it comes with the package lockbox-postgresql\\)\$"
 }
 
 @test "the shell library takes lock files only, and says so to a server's URL" {

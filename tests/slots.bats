@@ -549,9 +549,11 @@ older_than() {
 
 # bats test_tags=privilege
 @test "mutex runs a command named check after --" {
-	printf '#!/bin/sh\necho "my check ran"\n' >"$T/check"
-	chmod +x "$T/check"
-	PATH=$T:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" -- check
+	# (in a directory of its own: a lock file is never made in one of PATH's)
+	mkdir "$T/bin"
+	printf '#!/bin/sh\necho "my check ran"\n' >"$T/bin/check"
+	chmod +x "$T/bin/check"
+	PATH=$T/bin:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" -- check
 	assert_output "my check ran"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
 	assert_output 0

@@ -53,11 +53,32 @@ need_box() {
 # installed tree is at the prefix, /usr/bin has lockbox's links and the
 # stubs, and the places the examples write are empty file systems.
 box() {
+	local -a net=()
+	[[ -z ${SERVER:-} ]] || net=(-n)
 	# shellcheck disable=SC2016 # expanded by the namespace's bash
-	unshare -m --propagation private bash -c '
+	unshare -m "${net[@]}" --propagation private bash -c '
 		set -e
-		dest=$1 prefix=$2 stub=$3
-		shift 3
+		dest=$1 prefix=$2 stub=$3 server=$4 owner=$5 pgbin=$6
+		shift 6
+		# with SERVER, a network of its own, where db and db.example.com
+		# are a PostgreSQL server on 127.0.0.1:5432 whose local socket is
+		# where psql looks for it
+		if [ -n "$server" ]; then
+			ip link set lo up
+			mount -t tmpfs -o mode=0755 tmpfs /run
+			mkdir -p /run/lock /run/postgresql
+			chown "$owner" /run/postgresql
+			printf "127.0.0.1 localhost db db.example.com\n" >/run/hosts
+			mount --bind /run/hosts /etc/hosts
+			runuser -u "$owner" -- "$pgbin/pg_ctl" -D "$server/data" -l "$server/log" -w -s \
+				-o "-c listen_addresses=127.0.0.1 -p 5432 -k /run/postgresql -c fsync=off -c ssl=on" start
+			trap "runuser -u \"$owner\" -- \"$pgbin/pg_ctl\" -D \"$server/data\" -m immediate -w -s stop" EXIT
+			# the role the examples connect as, when their URL names none
+			psql -U postgres -XAtq -c "CREATE ROLE $(id -un) SUPERUSER LOGIN" >/dev/null
+			if [ -n "${SERVER_OPS:-}" ]; then
+				psql -U postgres -XAtq -c "CREATE DATABASE ops" >/dev/null
+			fi
+		fi
 		# the installed files over the prefix, the rest of it still seen
 		mount -t overlay overlay -o "lowerdir=$dest$prefix:$prefix" "$prefix" 2>/dev/null ||
 			mount --bind "$dest$prefix" "$prefix"
@@ -69,7 +90,55 @@ box() {
 		for d in /run/lock /var/log /var/lib /var/tmp; do
 			mount -t tmpfs -o mode=1777 tmpfs "$d"
 		done
-		exec "$@"' box "$DEST" "$PREFIX" "$STUB" "$@"
+		"$@"' box "$DEST" "$PREFIX" "$STUB" "${SERVER:-}" "${SERVER_OWNER:-}" "${PGBIN:-}" "$@"
+}
+
+# need_server: SERVER, a PostgreSQL cluster made for the box to start:
+# superuser postgres, trusted but for the role lockbox, which gives its
+# password over TCP (lockbox-postgresql(7)'s Setting up makes it), SSL
+# with a certificate of its own. As root it runs as postgres (or nobody);
+# its directory is one that user can reach.
+need_server() {
+	server_here || skip "$SERVER_WHY"
+}
+
+# server_here: need_server's work, or 1 and SERVER_WHY.
+server_here() {
+	local d
+	PGBIN=$(pg_config --bindir 2>/dev/null) || PGBIN=
+	if [[ ! -x $PGBIN/initdb ]]; then
+		PGBIN=
+		for d in /usr/lib/postgresql/*/bin; do
+			[[ -x $d/initdb ]] && PGBIN=$d
+		done
+	fi
+	SERVER_WHY="no PostgreSQL server programs (initdb)"
+	[[ -n $PGBIN ]] || return 1
+	SERVER_WHY="needs ip(8), openssl(1) and psql(1)"
+	command -v ip >/dev/null && command -v openssl >/dev/null && command -v psql >/dev/null || return 1
+	SERVER_WHY="cannot make a network namespace here"
+	unshare -n true 2>/dev/null || return 1
+	SERVER_WHY="this build has no PostgreSQL helper"
+	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || return 1
+	SERVER_OWNER=postgres
+	id -u "$SERVER_OWNER" >/dev/null 2>&1 || SERVER_OWNER=nobody
+	SERVER=$(mktemp -d "${TMPDIR:-/tmp}/lockbox-snippets-pg.XXXXXX")
+	CLEANUP_DIRS+=("$SERVER")
+	mkdir "$SERVER/data"
+	chown "$SERVER_OWNER" "$SERVER" "$SERVER/data"
+	chmod 0700 "$SERVER/data"
+	runuser -u "$SERVER_OWNER" -- "$PGBIN/initdb" -D "$SERVER/data" -U postgres --auth=trust \
+		-E UTF8 --no-sync >"$T/initdb.log" 2>&1 || fail "initdb: $(cat "$T/initdb.log")"
+	openssl req -new -x509 -days 2 -nodes -subj /CN=db -keyout "$SERVER/data/server.key" \
+		-out "$SERVER/data/server.crt" 2>/dev/null
+	chown "$SERVER_OWNER" "$SERVER/data/server.key" "$SERVER/data/server.crt"
+	chmod 0600 "$SERVER/data/server.key"
+	{ printf 'host all lockbox 127.0.0.1/32 scram-sha-256\n'; cat "$SERVER/data/pg_hba.conf"; } >"$T/hba"
+	cat "$T/hba" >"$SERVER/data/pg_hba.conf"
+	# "sudo -u postgres psql": psql as the database's superuser
+	# shellcheck disable=SC2016 # expanded by the stub's sh
+	printf '#!/bin/sh\nif [ "$1" = -u ]; then PGUSER=$2; export PGUSER; shift 2; fi\nexec "$@"\n' >"$STUB/path/sudo"
+	chmod +x "$STUB/path/sudo"
 }
 
 # The literal blocks of a man page (.Bd -literal to .Ed, with the escapes
@@ -116,6 +185,18 @@ kind() {
 	fi
 }
 
+# ekind FILE: the kind of block FILE is, as this run takes it: a server's
+# runs where there is a server (SERVER), as a transcript or commands
+ekind() {
+	local k
+	k=$(kind "$1")
+	if [[ $k == server && -n ${SERVER:-} ]]; then
+		k=run
+		[[ $(head -n 1 "$1") != '$ '* ]] || k=transcript
+	fi
+	printf '%s\n' "$k"
+}
+
 # stubs FILE: a stub for every command FILE names that is not there: a
 # word ./X in the work directory, /usr/bin/X, /usr/local/bin/X and
 # /usr/local/sbin/X in their directory, a bare name in the stubs' PATH
@@ -134,9 +215,12 @@ stubs() {
 		/run/lock/*/*) mkdir -p "$WORK/dirs${w%/*}" ;;
 		/var/lock/*/*) w=/run/lock/${w#/var/lock/} && mkdir -p "$WORK/dirs${w%/*}" ;;
 		[a-z]*)
+			# a name the box's PATH has (lockbox's own there), or the shell's, is itself
 			[[ $w =~ ^[a-z][A-Za-z0-9._-]*$ ]] || continue
-			type -t "$w" >/dev/null 2>&1 || [[ -e $STUB/path/$w ]] ||
-				printf '%s' "$stub" >"$STUB/path/$w"
+			[[ -e $STUB/usr/bin/$w || -e /usr/bin/$w || -e /bin/$w || -e /usr/sbin/$w ||
+				-e /sbin/$w || -e $STUB/path/$w ]] && continue
+			[[ $(type -t "$w") == @(builtin|keyword) ]] && continue
+			printf '%s' "$stub" >"$STUB/path/$w"
 			;;
 		esac
 	done
@@ -171,8 +255,11 @@ driver() {
 	# the lock files' directories the examples take for granted
 	printf 'if [ -d %q ]; then cp -a %q/. /; fi\n' "$WORK/dirs" "$WORK/dirs"
 	printf 'cd %q\n' "$WORK"
+	# ~/.pgpass and the like, in a home of the test's
+	# shellcheck disable=SC2016 # expanded by the driver
+	printf 'export HOME=%q\nmkdir -p "$HOME"\n' "$WORK/home"
 	for f in "$@"; do
-		case $(kind "$f") in
+		case $(ekind "$f") in
 		transcript)
 			# the command of "$ command"
 			printf '%s\n' "$(sed -n '1s/^\$ //p' "$f")" >"$f.sh"
@@ -201,7 +288,7 @@ run_page() {
 		files+=("$T/snip/$page.$i")
 	done
 	for f in "${files[@]}"; do
-		case $(kind "$f") in
+		case $(ekind "$f") in
 		run | transcript) stubs "$f" ;;
 		esac
 	done
@@ -209,7 +296,7 @@ run_page() {
 	chmod +x "$T/driver"
 	PATH=$STUB/path:/usr/bin:/bin:/usr/sbin:/sbin run -0 box "$T/driver"
 	for f in "${files[@]}"; do
-		k=$(kind "$f")
+		k=$(ekind "$f")
 		n=$((n + 1))
 		case $k in
 		run)
@@ -247,8 +334,12 @@ run_page() {
 }
 
 @test "README.md: every example block runs as printed, lockbox as installed" {
+	need_box
+	# its server's lines too, where a server can be made: there is a database ops
+	local want=7
+	server_here && export SERVER_OPS=1 && want=8
 	run_page README.md
-	assert [ "$RAN_BLOCKS" -ge 7 ]
+	assert [ "$RAN_BLOCKS" -ge "$want" ]
 	# the crontab lines' jobs ran: the stubs noted it
 	run -0 grep -c . "$RAN"
 }
@@ -276,13 +367,21 @@ run_page() {
 	assert [ "$RAN_BLOCKS" -ge 3 ]
 }
 
-@test "waitfor(1), lockbox-systemd(7), lockbox-postgresql(7): every example block runs as printed or is a server's" {
+@test "waitfor(1) and lockbox-systemd(7): every example block runs as printed" {
 	run_page waitfor.1
 	assert [ "$RAN_BLOCKS" -ge 2 ]
 	run_page lockbox-systemd.7
 	assert [ "$RAN_BLOCKS" -ge 1 ]
+}
+
+# bats test_tags=lockkind
+@test "lockbox-postgresql(7): every example block runs as printed, against a server named db and db.example.com" {
+	need_box
+	need_server
 	run_page lockbox-postgresql.7
-	assert [ "$RAN_BLOCKS" -eq 0 ]
+	# Setting up's two, and the three examples
+	assert_equal "$RAN_BLOCKS" 5
+	assert_equal "$(cat "$T/snip/lockbox-postgresql.7.2.out")" ok
 }
 
 # bats test_tags=lockkind,privilege
