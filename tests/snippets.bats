@@ -14,9 +14,11 @@
 #
 # A block is run when it starts with a command; it is shown text when it
 # starts with anything else (messages, tables, units, logs, SQL). Blocks
-# that build or install lockbox itself, and those that need a PostgreSQL
-# server by its name, are not run here (lockbox-postgresql(7)'s Setting
-# up runs in postgresql.bats); every block is one of these, by rule.
+# that build or install lockbox itself are not run. Those that need a
+# PostgreSQL server by its name run in a network namespace of their own,
+# where db and db.example.com are a throwaway server on 127.0.0.1:5432
+# (as root, with the server's programs; "sudo -u postgres psql" is psql
+# as its superuser). Every block is one of these, by rule.
 
 load test_helper
 
