@@ -72,16 +72,21 @@ _lockbox_files() {	# _lockbox_files CUR [-d]
 	fi
 }
 
-# Atom names of adaptive's state directory (-d DIR if one was given).
-_lockbox_atoms() {	# _lockbox_atoms BIN CUR [DIR]
-	local bin=$1 cur=$2 dir=${3:-} names
+# Atom names of adaptive's state directory (-d DIR if one was given),
+# less those already on the line (the words after the first SKIP).
+_lockbox_atoms() {	# _lockbox_atoms BIN CUR [DIR [WORD...]]
+	local bin=$1 cur=$2 dir=${3:-} names n q w
+	shift 3 2>/dev/null || shift $#
 	local -a d=()
 	[[ -n $dir ]] && d=(-d "$dir")
 	names=$("$bin" adaptive "${d[@]}" status 2>/dev/null | sed -n 's/^\([^ ].*\)$/\1/p')
-	local n
 	while IFS= read -r n; do
 		[[ -n $n && $n == "$cur"* ]] || continue
-		COMPREPLY+=("$(printf '%q' "$n")")
+		q=$(printf '%q' "$n")
+		for w in "$@"; do
+			[[ $w == "$n" || $w == "$q" ]] && continue 2
+		done
+		COMPREPLY+=("$q")
 	done <<<"$names"
 }
 
@@ -220,7 +225,8 @@ _lockbox_main() {
 		_lockbox_atoms "$bin" "$cur" "$dir"
 		;;
 	adaptive:*:status)
-		_lockbox_atoms "$bin" "$cur" "$dir"
+		# an atom named once is not offered again
+		_lockbox_atoms "$bin" "$cur" "$dir" "${pos[@]:1}"
 		;;
 	esac
 	return 0

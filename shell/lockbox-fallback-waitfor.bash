@@ -19,8 +19,9 @@ _lockbox_now() {
 }
 
 # _lockbox_duration TEXT BARE_MS: _lockbox_r is TEXT in ms, by lockbox's
-# grammar (terms NUMBER[UNIT], NUMBER with an optional fraction, units ms s m
-# h d; a bare number only alone, in BARE_MS units). 1 if malformed, 2 if too long.
+# grammar (terms NUMBER[UNIT], NUMBER with an optional fraction, units ms,
+# s or sec, m or min, h or hr, d; a bare number only alone, in BARE_MS
+# units). 1 if malformed, 2 if too long.
 _lockbox_duration() {
 	local s=$1 bare=$2 total=0 whole frac unit term n=0
 	local max=$((100 * 366 * 86400 * 1000))
@@ -28,7 +29,7 @@ _lockbox_duration() {
 		return 1
 	fi
 	while [[ -n $s ]]; do
-		if [[ ! $s =~ ^([0-9]*)(\.([0-9]*))?(ms|s|m|h|d)?(.*)$ ]]; then
+		if [[ ! $s =~ ^([0-9]*)(\.([0-9]*))?(ms|min|sec|hr|s|m|h|d)?(.*)$ ]]; then
 			return 1
 		fi
 		whole=${BASH_REMATCH[1]}
@@ -40,9 +41,9 @@ _lockbox_duration() {
 		fi
 		case $unit in
 		ms) unit=1 ;;
-		s) unit=1000 ;;
-		m) unit=60000 ;;
-		h) unit=3600000 ;;
+		s | sec) unit=1000 ;;
+		m | min) unit=60000 ;;
+		h | hr) unit=3600000 ;;
 		d) unit=86400000 ;;
 		*)
 			if [[ -n $s ]] || ((n > 0)); then
@@ -133,8 +134,14 @@ _lockbox_waitfor() {
 				"" \
 				"Run COMMAND (a shell function too, in this shell) until it succeeds: again" \
 				"after INTERVAL each time it fails, for at most TIMEOUT. A bare TIMEOUT is" \
-				"minutes, a bare INTERVAL seconds; units ms s m h d. See lockbox-shell(7)."
+				"minutes (3 = 3 minutes), a bare INTERVAL seconds (5 = 5 seconds); units" \
+				"ms, s or sec, m or min, h or hr, d. See lockbox-shell(7)."
 			return 0
+			;;
+		-V | --version)
+			# shellcheck disable=SC2154 # _lockbox_bin: lockbox.bash's
+			"$_lockbox_bin" --version
+			return
 			;;
 		--quiet) _lockbox_wf_quiet=1 ;;
 		--verbose) _lockbox_wf_verbose=1 ;;
@@ -161,6 +168,11 @@ _lockbox_waitfor() {
 				case ${1:_lockbox_wf_i:1} in
 				q) _lockbox_wf_quiet=1 ;;
 				v) _lockbox_wf_verbose=1 ;;
+				V)
+					# shellcheck disable=SC2154 # _lockbox_bin: lockbox.bash's
+					"$_lockbox_bin" --version
+					return
+					;;
 				*)
 					_lockbox_waitfor_usage "invalid option '-${1:_lockbox_wf_i:1}'"
 					return
@@ -191,6 +203,10 @@ _lockbox_waitfor() {
 	fi
 	_lockbox_waitfor_time TIMEOUT "$1" 60000 "3 (minutes), 90s or 1h30m" || return
 	_lockbox_wf_timeout=$_lockbox_r
+	# the seed's minutes are a surprise where seconds are the rule: -v says so
+	if ((_lockbox_wf_verbose)) && [[ $1 =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ && $1 == *[1-9]* ]]; then
+		_lockbox_warn "waitfor: TIMEOUT $1 = $1 minutes (a bare number here is minutes; ${1}s is seconds)"
+	fi
 	shift
 	if (($# == 0)); then
 		_lockbox_waitfor_usage "missing INTERVAL"

@@ -400,6 +400,11 @@ _lockbox_trap_cmd() {
 	# "trap -- 'CMD' EXIT": bash's own quoting, read back by eval
 	eval "words=(${p#trap })"
 	_lockbox_r=${words[1]}
+	# POSIX mode shows no trap as "trap -- - EXIT", the default action
+	if [[ $_lockbox_r == - ]]; then
+		_lockbox_r=
+		return 1
+	fi
 }
 
 # Install the EXIT handler in this shell, once, taking over an EXIT trap
@@ -727,15 +732,22 @@ waitfor() {
 	_lockbox_call _lockbox_waitfor "$@"
 }
 
-# An inherited copy of this wrapper is the plain builtin.
-trap() {
-	if [[ -z ${_lockbox_guard[1]-} ]]; then
-		# shellcheck disable=SC2064 # the caller's own words, passed through
-		builtin trap "$@"
-		return
-	fi
-	_lockbox_call _lockbox_trap "$@"
-}
+# An inherited copy of this wrapper is the plain builtin. In POSIX mode
+# (set -o posix, bash run as sh) a function may not be named after a
+# special builtin, and bash would end the script at this definition: there
+# the builtin stays, as it would be found before a function anyway, and the
+# library's handler releases on EXIT unless the script sets its own EXIT
+# trap after the first acquire (see lockbox-shell(7)).
+if ! shopt -qo posix; then
+	trap() {
+		if [[ -z ${_lockbox_guard[1]-} ]]; then
+			# shellcheck disable=SC2064 # the caller's own words, passed through
+			builtin trap "$@"
+			return
+		fi
+		_lockbox_call _lockbox_trap "$@"
+	}
+fi
 
 # Set up. A copy of one of our names that came exported from the
 # environment stays exported when redefined: none is, afterwards.
@@ -744,7 +756,8 @@ declare -a _lockbox_guard=(lockbox "$BASHPID")
 mapfile -t _lockbox_names <<<"$(compgen -A function _lockbox_ 2>/dev/null)"
 for _lockbox_r in acquire_mutex release_mutex mutex acquire_slot release_slot waitfor trap \
 	"${_lockbox_names[@]}"; do
-	if [[ -n $_lockbox_r ]]; then
+	# (no trap function in POSIX mode; export is a special builtin there, fatal if it fails)
+	if [[ -n $_lockbox_r ]] && declare -F "$_lockbox_r" >/dev/null; then
 		export -n -f "${_lockbox_r?}"
 	fi
 done

@@ -147,7 +147,8 @@ int lb_sh_waitfor(int argc, char **argv)
 		    "\n"
 		    "Run COMMAND (a shell function too, in this shell) until it succeeds: again\n"
 		    "after INTERVAL each time it fails, for at most TIMEOUT. A bare TIMEOUT is\n"
-		    "minutes, a bare INTERVAL seconds; units ms s m h d. See lockbox-shell(7).");
+		    "minutes (3 = 3 minutes), a bare INTERVAL seconds (5 = 5 seconds); units\n"
+		    "ms, s or sec, m or min, h or hr, d. See lockbox-shell(7).");
 		return sh_chkwrite(EXECUTION_SUCCESS);
 	}
 	parsing = &o;

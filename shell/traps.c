@@ -76,7 +76,8 @@ static int is_exit(const char *s)
 
 /*
  * The command of the real EXIT trap (to free), from `trap -p EXIT`:
- * "trap -- 'CMD' EXIT", in bash's own quoting. NULL: none.
+ * "trap -- 'CMD' EXIT", in bash's own quoting. NULL: none, which POSIX
+ * mode prints as "trap -- - EXIT" (the default action, as "-" sets it).
  */
 static char *exit_trap_now(void)
 {
@@ -107,6 +108,10 @@ static char *exit_trap_now(void)
 	}
 	*q = '\0';
 	free(out);
+	if (strcmp(cmd, "-") == 0) {
+		free(cmd);
+		return NULL;
+	}
 	return cmd;
 }
 

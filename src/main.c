@@ -16,6 +16,7 @@
 #include "opts.h"
 #include "pool.h"
 #include "text.h"
+#include "title.h"
 
 #define USAGE \
 	"usage: lockbox APPLET [ARG...]\n" \
@@ -63,9 +64,8 @@ static void pg_handoff(const char *target)
 	e = errno;
 	/* a message never shows the URL's secrets */
 	shown = lb_url_mask(target);
-	errno = e;
-	lb_warn("%s: cannot run the PostgreSQL helper %s", shown != NULL ? shown : "postgresql://",
-	    helper);
+	lb_warnx("%s: cannot run the PostgreSQL helper %s: %s%s", shown != NULL ? shown : "postgresql://",
+	    helper, strerror(e), e == ENOENT ? " (it comes with the package lockbox-postgresql)" : "");
 	free(shown);
 }
 #endif
@@ -75,15 +75,30 @@ static int by_name(const void *key, const void *elem)
 	return strcmp(key, ((const struct applet *)elem)->name);
 }
 
-static int run(const char *name, int argc, char **argv)
+/* "unknown applet: mutx (did you mean mutex?)" */
+static int unknown(const char *name)
+{
+	const char *names[NAPPLETS], *near;
+	size_t i;
+
+	for (i = 0; i < NAPPLETS; i++)
+		names[i] = applets[i].name;
+	near = lb_nearest(name, names, NAPPLETS);
+	if (near != NULL)
+		lb_warnx("unknown applet: %s (did you mean %s?)", name, near);
+	else
+		lb_warnx("unknown applet: %s", name);
+	return LB_EXIT_NOTFOUND;
+}
+
+static int run(const char *name, int argc, char **argv, int linked)
 {
 	const struct applet *a = bsearch(name, applets, NAPPLETS, sizeof *applets, by_name);
 
-	if (a == NULL) {
-		lb_warnx("unknown applet: %s", name);
-		return LB_EXIT_NOTFOUND;
-	}
+	if (a == NULL)
+		return unknown(name);
 	lb_prog = a->name;
+	lb_prog_linked = linked;
 	/* every applet's --version, also waitfor's and adaptive's */
 	if (argc > 1 && strcmp(argv[1], "--version") == 0)
 		lb_version();
@@ -146,9 +161,12 @@ static int fill_std_fds(void)
 int main(int argc, char **argv)
 {
 	static char outbuf[64 * 1024];
-	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+	const char *base;
 	size_t i;
 
+	/* before anything reads argv: a waiter writes what it waits for there */
+	lb_title_init(argc, argv);
+	base = argc > 0 ? strrchr(argv[0], '/') : NULL;
 	if (fill_std_fds() != 0)
 		return LB_EXIT_FAIL;
 	/*
@@ -169,7 +187,7 @@ int main(int argc, char **argv)
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
 	/* lockbox-pg, the PostgreSQL helper, is a multicall name too */
 	if (strcmp(base, PACKAGE) != 0 && strcmp(base, PACKAGE "-pg") != 0)
-		return run(base, argc, argv);
+		return run(base, argc, argv, 1);
 	if (argc < 2) {
 		fprintf(stderr, "%s\n", USAGE);
 		return LB_EXIT_FAIL;
@@ -194,7 +212,13 @@ int main(int argc, char **argv)
 		return LB_EXIT_OK;
 	}
 	/* an applet's name never starts with '-': this is a usage error, as timeout(1) has it */
-	if (argv[1][0] == '-')
+	if (argv[1][0] == '-') {
+		static const char *const own[] = { "--help", "--version", "--list", "--shell-lib" };
+		const char *near = lb_nearest(argv[1], own, sizeof own / sizeof own[0]);
+
+		if (near != NULL)
+			lb_usage_error("invalid option '%s' (did you mean %s?)", argv[1], near);
 		lb_usage_error("invalid option '%s'", argv[1]);
-	return run(argv[1], argc - 1, argv + 1);
+	}
+	return run(argv[1], argc - 1, argv + 1, 0);
 }

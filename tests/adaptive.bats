@@ -529,10 +529,10 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	run -0 "$LOCKBOX" adaptive -e 0 a -- true
 	local usage=(
 		"missing NAME|"
-		"missing COMMAND|a"
-		"missing COMMAND|a --"
-		"invalid duration '1x': expected a number of minutes, or with units (ms s m h d) such as 90s or 1h30m|-e 1x a true"
-		"invalid duration 'x': expected a number of minutes, or with units (ms s m h d) such as 90s or 1h30m|-x x a true"
+		"missing COMMAND: 'a' was taken for NAME, which comes first (adaptive NAME COMMAND)|a"
+		"missing COMMAND: 'a' was taken for NAME, which comes first (adaptive NAME COMMAND)|a --"
+		"invalid duration '1x': expected a number of minutes, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m|-e 1x a true"
+		"invalid duration 'x': expected a number of minutes, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m|-x x a true"
 		"invalid exit code '300': expected 0 to 255|-E 300 a true"
 		"invalid option '-z'|-z a true"
 		"invalid option '--bogus'|--bogus a true"
@@ -549,7 +549,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 		assert_stderr "adaptive: $msg"$'\n'"Try 'lockbox adaptive --help'."
 	done
 	run -125 --separate-stderr "$LOCKBOX" adaptive -g '' a true
-	assert_stderr "adaptive: invalid duration '': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m"$'\n'"Try 'lockbox adaptive --help'."
+	assert_stderr "adaptive: invalid duration '': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m"$'\n'"Try 'lockbox adaptive --help'."
 	run -125 --separate-stderr "$LOCKBOX" adaptive "" true
 	assert_stderr "adaptive: invalid NAME '': expected 1 to 256 bytes"$'\n'"Try 'lockbox adaptive --help'."
 	run -0 "$LOCKBOX" adaptive --help
@@ -562,6 +562,24 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 adaptive: n: finished with status 0 after $AGE_RE\$"
 	run -0 --separate-stderr "$LOCKBOX" adaptive --syslog -e 0 n true
 	assert_stderr ""
+}
+
+@test "a bare -e or -x is minutes: --help says so, -v says what it was taken for" {
+	run -0 "$LOCKBOX" adaptive --help
+	assert_output --partial "(bare number: minutes, 50 = 50"
+	assert_output --partial "minutes, 90 = 90 minutes; default 2h)"
+	run -0 --separate-stderr "$LOCKBOX" adaptive -v -e 0.001 -x 90 m true
+	# shellcheck disable=SC2154 # set by bats' run
+	assert_equal "${stderr_lines[0]}" "adaptive: -e 0.001 = 0.001 minutes (a bare number here is minutes; 0.001s is seconds)"
+	assert_equal "${stderr_lines[1]}" "adaptive: -x 90 = 90 minutes (a bare number here is minutes; 90s is seconds)"
+	# -v after them, auto's bound too
+	run -75 --separate-stderr "$LOCKBOX" adaptive -e 50 -x auto:3 -v m true
+	assert_equal "${stderr_lines[0]}" "adaptive: -e 50 = 50 minutes (a bare number here is minutes; 50s is seconds)"
+	assert_equal "${stderr_lines[1]}" "adaptive: -x auto: BOUND 3 = 3 minutes (a bare number here is minutes; 3s is seconds)"
+	assert_regex "${stderr_lines[2]}" "^adaptive: m: too soon; next run allowed in "
+	# a unit leaves nothing to say
+	run -75 --separate-stderr "$LOCKBOX" adaptive -v -e 50min -x 3hr m true
+	assert_stderr_regex "^adaptive: m: too soon; next run allowed in [^"$'\n'"]*\$"
 }
 
 # --- what counts as a run, and from when (CFEngine's lastcompleted) -------

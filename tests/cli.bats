@@ -44,9 +44,9 @@ makefile_applets() {
 	run -0 --separate-stderr "$T/slots" "$F" 2 sh -c "$SAY_SLOT"
 	assert_output "slot 1"
 	run -125 --separate-stderr "$T/slots" "$F" 0 true
-	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000"$'\n'"Try 'lockbox slots --help'."
+	assert_stderr "slots: invalid MAX '0': expected a whole number from 1 to 10000, or +N, -N or P% of the processors"$'\n'"Try 'slots --help'."
 	run -125 --separate-stderr "$T/slots"
-	assert_stderr "slots: missing LOCKFILE"$'\n'"Try 'lockbox slots --help'."
+	assert_stderr "slots: missing LOCKFILE"$'\n'"Try 'slots --help'."
 	run -0 --separate-stderr "$T/slots" --help
 	assert_line --index 0 --regexp '^usage: slots '
 }
@@ -57,7 +57,7 @@ makefile_applets() {
 	run -0 --separate-stderr "$T/mutex" "$F" sh -c "$SAY_SLOT"
 	assert_output "slot 1"
 	run -125 --separate-stderr "$T/mutex"
-	assert_stderr "mutex: missing LOCKFILE"$'\n'"Try 'lockbox mutex --help'."
+	assert_stderr "mutex: missing LOCKFILE"$'\n'"Try 'mutex --help'."
 }
 
 @test "a link with an unknown name: unknown applet, 127" {
@@ -118,7 +118,8 @@ makefile_applets() {
 	run -0 --separate-stderr "$LOCKBOX" --version
 	want=$output
 	for args in "-V" "slots --version" "mutex --version" "waitfor --version" \
-	    "adaptive --version" "slots -q --version" "mutex -v --version"; do
+	    "adaptive --version" "slots -q --version" "mutex -v --version" \
+	    "slots -V" "mutex -V" "waitfor -V" "adaptive -V" "mutex -qV" "waitfor -q -V"; do
 		# shellcheck disable=SC2086 # the words of $args are the arguments
 		run -0 --separate-stderr "$LOCKBOX" $args
 		assert_stderr ""
@@ -127,7 +128,60 @@ makefile_applets() {
 	# through the applets' links too
 	run -0 --separate-stderr "${LOCKBOX%/*}/slots" --version
 	assert_output "$want"
+	local a
+	for a in slots mutex waitfor adaptive; do
+		ln -s "$LOCKBOX" "$T/$a"
+		run -0 --separate-stderr "$T/$a" -V
+		assert_output "$want"
+		# and every applet's --help lists it
+		run -0 --separate-stderr "$T/$a" --help
+		assert_line --regexp '^  -V, --version +print lockbox.s version and lock kind$'
+	done
 	assert [ ! -e "$F" ]
+}
+
+# bats test_tags=lockkind
+@test "a usage error says Try with the name it was run by" {
+	local a
+	for a in slots mutex waitfor adaptive; do
+		ln -s "$LOCKBOX" "$T/$a"
+		run -125 --separate-stderr "$T/$a" --bogus
+		assert_stderr "$a: invalid option '--bogus'"$'\n'"Try '$a --help'."
+		run -125 --separate-stderr "$LOCKBOX" "$a" --bogus
+		assert_stderr "$a: invalid option '--bogus'"$'\n'"Try 'lockbox $a --help'."
+	done
+	# by its path, the link's name
+	run -125 --separate-stderr "$T/mutex" -w
+	assert_stderr "mutex: option '-w' needs an argument"$'\n'"Try 'mutex --help'."
+}
+
+# bats test_tags=lockkind,wait
+@test "a typo of an applet or an option gets the nearest one suggested" {
+	run -127 --separate-stderr "$LOCKBOX" mutx "$F" true
+	assert_stderr "lockbox: unknown applet: mutx (did you mean mutex?)"
+	run -127 --separate-stderr "$LOCKBOX" slost "$F" 2 true
+	assert_stderr "lockbox: unknown applet: slost (did you mean slots?)"
+	run -127 --separate-stderr "$LOCKBOX" waitfr 1 1 true
+	assert_stderr "lockbox: unknown applet: waitfr (did you mean waitfor?)"
+	run -127 --separate-stderr "$LOCKBOX" lokcs
+	assert_stderr "lockbox: unknown applet: lokcs (did you mean locks?)"
+	# nothing near: no guess
+	run -127 --separate-stderr "$LOCKBOX" flock "$F" true
+	assert_stderr "lockbox: unknown applet: flock"
+	run -127 --separate-stderr "$LOCKBOX" mut "$F" true
+	assert_stderr "lockbox: unknown applet: mut"
+	run -125 --separate-stderr "$LOCKBOX" --hlep
+	assert_stderr "lockbox: invalid option '--hlep' (did you mean --help?)"$'\n'"Try 'lockbox --help'."
+	run -125 --separate-stderr "$LOCKBOX" --shell-libs
+	assert_stderr "lockbox: invalid option '--shell-libs' (did you mean --shell-lib?)"$'\n'"Try 'lockbox --help'."
+	expect_usage "invalid option '--wiat' (did you mean --wait?)" mutex --wiat 5 "$F" true
+	expect_usage "invalid option '--wiat' (did you mean --wait?)" mutex --wiat=5 "$F" true
+	expect_usage "invalid option '--jsno' (did you mean --json?)" slots --jsno "$F" list
+	expect_usage "invalid option '--recrod-args' (did you mean --record-args?)" slots --recrod-args "$F" 2 true
+	expect_usage "invalid option '--retyr-on' (did you mean --retry-on?)" waitfor --retyr-on 75 1 1 true
+	expect_usage "invalid option '--sylog' (did you mean --syslog?)" adaptive --sylog a true
+	expect_usage "invalid option '--expire-afer' (did you mean --expire-after?)" adaptive --expire-afer 3h a true
+	expect_usage "invalid option '--bogus'" mutex --bogus "$F" true
 }
 
 # bats test_tags=lockkind
@@ -301,11 +355,40 @@ makefile_applets() {
 # bats test_tags=lockkind
 @test "bad MAX is a usage error and creates nothing" {
 	local max
-	for max in 0 -1 abc 3abc 2.5 '' 99999999999999999999 10001 ' 2' +2 0x2; do
-		expect_usage "invalid MAX '$max': expected a whole number from 1 to 10000" \
+	for max in 0 abc 3abc 2.5 '' 99999999999999999999 10001 ' 2' 0x2 + - % +x -2x '+ 1' 1.5% %50 '50 %' ++1; do
+		expect_usage "invalid MAX '$max': expected a whole number from 1 to 10000, or +N, -N or P% of the processors" \
 			slots "$F" "$max" touch "$T/ran"
 	done
+	local cpus
+	cpus=$(nproc)
+	expect_usage "invalid MAX '+10000': $cpus processors make it $((cpus + 10000)), more than 10000" \
+		slots "$F" +10000 touch "$T/ran"
 	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=lockkind
+@test "MAX as sem counts jobs: +N, -N and P% of the processors nproc counts" {
+	local cpus max want
+	cpus=$(nproc)
+	for max in +0 +2 -1 -1000 50% 100% 250% 1%; do
+		case $max in
+		+*) want=$((cpus + ${max#+})) ;;
+		-*) want=$((cpus - ${max#-})) ;;
+		*%) want=$((cpus * ${max%\%} / 100)) ;;
+		esac
+		((want >= 1)) || want=1
+		run -0 --separate-stderr "$LOCKBOX" slots -v "$F" "$max" true
+		assert_stderr "slots: $F: took slot 1 of $want"
+	done
+	# as many at once as it says: a pool of +0 is full with nproc holders
+	if ((cpus <= 16)); then
+		local i
+		for ((i = 0; i < cpus; i++)); do
+			start_holder "$F" "$cpus"
+		done
+		run -75 --separate-stderr "$LOCKBOX" slots "$F" +0 true
+		assert_stderr_regex "^slots: $(re_quote "$F"): all $cpus slots busy "
+	fi
 }
 
 # bats test_tags=lockkind
@@ -385,9 +468,9 @@ makefile_applets() {
 # bats test_tags=lockkind,wait
 @test "bad -w durations are usage errors" {
 	local dur
-	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d; do
-		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m" slots -w "$dur" "$F" 2 touch "$T/ran"
-		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m" mutex --wait "$dur" "$F" touch "$T/ran"
+	for dur in 1x abc '' -1 1.2.3 s 1h30 1s2 0x10 +1 ' 1' 99999999999999999999 99999999999d 10mins 1mn 5secs 2hrs 1sec30 min; do
+		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m" slots -w "$dur" "$F" 2 touch "$T/ran"
+		expect_usage "invalid duration '$dur': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m" mutex --wait "$dur" "$F" touch "$T/ran"
 	done
 	expect_usage "option '-w' needs an argument" slots -w
 	expect_usage "option '--wait' needs an argument" slots --wait
@@ -397,7 +480,7 @@ makefile_applets() {
 # bats test_tags=lockkind,wait
 @test "good -w durations are accepted" {
 	local dur
-	for dur in 0 5 .5 1.5s 250ms 1m 1h30m 2d; do
+	for dur in 0 5 .5 1.5s 250ms 1m 1h30m 2d 10min 5sec 2hr 1hr30min 1min30sec 1d2hr; do
 		run -0 --separate-stderr "$LOCKBOX" slots -w "$dur" "$F" 2 true
 		assert_stderr ""
 	done
@@ -419,7 +502,13 @@ makefile_applets() {
 	expect_usage "invalid option '--bogus'" slots --bogus "$F" 2 true
 	expect_usage "invalid option '-z'" mutex -z "$F" true
 	expect_usage "--json goes with check or list" slots --json "$F" 2 true
-	expect_usage "--json and --fd do not go with COMMAND" slots --fd 0 "$F" 2 true
+	expect_usage "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" slots --fd 0 "$F" 2 true
+	# util-linux's newest flock(1) habit, as typed
+	exec 9<>"$T/fd9"
+	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex --fd 9 touch "$T/ran"
+	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex -n --fd 9 "$T/fd9" touch "$T/ran"
+	exec 9>&-
+	assert [ ! -e "$T/ran" ]
 	expect_usage "unexpected argument 'extra'" slots "$F" check extra
 	expect_usage "unexpected argument 'extra'" slots "$F" list extra
 	expect_usage "acquire needs --fd FD" slots acquire 2
@@ -429,7 +518,7 @@ makefile_applets() {
 	expect_usage "unexpected argument '2'" slots release --fd 0 2
 	expect_usage "unexpected argument '2'" mutex acquire --fd 0 2
 	expect_usage "unexpected argument 'x'" slots acquire --fd 0 2 x
-	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000" slots acquire --fd 0 0
+	expect_usage "invalid MAX '0': expected a whole number from 1 to 10000, or +N, -N or P% of the processors" slots acquire --fd 0 0
 }
 
 # --- postgresql:// targets, with or without the backend ------------------
@@ -442,6 +531,46 @@ makefile_applets() {
 	assert_stderr_regex '^mutex: postgresql://127\.0\.0\.1:1/db\?lock=x: (cannot connect: .*|this lockbox was built without PostgreSQL support \(configure --with-libpq\))$'
 	run -125 --separate-stderr "$LOCKBOX" slots -q -E 0 "postgres://127.0.0.1:1/db?lock=x" 2 touch "$T/ran"
 	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=lockkind
+@test "a misspelt postgresql:// is not taken for a path: did you mean postgresql://?, 125, nothing made, no secret shown" {
+	cd "$T"
+	mkdir w
+	cd w
+	local url
+	for url in 'postgersql://u:secret@db/ops?lock=x' 'postgressql://db/ops?lock=x' \
+		'postgresql:/db/ops?lock=x' 'postgresql:db?lock=x' 'Postgres://db/ops?lock=x' 'POSTGRESQL://db/ops?lock=x'; do
+		run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "$url" touch "$T/ran"
+		assert_stderr "mutex: ${url%%:*}:$(sed -n 's/^[^:]*:\(\/*\).*/\1/p' <<<"$url")...: not a lock file's path nor a server's URL: did you mean postgresql://?"
+		run -125 --separate-stderr "$LOCKBOX" slots "$url" 2 true
+		run -125 --separate-stderr "$LOCKBOX" adaptive -d "$url" a true
+		assert_stderr_regex "^adaptive: [A-Za-z]+:/*\.\.\.: not a lock file's path nor a server's URL: did you mean postgresql://\?\$"
+	done
+	run -0 ls -A
+	assert_output ""
+	assert [ ! -e "$T/ran" ]
+	# a directory of that name makes it a path, however it looks
+	mkdir postgersql:
+	run -0 --separate-stderr "$LOCKBOX" mutex postgersql:/lock true
+	assert [ -f postgersql:/lock ]
+}
+
+# bats test_tags=lockkind
+@test "passfile= and service= in a lock's URL: one line, 125; a missing helper names its package" {
+	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no PostgreSQL helper in this build"
+	run -125 --separate-stderr "$LOCKBOX" mutex -E 0 "postgresql://127.0.0.1:1/db?lock=x&passfile=$T/pass" touch "$T/ran"
+	assert_stderr "mutex: postgresql://127.0.0.1:1/db?lock=x&passfile=$T/pass: passfile= is not taken in a lock's URL: name the file in PGPASSFILE, or use ~/.pgpass"
+	run -125 --separate-stderr "$LOCKBOX" slots "postgresql://127.0.0.1:1/db?service=ops&lock=x" 2 true
+	assert_stderr "slots: postgresql://127.0.0.1:1/db?service=ops&lock=x: service= is not taken in a lock's URL: name the service in PGSERVICE"
+	# percent-encoded, as libpq would decode it
+	run -125 --separate-stderr "$LOCKBOX" mutex "postgresql://127.0.0.1:1/db?lock=x&pass%66ile=/p" true
+	assert_stderr_regex "passfile= is not taken in a lock's URL"
+	run -125 --separate-stderr "$LOCKBOX" adaptive -d "postgresql://127.0.0.1:1/db?passfile=/p" a true
+	assert_stderr_regex "^adaptive: .*: passfile= is not taken in a lock's URL"
+	assert [ ! -e "$T/ran" ]
+	LOCKBOX_PG_HELPER=$T/no-helper run -125 --separate-stderr "$LOCKBOX" mutex "postgresql://u:secret@127.0.0.1:1/db?lock=x" true
+	assert_stderr "mutex: postgresql://u:***@127.0.0.1:1/db?lock=x: cannot run the PostgreSQL helper $T/no-helper: No such file or directory (it comes with the package lockbox-postgresql)"
 }
 
 # bats test_tags=lockkind
@@ -466,14 +595,14 @@ Try 'lockbox adaptive --help'."
 # bats test_tags=lockkind,wait
 @test "control bytes and newlines in arguments are escaped in messages, one line each" {
 	run -125 --separate-stderr "$LOCKBOX" slots -w $'1\x01\e[31m' "$F" 2 true
-	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
+	assert_stderr "slots: invalid duration '1\\x01\\x1b[31m': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
 Try 'lockbox slots --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -E $'1\n2\\3\t\r' "$F" true
 	assert_stderr "mutex: invalid exit code '1\\n2\\\\3\\t\\r': expected 0 to 255
 Try 'lockbox mutex --help'."
 	# bytes that are no UTF-8, and C1 controls (CSI), too; characters stay
 	run -125 --separate-stderr "$LOCKBOX" slots "$F" $'\xff\xc2\x9b\xc3\xa9' true
-	assert_stderr "slots: invalid MAX '\\xff\\xc2\\x9bé': expected a whole number from 1 to 10000
+	assert_stderr "slots: invalid MAX '\\xff\\xc2\\x9bé': expected a whole number from 1 to 10000, or +N, -N or P% of the processors
 Try 'lockbox slots --help'."
 	# a lock file's name in an error message, too
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/no"$'\n'"dir/lock" true

@@ -159,6 +159,13 @@ framework() {
 	# $LOCKBOX_DIR is the default state directory
 	LOCKBOX_DIR=$T/state run complete_words lockbox adaptive status nig
 	assert_output nightly-sync
+	# an atom named already is not offered again
+	run complete_words adaptive -d "$T/state" status nightly-sync ''
+	assert_output 'edit:/etc/motd'
+	run complete_words adaptive -d "$T/state" status nightly-sync edit:/etc/motd ''
+	assert_output ''
+	run complete_words adaptive -d "$T/state" status edit:/etc/motd nig
+	assert_output nightly-sync
 }
 
 # bats test_tags=lockkind,wait

@@ -114,7 +114,7 @@ slot=1"
 	local waiter=$SPAWN_PID
 	wait_for flock_waits "$F" 1
 	run -0 "$LOCKBOX" mutex "$F" list
-	assert_regex "${lines[2]}" "^- +$waiter +$AGE_RE +waiting 1st: lockbox\$"
+	assert_regex "${lines[2]}" "^- +$waiter +$AGE_RE +waiting 1st: touch\$"
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$holder"
 	stop_pid "$(cat "$T/flock.held")"
@@ -507,9 +507,9 @@ Try 'lockbox mutex --help'."
 		wait_for waiting_on "$F" $((i + 1))
 	done
 	run -0 "$LOCKBOX" mutex "$F" list
-	assert_regex "${lines[4]}" "^- +$writer +$AGE_RE +waiting 1st: lockbox\$"
-	assert_regex "${lines[5]}" "^- +${late[0]} +$AGE_RE +waiting 2nd, shared: lockbox\$"
-	assert_regex "${lines[6]}" "^- +${late[1]} +$AGE_RE +waiting 3rd, shared: lockbox\$"
+	assert_regex "${lines[4]}" "^- +$writer +$AGE_RE +waiting 1st: sh\$"
+	assert_regex "${lines[5]}" "^- +${late[0]} +$AGE_RE +waiting 2nd, shared: sh\$"
+	assert_regex "${lines[6]}" "^- +${late[1]} +$AGE_RE +waiting 3rd, shared: sh\$"
 	# the readers ahead go, one after the other: the writer first, then the late ones
 	for r in "${readers[@]}"; do
 		assert [ ! -e "$T/order" ]
@@ -570,12 +570,12 @@ stopped() {
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
 	assert_equal "${#lines[@]}" 5
 	assert_regex "${lines[1]}" "^1 +$holder +$AGE_RE +sh\$"
-	assert_regex "${lines[2]}" "^- +${w[0]} +$AGE_RE +waiting 1st: lockbox\$"
-	assert_regex "${lines[3]}" "^- +${w[1]} +$AGE_RE +waiting 2nd, stopped: lockbox\$"
-	assert_regex "${lines[4]}" "^- +${w[2]} +$AGE_RE +waiting 3rd: lockbox\$"
+	assert_regex "${lines[2]}" "^- +${w[0]} +$AGE_RE +waiting 1st: true\$"
+	assert_regex "${lines[3]}" "^- +${w[1]} +$AGE_RE +waiting 2nd, stopped: true\$"
+	assert_regex "${lines[4]}" "^- +${w[2]} +$AGE_RE +waiting 3rd: true\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
 	valid_json <<<"$output"
-	assert_regex "$output" ",\\{\"slot\":null,\"waiting\":true,\"queue\":1,\"pid\":${w[0]},\"waited_seconds\":[0-9.]+,\"stopped\":false,\"command\":\"lockbox\",\"mode\":\"exclusive\"\\},\\{\"slot\":null,\"waiting\":true,\"queue\":2,\"pid\":${w[1]},\"waited_seconds\":[0-9.]+,\"stopped\":true,"
+	assert_regex "$output" ",\\{\"slot\":null,\"waiting\":true,\"queue\":1,\"pid\":${w[0]},\"waited_seconds\":[0-9.]+,\"stopped\":false,\"command\":\"true\",\"mode\":\"exclusive\"\\},\\{\"slot\":null,\"waiting\":true,\"queue\":2,\"pid\":${w[1]},\"waited_seconds\":[0-9.]+,\"stopped\":true,"
 	kill -CONT "${w[1]}"
 }
 
@@ -658,7 +658,7 @@ on_pty() {
 	block=$(printf '%s\n' "$output" | awk -v f="$F" '$0 == f { on = 1 } on && $0 == "" { exit } on')
 	assert_equal "$(printf '%s\n' "$block" | sed -n 2p)" "SLOT  PID      AGE     COMMAND"
 	assert_regex "$(printf '%s\n' "$block" | sed -n 3p)" "^1 +$holder +$AGE_RE +sh\$"
-	assert_regex "$(printf '%s\n' "$block" | sed -n 4p)" "^- +$waiter +$AGE_RE +waiting 1st: lockbox\$"
+	assert_regex "$(printf '%s\n' "$block" | sed -n 4p)" "^- +$waiter +$AGE_RE +waiting 1st: true\$"
 	block=$(printf '%s\n' "$output" | awk -v f="$other" '$0 == f { on = 1 } on && $0 == "" { exit } on')
 	assert_regex "$(printf '%s\n' "$block" | sed -n 3p)" "^1 +$slot +$AGE_RE +sh\$"
 	refute_line "$T/data"

@@ -203,7 +203,7 @@ Try 'lockbox mutex --help'."
 	assert_equal "$stderr" "mutex: missing COMMAND
 Try 'lockbox mutex --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex -w 1x "$F" true
-	assert_equal "$stderr" "mutex: invalid duration '1x': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
+	assert_equal "$stderr" "mutex: invalid duration '1x': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
 Try 'lockbox mutex --help'."
 	assert [ ! -e "$F" ]
 }
@@ -220,6 +220,76 @@ blocked_in_queue() {
 	id=$(lock_id "$1") || return 1
 	(($(awk -v id="$id" '$2 == "->" && $7 == id && $8 >= 4294967296 { n++ }
 		END { print n + 0 }' /proc/locks) == $2))
+}
+
+# bats test_tags=wait
+@test "LOCKFILE forgotten or put after COMMAND: one line that says LOCKFILE comes first, 125, nothing made" {
+	local w=$T/w
+	mkdir -p "$w/bin"
+	cd "$w"
+	# "mutex sleep 1 F": a file named after a command while COMMAND is not found
+	run -125 --separate-stderr "$LOCKBOX" mutex sleep 1 F
+	assert_stderr "mutex: sleep: not creating a lock file named after a command while '1' is not found: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	assert_output ""
+	run -125 --separate-stderr "$LOCKBOX" mutex -w 5 sleep 1 F
+	assert_stderr "mutex: sleep: not creating a lock file named after a command while '1' is not found: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	run -125 --separate-stderr "$LOCKBOX" slots sleep 2 F
+	assert_stderr "slots: sleep: not creating a lock file named after a command while 'F' is not found: LOCKFILE comes first (slots [OPTION...] LOCKFILE MAX COMMAND)"
+	# "mutex /usr/bin/rsync -a src dst" with rsync not installed: a directory of PATH
+	PATH=$w/bin:$PATH run -125 --separate-stderr "$LOCKBOX" mutex "$w/bin/rsync" -a src dst
+	assert_stderr "mutex: $w/bin/rsync: not creating a lock file in $w/bin, a directory of PATH: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	PATH=$w/bin:$PATH run -125 --separate-stderr "$LOCKBOX" slots -w 1 "$w/bin/job" 4 true
+	assert_stderr "slots: $w/bin/job: not creating a lock file in $w/bin, a directory of PATH: LOCKFILE comes first (slots [OPTION...] LOCKFILE MAX COMMAND)"
+	# the same directory by another name
+	ln -s bin "$w/bin2"
+	PATH=$w/bin2:$PATH run -125 --separate-stderr "$LOCKBOX" mutex "$w/bin/rsync" true
+	assert_stderr "mutex: $w/bin/rsync: not creating a lock file in $w/bin, a directory of PATH: LOCKFILE comes first (mutex [OPTION...] LOCKFILE COMMAND)"
+	# nothing was left behind
+	run -0 ls -A "$w" "$w/bin"
+	assert_output "$w:
+bin
+bin2
+
+$w/bin:"
+	# a file there already is locked as before, and a command found runs
+	touch "$w/bin/tool"
+	PATH=$w/bin:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$w/bin/tool" true
+	run -0 --separate-stderr "$LOCKBOX" mutex sleep true
+	assert [ -f "$w/sleep" ]
+}
+
+# bats test_tags=wait
+@test "a waiter is named by the command it will run, with --record-args its words: list, --json and ps" {
+	start_holder_with mutex "$F"
+	spawn "$LOCKBOX" mutex -w 60 "$F" touch "$T/ran" --no-such-flag
+	local plain=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	spawn "$LOCKBOX" mutex --record-args -w 60 "$F" sh -c ': "$@"' sh a 'b c'
+	local args=$SPAWN_PID
+	wait_for waiting_on "$F" 2
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_regex "${lines[2]}" "^- +$plain +$AGE_RE +waiting 1st: touch\$"
+	assert_regex "${lines[3]}" "^- +$args +$AGE_RE +waiting 2nd: sh -c : \"\\\$@\" sh a b c\$"
+	run -0 "$LOCKBOX" mutex --json "$F" list
+	assert_output --partial "\"waiting\":true,\"queue\":1,\"pid\":$plain,"
+	assert_output --partial ",\"command\":\"touch\",\"mode\":\"exclusive\"}"
+	assert_output --partial ",\"command\":\"sh -c : \\\"\$@\\\" sh a b c\",\"mode\":\"exclusive\"}"
+	# ps and /proc show it too: the waiter's command line, while it waits
+	run -0 ps -o args= -p "$plain"
+	assert_output --regexp "waiting: touch\$"
+	# once it holds the lock, -o's supervisor has its own command line back
+	stop_pid "$plain"
+	stop_pid "$args"
+	# shellcheck disable=SC2153 # set by start_holder_with
+	stop_pid "$HOLDER_PID"
+	start_holder_with mutex "$F"
+	spawn "$LOCKBOX" mutex -o -w 60 "$F" sh -c "$HOLD_SCRIPT" sh "$T/o.held"
+	local o=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	stop_pid "$HOLDER_PID"
+	wait_for test -s "$T/o.held"
+	run -0 tr '\0' ' ' <"/proc/$o/cmdline"
+	assert_output "$LOCKBOX mutex -o -w 60 $F sh -c $HOLD_SCRIPT sh $T/o.held "
 }
 
 # bats test_tags=wait

@@ -712,6 +712,61 @@ Try 'lockbox mutex --help'."
 	rm "$T/.standby"
 }
 
+# setup_blocks: the literal blocks of lockbox-postgresql(7)'s Setting up,
+# unescaped, one file each: $T/setup.1, $T/setup.2, ...
+setup_blocks() {
+	awk -v out="$T/setup" '
+		/^\.S[hs] / { on = $0 == ".Ss Setting up"; next }
+		on && /^\.Bd -literal/ { inb = 1; f = out "." ++n; next }
+		inb && /^\.Ed/ { inb = 0; close(f); next }
+		inb { print > f }' "$SRC/man/lockbox-postgresql.7.in"
+	sed -i -e 's/\\e/\\/g' -e 's/\\&//g' "$T"/setup.*
+}
+
+# bats test_tags=privilege
+@test "Setting up: the role, database, grant and ~/.pgpass of lockbox-postgresql(7), as printed, on a server that asks for passwords" {
+	local dir env url owner port line
+	# a server of its own (in a directory its owner, nobody for root, can
+	# reach), whose pg_hba.conf asks the page's role for its password
+	env=$("$SRC/tools/pg-cluster" start 3>&-) || fail "tools/pg-cluster start failed"
+	dir=$(sed -n 's/^LOCKBOX_PG_DIR=//p' <<<"$env")
+	# teardown stops it, as it stops a standby
+	printf '%s\n' "$dir" >"$T/.standby"
+	url=$(sed -n 's/^LOCKBOX_PG_URL=//p' <<<"$env")
+	owner=${url#postgresql://}
+	owner=${owner%%@*}
+	port=$(cat "$dir/port")
+	{ printf 'host all lockbox 127.0.0.1/32 scram-sha-256\n'; cat "$dir/data/pg_hba.conf"; } >"$T/hba"
+	cat "$T/hba" >"$dir/data/pg_hba.conf"
+	"$SRC/tools/pg-cluster" restart "$dir" 3>&-
+	setup_blocks
+	assert [ -s "$T/setup.1" ]
+	assert [ -s "$T/setup.2" ]
+	assert [ ! -e "$T/setup.3" ]
+	# The server's commands, as its superuser: "sudo -u postgres psql" is
+	# psql as the cluster's owner on its address; each line as printed
+	# otherwise.
+	while IFS= read -r line; do
+		assert_regex "$line" '^sudo -u postgres psql '
+		PGHOST=127.0.0.1 PGPORT=$port PGUSER=$owner PGDATABASE=postgres \
+			run -0 bash -c "psql -X ${line#sudo -u postgres psql }"
+	done <"$T/setup.1"
+	# The client's, as a user whose home is new: db.example.com is the server
+	sed -e "s/db\.example\.com:5432/127.0.0.1:$port/g" -e "s/db\.example\.com/127.0.0.1:$port/g" \
+		"$T/setup.2" >"$T/client.sh"
+	mkdir "$T/home" "$T/bin"
+	ln -s "$LOCKBOX" "$T/bin/mutex"
+	# the first try, with no password: libpq's words, 125
+	HOME=$T/home PATH=$T/bin:$PATH run -125 --separate-stderr bash -c "$(tail -n 1 "$T/client.sh")"
+	assert_regex "$stderr" "cannot connect: connection to server at \"127\\.0\\.0\\.1\", port $port failed: fe_sendauth: no password supplied\$"
+	HOME=$T/home PATH=$T/bin:$PATH run -0 --separate-stderr bash -e "$T/client.sh"
+	assert_output ok
+	assert_stderr ""
+	# adaptive keeps its state there too: the grant on public lets the role make its table
+	HOME=$T/home run -0 --separate-stderr "$LOCKBOX" adaptive -d "postgresql://lockbox@127.0.0.1:$port/ops" hello echo ran
+	assert_output ran
+}
+
 # bats test_tags=privilege
 @test "a pooler (PgBouncer, transaction pooling) is refused" {
 	local bouncer
@@ -754,7 +809,7 @@ EOF
 @test "without the helper: a clear 125" {
 	[[ -x ${LOCKBOX_PG_HELPER:-} ]] || skip "no lockbox-pg in this build"
 	LOCKBOX_PG_HELPER=$T/missing run -125 --separate-stderr "$LOCKBOX" mutex "$U" true
-	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory\$"
+	assert_regex "$stderr" "^mutex: $(re_quote "$U"): cannot run the PostgreSQL helper $(re_quote "$T/missing"): No such file or directory \\(it comes with the package lockbox-postgresql\\)\$"
 }
 
 @test "the shell library takes lock files only, and says so to a server's URL" {

@@ -178,10 +178,34 @@ scenario_busy_then_kill() {
 	stop_pid "$HOLD_PID"
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,wait
 @test "a second copy fails fast with 75; after SIGKILL of the first, the next copy gets it" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_busy_then_kill
+}
+
+scenario_waiter_named() {
+	hold_script
+	start_hold
+	script waiter <<'EOF'
+acquire_mutex -w 60 "$F" || exit
+EOF
+	cmd waiter
+	spawn "${CMD[@]}"
+	local waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# the waiter, whichever process waits (the shell, or the binary for it), is named for the script
+	run -0 "$LOCKBOX" mutex "$F" list
+	assert_line --index 2 --regexp "^- +[0-9]+ +$AGE_RE +waiting 1st: $(re_quote "waiter.$MODE")\$"
+	stop_pid "$HOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+}
+
+# bats test_tags=lockkind,wait
+@test "a script waiting in acquire_mutex -w is listed as the script, as it will hold the lock" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_waiter_named
 }
 
 scenario_kill_with_child() {
@@ -469,6 +493,92 @@ waitfor: cannot run 'nosuchcommand': No such file or directory"
 		run --separate-stderr bash -uc '. "$1"; shift; waitfor "$@"' sh "$lib" $args
 		assert_equal "$status $stderr" "$want_status $want"
 	done
+}
+
+# first_last: the first and the last line of stdin, with no count of attempts
+first_last() {
+	awk '{ sub(/\([0-9]+ attempts?\)/, "(N)") } NR == 1 { print } { last = $0 } END { if (NR > 1) print last }'
+}
+
+# shellcheck disable=SC2030,SC2016,SC2154 # bats' run sets the results; expanded by the child shell
+@test "waitfor in the library: min, sec and hr, -v on a bare TIMEOUT, and -V, as the applet has them" {
+	local lib args
+	lib=$("$LOCKBOX" --shell-lib)
+	for args in "-v 0.01 0.2sec false" "0.01min 0.2sec false" "-v 0.0001hr 0 false" "-V" "--version"; do
+		# shellcheck disable=SC2086 # split into arguments on purpose
+		run --separate-stderr "$LOCKBOX" waitfor $args
+		# the count of attempts depends on the machine's load: the first and last lines, less it
+		local want_status=$status want_out=$output want
+		want=$(first_last <<<"$stderr")
+		# shellcheck disable=SC2016,SC2086 # expanded by the child shell; split into arguments on purpose
+		run --separate-stderr bash -uc '. "$1"; shift; waitfor "$@"' sh "$lib" $args
+		assert_equal "$status $(first_last <<<"$stderr") $output" \
+			"$want_status $want $want_out"
+	done
+	run -1 --separate-stderr bash -uc '. "$1"; waitfor -v 0.01 0.2sec false' sh "$lib"
+	assert_equal "${stderr_lines[0]}" "waitfor: TIMEOUT 0.01 = 0.01 minutes (a bare number here is minutes; 0.01s is seconds)"
+	assert_regex "${stderr_lines[-1]}" '^waitfor: gave up after 600ms \([0-9]+ attempts\); last status 1$'
+}
+
+# bats test_tags=lockkind
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "POSIX mode (bash --posix, set -o posix, bash run as sh): the library loads and locks, releases on exit, and the script goes on" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib how n=0
+	local -a sh
+	lib=$("$LOCKBOX" --shell-lib)
+	ln -s "$(command -v bash)" "$T/sh"
+	cat >"$T/posix.sh" <<'EOF'
+# the script's own EXIT trap, set before the first acquire: taken over, still run
+if [ -n "${OWN-}" ]; then trap 'printf "own trap\n"' EXIT; fi
+acquire_mutex "$F" || exit
+"$LOCKBOX" mutex "$F" check
+release_mutex
+"$LOCKBOX" mutex "$F" check
+acquire_slot "$F.slots" 2 || exit
+printf 'slot %s\n' "$LOCKBOX_SLOT"
+waitfor 0 0 true
+printf 'waitfor %s\n' "$?"
+acquire_mutex "$F" || exit
+# a child that inherits the fd must not keep the lock once the script ends
+sleep 600 >/dev/null 2>&1 3>&- &
+printf '%s\n' "$!" >"$T/child"
+printf 'end\n'
+EOF
+	for how in --posix set-o-posix as-sh; do
+		# shellcheck disable=SC2016 # expanded by the shell under test
+		case $how in
+		--posix) sh=(bash --posix -c '. "$1" || exit; . "$2"' sh "$lib" "$T/posix.sh") ;;
+		set-o-posix) sh=(bash -c 'set -o posix; . "$1" || exit; . "$2"' sh "$lib" "$T/posix.sh") ;;
+		as-sh) sh=("$T/sh" -c '. "$1" || exit; . "$2"' sh "$lib" "$T/posix.sh") ;;
+		esac
+		F=$T/$how.lock OWN='' run -0 --separate-stderr "${sh[@]}"
+		track_pid "$(cat "$T/child")"
+		assert_stderr ""
+		assert_output "1
+0
+slot 1
+waitfor 0
+end"
+		F=$T/$how.own.lock OWN=1 run -0 --separate-stderr "${sh[@]}"
+		track_pid "$(cat "$T/child")"
+		assert_stderr ""
+		assert_output "1
+0
+slot 1
+waitfor 0
+end
+own trap"
+		run -0 "$LOCKBOX" mutex "$T/$how.own.lock" check
+		assert_output 0
+		# the release ran at exit: the child's fd holds nothing
+		run -0 "$LOCKBOX" mutex "$T/$how.lock" check
+		assert_output 0
+		run -0 "$LOCKBOX" slots "$T/$how.lock.slots" check
+		assert_output 0
+		n=$((n + 1))
+	done
+	assert_equal "$n" 3
 }
 
 # shellcheck disable=SC2031 # bats' run sets output and lines for the test
@@ -922,7 +1032,7 @@ got"
 	assert_regex "$(sed -n 3p "$out")" "^1 +$waiter +$AGE_RE +$(re_quote "wait-kernel.$MODE")\$"
 	assert_equal "$(sed -n 4p "$out")" "bad 125"
 	assert_regex "$(sed -n 1p "$err")" "^mutex: $(re_quote "$F"): timed out after 300ms; held by PID $holder \\(sleep, $AGE_RE\\)\$"
-	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x': expected a number of seconds, or with units (ms s m h d) such as 90s or 1h30m
+	assert_equal "$(sed -n '2,$p' "$err")" "slots: invalid duration '1x': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
 Try 'lockbox slots --help'."
 }
 

@@ -186,6 +186,33 @@ for x in v:
 	assert_output 0
 }
 
+# bats test_tags=wait
+@test "a pool drains: mutex -w inf FILE true returns once every slot is free, as sem --wait does" {
+	start_holder "$F" 3
+	local one=$HOLDER_PID
+	start_holder "$F" 3
+	local two=$HOLDER_PID
+	spawn "$LOCKBOX" mutex -w inf "$F" touch "$T/drained"
+	local drain=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# one holder gone, one left: still waiting, in the queue
+	stop_pid "$one"
+	wait_for held_is "$F" 1
+	run -0 "$LOCKBOX" slots "$F" list
+	assert_line --regexp "^- +$drain +"
+	assert [ ! -e "$T/drained" ]
+	stop_pid "$two"
+	wait_for test -e "$T/drained"
+	reap "$drain"
+	assert_equal "$REAP_STATUS" 0
+	# the same with slots and a MAX of 1
+	start_holder "$F" 3
+	spawn "$LOCKBOX" slots -w inf "$F" 1 touch "$T/drained.2"
+	wait_for waiting_on "$F" 1
+	stop_pid "$HOLDER_PID"
+	wait_for test -e "$T/drained.2"
+}
+
 # age_of LOCKFILE PID: the age in seconds list --json gives PID's slot
 age_of() {
 	"$LOCKBOX" slots --json "$1" list |
@@ -528,9 +555,11 @@ older_than() {
 
 # bats test_tags=privilege
 @test "mutex runs a command named check after --" {
-	printf '#!/bin/sh\necho "my check ran"\n' >"$T/check"
-	chmod +x "$T/check"
-	PATH=$T:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" -- check
+	# (in a directory of its own: a lock file is never made in one of PATH's)
+	mkdir "$T/bin"
+	printf '#!/bin/sh\necho "my check ran"\n' >"$T/bin/check"
+	chmod +x "$T/bin/check"
+	PATH=$T/bin:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" -- check
 	assert_output "my check ran"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
 	assert_output 0

@@ -96,11 +96,30 @@ stderr_line() {
 	assert_equal "$(runs)" 1
 }
 
-@test "a bare TIMEOUT is minutes, a bare INTERVAL seconds" {
+@test "a bare TIMEOUT is minutes, a bare INTERVAL seconds, and -v says so" {
 	# 0.01 minutes is 600ms; 0.25 seconds is 250ms
 	run -1 --separate-stderr "$LOCKBOX" waitfor -v 0.01 0.25 false
+	assert_equal "$(stderr_line 0)" "waitfor: TIMEOUT 0.01 = 0.01 minutes (a bare number here is minutes; 0.01s is seconds)"
+	assert_equal "$(stderr_line 1)" "waitfor: attempt 1 exited 1; next in 250ms"
+	assert_regex "$(stderr_line -1)" '^waitfor: gave up after 600ms \([0-9]+ attempts\); last status 1$'
+	# with a unit, nothing to say
+	run -1 --separate-stderr "$LOCKBOX" waitfor -v 0.01min 0.25sec false
 	assert_equal "$(stderr_line 0)" "waitfor: attempt 1 exited 1; next in 250ms"
 	assert_regex "$(stderr_line -1)" '^waitfor: gave up after 600ms \([0-9]+ attempts\); last status 1$'
+	# --help says it with an example
+	run -0 "$LOCKBOX" waitfor --help
+	assert_output --partial "A bare TIMEOUT is minutes (3 = 3 minutes)"
+}
+
+@test "sec, min and hr are s, m and h: the units as a user types them" {
+	run -1 --separate-stderr "$LOCKBOX" waitfor 0.01min 0 false
+	assert_stderr_regex '^waitfor: gave up after 600ms \([0-9]+ attempts?\); last status 1$'
+	run -1 --separate-stderr "$LOCKBOX" waitfor 0.5sec 0.1sec false
+	assert_stderr_regex '^waitfor: gave up after 500ms \([0-9]+ attempts?\); last status 1$'
+	run -1 --separate-stderr "$LOCKBOX" waitfor 0.0001hr 0 false
+	assert_stderr_regex '^waitfor: gave up after 360ms \([0-9]+ attempts?\); last status 1$'
+	run -1 --separate-stderr "$LOCKBOX" waitfor 0min0.2sec 0 false
+	assert_stderr_regex '^waitfor: gave up after 200ms \([0-9]+ attempts?\); last status 1$'
 }
 
 @test "timing: 'waitfor 2s 500ms' gives up after 2s, no attempt after the deadline" {
@@ -222,7 +241,7 @@ stderr_line() {
 	for opt in --help -h; do
 		run -0 --separate-stderr "$LOCKBOX" waitfor "$opt"
 		assert_stderr ""
-		assert_line --index 0 "usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
+		assert_line --index 0 "usage: waitfor [-qvV] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
 		assert_output --partial "--retry-on LIST"
 	done
 }

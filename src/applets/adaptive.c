@@ -29,7 +29,7 @@
 #include "supervise.h"
 
 #define USAGE \
-	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER | auto[:BOUND]] [-g GRACE] [-d DIR]\n" \
+	"usage: adaptive [-qvV] [-e IFELAPSED] [-x EXPIREAFTER | auto[:BOUND]] [-g GRACE] [-d DIR]\n" \
 	"                [-E CODE] [--on-loss SIG] [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
 	"       adaptive [-d DIR] [--json] status [NAME...]"
 
@@ -43,10 +43,12 @@
 	"signals on and records how the run ended; 'status' shows the record.\n" \
 	"\n" \
 	"  -e, --if-elapsed DUR   least time from the last completed run's end to\n" \
-	"                         the next start (bare number: minutes; default 1m)\n" \
+	"                         the next start (bare number: minutes, 50 = 50\n" \
+	"                         minutes; default 1m)\n" \
 	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
-	"                         minutes; default 2h); auto[:BOUND]: learned from\n" \
-	"                         the completed runs, at most BOUND (default 2h)\n" \
+	"                         minutes, 90 = 90 minutes; default 2h); auto[:BOUND]:\n" \
+	"                         learned from the completed runs, at most BOUND\n" \
+	"                         (default 2h)\n" \
 	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
 	"                         default 5s)\n" \
 	"  -d, --dir DIR          state directory (default $LOCKBOX_DIR, else\n" \
@@ -59,12 +61,16 @@
 	"      --on-loss SIG      postgresql:// state: signal COMMAND with SIG (default\n" \
 	"                         TERM; none: nothing) when the run's session ends\n" \
 	"  -q, --quiet            no message when skipping\n" \
-	"  -v, --verbose          narrate on standard error\n" \
+	"  -v, --verbose          narrate on standard error, and say what a bare\n" \
+	"                         -e or -x was taken for\n" \
 	"      --log FILE         append one line per event to FILE\n" \
 	"      --syslog           log events to syslog(3) instead\n" \
 	"      --json             status as JSON\n" \
 	"  -h, --help             this help\n" \
+	"  -V, --version          print lockbox's version and lock kind\n" \
 	"\n" \
+	"DUR: a number with a unit, ms, s or sec, m or min, h or hr, d, and sums\n" \
+	"like 1h30m (see Durations in lockbox(1)).\n" \
 	"Exit: COMMAND's status (128+n when killed by signal n), 75 skipped,\n" \
 	"125 lockbox failed, 126 COMMAND not executable, 127 COMMAND not found.\n" \
 	"See adaptive(1).\n"
@@ -88,6 +94,7 @@ static const struct option longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -109,11 +116,14 @@ static void expire_after(struct lb_run_opts *o, const char *arg)
 /* Options stop at the first positional word: COMMAND's own are never read. */
 static int parse_opts(struct lb_run_opts *o, int argc, char **argv)
 {
+	const char *e = NULL, *x = NULL;
 	int c;
 
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:E:d:e:g:hqvx:", longopts)) != -1) {
+	while ((c = lb_getopt(argc, argv, "+:E:Vd:e:g:hqvx:", longopts)) != -1) {
 		switch (c) {
+		case 'V':
+			lb_version();
 		case 'E':
 			o->busy_status = lb_opt_exit_code(optarg);
 			break;
@@ -124,6 +134,7 @@ static int parse_opts(struct lb_run_opts *o, int argc, char **argv)
 			break;
 		case 'e':
 			o->ifelapsed = lb_opt_duration(optarg, LB_NS_PER_MIN);
+			e = optarg;
 			break;
 		case 'g':
 			o->grace = lb_opt_duration(optarg, LB_NS_PER_S);
@@ -138,6 +149,7 @@ static int parse_opts(struct lb_run_opts *o, int argc, char **argv)
 			break;
 		case 'x':
 			expire_after(o, optarg);
+			x = optarg;
 			break;
 		case OPT_JSON:
 			o->json = 1;
@@ -157,6 +169,13 @@ static int parse_opts(struct lb_run_opts *o, int argc, char **argv)
 	}
 	if (o->log != NULL && o->use_syslog)
 		lb_usage_error("--log and --syslog do not go together");
+	/* minutes, as CFEngine has them, where seconds are the rule elsewhere: -v says so */
+	if (o->verbose && e != NULL)
+		lb_say_minutes("-e", e);
+	if (o->verbose && x != NULL && !o->expire_auto)
+		lb_say_minutes("-x", x);
+	else if (o->verbose && x != NULL && x[4] == ':')
+		lb_say_minutes("-x auto: BOUND", x + 5);
 	return optind;
 }
 
@@ -467,8 +486,10 @@ int adaptive_main(int argc, char **argv)
 	command = argv + i + 1;
 	if (command[0] != NULL && strcmp(command[0], "--") == 0)
 		command++;
+	/* "adaptive -e 50 /usr/bin/job": the job was taken for NAME; say so */
 	if (command[0] == NULL)
-		lb_usage_error("missing COMMAND");
+		lb_usage_error("missing COMMAND: '%s' was taken for NAME, which comes first (adaptive NAME COMMAND)",
+		    argv[i]);
 	return run_atom(&o, argv[i], command);
 }
 

@@ -6,11 +6,12 @@
 #include <getopt.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "applets.h"
@@ -25,6 +26,7 @@
 #include "pool.h"
 #include "slots.h"
 #include "supervise.h"
+#include "title.h"
 
 #define USAGE \
 	"usage: slots [-noqvF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
@@ -40,6 +42,8 @@ static const struct poolcmd slots = {
 	    "\n"
 	    "Run COMMAND in place (exec) holding one of MAX slots of LOCKFILE;\n"
 	    "LOCKBOX_SLOT tells it which (1..MAX). Fail with 75 when all are busy.\n"
+	    "MAX is 1 to 10000, or as sem has it +N, -N or P% of the processors.\n"
+	    "'mutex -w inf LOCKFILE true' waits until every slot is free.\n"
 	    "\n"
 	    "  -w, --wait DUR      wait up to DUR for a slot (bare number: seconds;\n"
 	    "                      units ms s m h d, sums like 1m30s; inf: no end)\n"
@@ -79,8 +83,7 @@ struct opts {
 	int flock_fd;		/* flock(1)'s "flock FD": FD any file, nothing on stdout */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS,
-	OPT_VERSION };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
 
 /*
  * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
@@ -128,7 +131,11 @@ static const struct rule {
 	{ M(HELD), HAS_JSON, 0, 0, "--json goes with check or list; held says it with its status" },
 	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, 0, "create takes no option but --mode" },
 	{ M(RUN), HAS_JSON, 0, 0, "--json goes with check or list" },
-	{ M(RUN), HAS_FD, 0, 0, "--json and --fd do not go with COMMAND" },
+	/* flock(1)'s habit of an fd opened by the shell, with a command: not this form */
+	{ M(RUN), HAS_FD, 0, FOR_MUTEX,
+	    "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" },
+	{ M(RUN), HAS_FD, 0, FOR_SLOTS,
+	    "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" },
 };
 
 static const struct option longopts[] = {
@@ -151,7 +158,7 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "unlock", no_argument, NULL, 'u' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "version", no_argument, NULL, 'V' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -175,7 +182,7 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 	int c;
 
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:E:Fehnoqsuvw:x", longopts)) != -1) {
+	while ((c = lb_getopt(argc, argv, "+:E:FVehnoqsuvw:x", longopts)) != -1) {
 		switch (c) {
 		case 'E':
 			o->busy_status = lb_opt_exit_code(optarg);
@@ -183,6 +190,8 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case 'F':
 			o->no_fork = 1;
 			break;
+		case 'V':
+			lb_version();
 		case 'e':
 		case 'x':
 			o->shared = 0;
@@ -230,8 +239,6 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case OPT_RECORD_ARGS:
 			o->record_args = 1;
 			break;
-		case OPT_VERSION:
-			lb_version();
 		}
 	}
 	return optind;
@@ -272,7 +279,7 @@ static void misplaced(const char *word)
 	if (word == NULL || word[0] != '-' || word[1] == '\0' || strcmp(word, "--") == 0)
 		return;
 	if (word[1] != '-') {
-		if (strchr("EFehnoqsuvwx", word[1]) == NULL)
+		if (strchr("EFVehnoqsuvwx", word[1]) == NULL)
 			return;
 	} else {
 		n = strcspn(word + 2, "=");
@@ -285,6 +292,48 @@ static void misplaced(const char *word)
 	lb_usage_error("option '%s' after LOCKFILE: options go before LOCKFILE", word);
 }
 
+/* The processors this process may run on, as nproc(1) counts them. */
+static unsigned processors(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/*
+ * MAX relative to the processors, as GNU parallel's sem counts jobs:
+ * +N and -N processors more or fewer (at least 1), P% of them (at least
+ * 1, rounded down). 0, or -1 when S is none of these forms.
+ */
+static int relative_max(const char *s, uint64_t *out)
+{
+	char num[24];
+	size_t n = strlen(s);
+	uint64_t v, cpus;
+
+	if (n < 2 || n >= sizeof num || (s[0] != '+' && s[0] != '-' && s[n - 1] != '%'))
+		return -1;
+	if (s[n - 1] == '%')
+		snprintf(num, sizeof num, "%.*s", (int)(n - 1), s);
+	else
+		snprintf(num, sizeof num, "%s", s + 1);
+	if (lb_parse_uint(num, 0, 100 * (uint64_t)LB_POOL_MAX_SLOTS, &v) != 0)
+		return -1;
+	cpus = processors();
+	if (s[n - 1] == '%')
+		v = cpus * v / 100;
+	else if (s[0] == '+')
+		v = cpus + v;
+	else
+		v = cpus > v ? cpus - v : 0;
+	*out = v > 0 ? v : 1;
+	return 0;
+}
+
 static unsigned parse_max(const struct poolcmd *cmd, const char *s)
 {
 	uint64_t v;
@@ -294,8 +343,14 @@ static unsigned parse_max(const struct poolcmd *cmd, const char *s)
 	if (s == NULL)
 		lb_usage_error("missing MAX");
 	misplaced(s);
+	if (relative_max(s, &v) == 0) {
+		if (v > LB_POOL_MAX_SLOTS)
+			lb_usage_error("invalid MAX '%s': %u processors make it %llu, more than %d",
+			    s, processors(), (unsigned long long)v, LB_POOL_MAX_SLOTS);
+		return (unsigned)v;
+	}
 	if (lb_parse_uint(s, 1, LB_POOL_MAX_SLOTS, &v) != 0)
-		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d",
+		lb_usage_error("invalid MAX '%s': expected a whole number from 1 to %d, or +N, -N or P%% of the processors",
 		    s, LB_POOL_MAX_SLOTS);
 	return (unsigned)v;
 }
@@ -303,173 +358,6 @@ static unsigned parse_max(const struct poolcmd *cmd, const char *s)
 static int64_t deadline_of(const struct opts *o)
 {
 	return o->wait > 0 ? lb_deadline_after(o->wait) : LB_NO_WAIT;
-}
-
-/*
- * Another program's locks only: "mutex: F: locked by another program:
- * PID 4242 (python3)", each process as the kernel names it.
- */
-static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
-{
-	char msg[512];
-	size_t i, n = 0;
-	int r;
-
-	msg[0] = '\0';
-	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
-		const struct lb_ident *w = &h->v[i].who;
-
-		if (i == 8) {
-			r = snprintf(msg + n, sizeof msg - n, ", ...");
-			n += r > 0 ? (size_t)r : 0;
-			break;
-		}
-		if (w->pid == 0)
-			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found)", i ? ", " : "");
-		else if (w->command[0] == '\0')
-			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
-		else
-			r = snprintf(msg + n, sizeof msg - n, "%sPID %d (%s)", i ? ", " : "",
-			    (int)w->pid, w->command);
-		n += r > 0 ? (size_t)r : 0;
-	}
-	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
-}
-
-/*
- * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
- * host when HOSTS (a server's holders may be on any), shared or not; and
- * when that process has exited and the lock lives on in the children
- * that inherited it, that it has, and which one holds on.
- */
-static void report_holder(const char *name, const char *waited, int hosts,
-    const struct lb_holder *x)
-{
-	struct lb_ident keeper;
-	char age[32], gone[LB_COMMAND_MAX + 96] = "", what[LB_COMMAND_MAX + 48];
-
-	if (x->who.command[0] != '\0')
-		snprintf(what, sizeof what, "%s, %s%s", x->who.command, x->age_unknown ?
-		    "age unknown" : lb_format_duration(lb_ident_age(&x->who), age),
-		    x->shared ? ", shared" : "");
-	else
-		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
-	if (x->gone && x->keeper > 0) {
-		lb_ident_fill(&keeper, x->keeper, NULL, 0);
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
-		    (int)x->keeper, keeper.command);
-	} else if (x->gone) {
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
-	}
-	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
-	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
-}
-
-/* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
-static void report_busy(const struct poolcmd *cmd, const struct opts *o,
-    const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
-{
-	const char *why;
-	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
-	char msg[512], age[32], waited[48] = "";
-	size_t i, n = 0, foreign = 0;
-	int r;
-
-	if (o->quiet)
-		return;
-	if (o->wait > 0)
-		snprintf(waited, sizeof waited, "timed out after %s; ",
-		    lb_format_duration_ms(o->wait, age));
-	why = lb_pool_why(pool, &at_once);
-	if (why != NULL) {	/* not the holders: the backend says what */
-		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
-		return;
-	}
-	if (h->n == 0) {	/* the header itself stayed locked */
-		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
-		    name, waited);
-		return;
-	}
-	for (i = 0; i < h->n; i++)
-		foreign += h->v[i].foreign != 0;
-	if (foreign == h->n) {
-		report_foreign(name, waited, h);
-		return;
-	}
-	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
-		report_holder(name, waited, hosts, &h->v[0]);
-		return;
-	}
-	msg[0] = '\0';
-	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
-		if (i == 8) {
-			r = snprintf(msg + n, sizeof msg - n, ", ...");
-			n += r > 0 ? (size_t)r : 0;
-			break;
-		}
-		if (h->v[i].foreign && h->v[i].who.pid != 0)
-			r = snprintf(msg + n, sizeof msg - n, "%s%d (another program)", i ? ", " : "",
-			    (int)h->v[i].who.pid);
-		else if (h->v[i].foreign)
-			r = snprintf(msg + n, sizeof msg - n, "%s? (another program)", i ? ", " : "");
-		else if (h->v[i].known)
-			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
-			    (int)h->v[i].who.pid);
-		else
-			r = snprintf(msg + n, sizeof msg - n, "%s?", i ? ", " : "");
-		n += r > 0 ? (size_t)r : 0;
-	}
-	if (max == 1)
-		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
-	else
-		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
-		    h->n == 1 ? "" : "s", msg);
-}
-
-/* A waiter's status line on a terminal (-v): what it says, and whether it is shown. */
-struct status_line {
-	const char *name;
-	int64_t start;		/* CLOCK_MONOTONIC of the first attempt */
-	int shown;
-};
-
-/*
- * "mutex: F: waiting 12s, 3rd in the queue, held by PID 4242 (backup, 3m12s)",
- * written over itself: cut to the terminal's width, so that a carriage
- * return brings the cursor back to its start.
- */
-static void status_line(void *arg, const struct lb_progress *pr)
-{
-	struct status_line *sl = arg;
-	struct winsize ws;
-	char line[512], waited[32], age[32], place[48] = "", holder[LB_COMMAND_MAX + 96] = "";
-	size_t cols = 80, n;
-	int r;
-
-	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
-		cols = ws.ws_col;
-	if (pr->place == 1)
-		snprintf(place, sizeof place, ", next in line");
-	else if (pr->place > 1)
-		snprintf(place, sizeof place, ", %u%s in the queue", pr->place, poolcmd_ordinal(pr->place));
-	if (pr->holder != NULL && pr->holder->who.command[0] != '\0')
-		snprintf(holder, sizeof holder, ", held by PID %d (%s, %s)", (int)pr->holder->who.pid,
-		    pr->holder->who.command, pr->holder->age_unknown ? "age unknown" :
-		    lb_format_duration(lb_ident_age(&pr->holder->who), age));
-	else if (pr->holder != NULL)
-		snprintf(holder, sizeof holder, ", held by PID %d", (int)pr->holder->who.pid);
-	r = snprintf(line, sizeof line, "\r%s: %s: waiting %s%s%s", lb_prog, sl->name,
-	    lb_format_duration(lb_now(CLOCK_MONOTONIC) - sl->start, waited), place, holder);
-	n = r < 0 ? 0 : (size_t)r < sizeof line ? (size_t)r : sizeof line - 1;
-	if (n > cols)
-		n = cols;	/* the \r and cols - 1 characters */
-	/* the rest of a longer line before it goes */
-	if (n + 3 < sizeof line) {
-		memcpy(line + n, "\033[K", 3);
-		n += 3;
-	}
-	if (write(STDERR_FILENO, line, n) > 0)
-		sl->shown = 1;
 }
 
 /*
@@ -482,14 +370,18 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
     const struct lb_ident *who, unsigned *slot, int *status)
 {
 	struct lb_holders busy = { NULL, 0 };
-	struct status_line sl = { name, lb_now(CLOCK_MONOTONIC), 0 };
+	struct poolcmd_status sl = { name, lb_now(CLOCK_MONOTONIC), 0 };
 	int r;
 
 	/* -v on a terminal: one line, rewritten while we wait; off one, the last line only */
 	if (o->verbose && o->wait > 0 && isatty(STDERR_FILENO))
-		lb_pool_set_progress(pool, status_line, &sl);
+		lb_pool_set_progress(pool, poolcmd_status_line, &sl);
+	/* a waiter is named by the job it waits for, not as lockbox: see title.h */
+	if (o->wait > 0)
+		lb_title_waiting(who->command);
 	/* -q: nobody is told who holds it, so nobody is looked up */
 	r = lb_pool_acquire(pool, max, deadline_of(o), who, slot, o->quiet ? NULL : &busy);
+	lb_title_restore();
 	lb_pool_set_progress(pool, NULL, NULL);
 	if (sl.shown)
 		(void)!write(STDERR_FILENO, "\r\033[K", 4);
@@ -499,7 +391,9 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 		return 0;
 	}
 	if (r == 0) {
-		report_busy(cmd, o, name, max, &busy, pool);
+		if (!o->quiet)
+			poolcmd_report_busy(name, cmd->fixed_max == 1, o->wait > 0 ? o->wait : 0,
+			    max, &busy, pool);
 		lb_holders_free(&busy);
 		*status = o->busy_status;
 		return 0;
@@ -551,6 +445,44 @@ static int run_closed(char **command)
 	return r != 0 ? r : lb_child_status(wstatus);
 }
 
+/*
+ * LOCKFILE where COMMAND was meant: "mutex /usr/bin/rsync -a src dst"
+ * (rsync not installed), "mutex sleep 1 F". A lock file is never made in
+ * a directory of PATH, nor named after a command on PATH while the
+ * COMMAND given is not found: one line that says the order (1: said), with
+ * nothing created. Only a file not there yet is looked at: an existing
+ * one is locked as it always was.
+ */
+static int misordered(const struct poolcmd *cmd, const char *path, char *const *command)
+{
+	const char *form = cmd->fixed_max ? "mutex [OPTION...] LOCKFILE COMMAND" :
+	    "slots [OPTION...] LOCKFILE MAX COMMAND";
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if ((lb_pool_target_caps(path) & LB_POOL_IN_FS) == 0 || lstat(path, &st) == 0 ||
+	    errno != ENOENT)
+		return 0;
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	if (lb_exec_path_dir(dir)) {
+		lb_warnx("%s: not creating a lock file in %s, a directory of PATH: LOCKFILE comes first (%s)",
+		    path, dir, form);
+		return 1;
+	}
+	if (slash == NULL && lb_exec_found(path) && !lb_exec_found(command[0])) {
+		lb_warnx("%s: not creating a lock file named after a command while '%s' is not found: LOCKFILE comes first (%s)",
+		    path, command[0], form);
+		return 1;
+	}
+	return 0;
+}
+
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
@@ -571,6 +503,8 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
+	if (misordered(cmd, path, command))
+		return LB_EXIT_FAIL;
 	/* a pool of one (mutex) takes any file, as flock(1) does */
 	popts.any_file = max == 1;
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);

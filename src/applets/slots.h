@@ -3,6 +3,8 @@
 #ifndef LOCKBOX_SLOTS_H
 #define LOCKBOX_SLOTS_H
 
+#include <stdint.h>
+
 /* --help's lines that slots and mutex share: the options after -v, and the end */
 #define POOLCMD_HELP_OPTIONS \
 	"      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n" \
@@ -16,7 +18,7 @@
 	"                      SIG (default TERM; none: do not) when the server\n" \
 	"                      connection is lost\n" \
 	"  -h, --help          this help\n" \
-	"      --version       print lockbox's version and lock kind\n" \
+	"  -V, --version       print lockbox's version and lock kind\n" \
 	"\n" \
 	"create makes LOCKFILE (or checks the one there) without taking it:\n" \
 	"0 when it is a lock file lockbox may use, 125 otherwise.\n"
@@ -45,6 +47,30 @@ struct lb_holders;
 void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w);
 void poolcmd_print_json(const struct lb_holders *h);
+
+/*
+ * No slot taken (busy.c): "slots: F: all 3 slots busy (PIDs 311, 312)",
+ * "mutex: F: held by PID 4242 (backup.sh, 3m12s)" (MUTEX: the pool of
+ * one, whose one holder is named), or what the backend says; after a
+ * wait of WAIT ns (0: none) it timed out after it. H: the holders seen.
+ */
+struct lb_pool;
+void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max,
+    const struct lb_holders *h, const struct lb_pool *pool);
+
+/*
+ * A waiter's status line on a terminal (-v), written over itself as a
+ * pool's progress callback (lb_pool_set_progress): "mutex: F: waiting
+ * 12s, 3rd in the queue, held by PID 4242 (backup, 3m12s)". ARG is a
+ * struct poolcmd_status; SHOWN tells whether a line is there to clear.
+ */
+struct poolcmd_status {
+	const char *name;
+	int64_t start;		/* CLOCK_MONOTONIC of the first attempt */
+	int shown;
+};
+struct lb_progress;
+void poolcmd_status_line(void *arg, const struct lb_progress *pr);
 
 /* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 23rd) */
 const char *poolcmd_ordinal(unsigned n);

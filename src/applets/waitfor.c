@@ -20,20 +20,24 @@
 #include "waitfor.h"
 
 #define USAGE \
-	"usage: waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
+	"usage: waitfor [-qvV] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]"
 
 #define HELP \
 	"\n" \
 	"Run COMMAND until it succeeds: again after INTERVAL each time it fails,\n" \
 	"for at most TIMEOUT. When it gives up, exit with the last attempt's status.\n" \
-	"A bare TIMEOUT is minutes, a bare INTERVAL seconds; units ms s m h d and\n" \
-	"sums like 1m30s override ('waitfor 3 5 CMD': every 5s for 3 minutes).\n" \
+	"A bare TIMEOUT is minutes (3 = 3 minutes), a bare INTERVAL seconds\n" \
+	"(5 = 5 seconds): 'waitfor 3 5 CMD' tries every 5s for 3 minutes. A unit\n" \
+	"says it outright: ms, s or sec, m or min, h or hr, d, and sums like 1m30s\n" \
+	"(see Durations in lockbox(1)).\n" \
 	"\n" \
 	"  -q, --quiet         no message when giving up\n" \
 	"      --retry-on LIST retry only on these exit statuses (e.g. 75 or 1,75);\n" \
 	"                      stop at once on any other\n" \
-	"  -v, --verbose       one line per attempt on stderr\n" \
+	"  -v, --verbose       one line per attempt on stderr, and what a bare\n" \
+	"                      TIMEOUT was taken for\n" \
 	"  -h, --help          this help\n" \
+	"  -V, --version       print lockbox's version and lock kind\n" \
 	"\n" \
 	"Exit: 0 when COMMAND succeeded, else its last status (75 passed through);\n" \
 	"125 waitfor failed, 126 COMMAND not executable, 127 COMMAND not found,\n" \
@@ -47,6 +51,7 @@ static const struct option longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "retry-on", required_argument, NULL, OPT_RETRY_ON },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -100,8 +105,10 @@ char **waitfor_parse(struct waitfor_opts *o, int argc, char **argv)
 
 	memset(o, 0, sizeof *o);
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:hqv", longopts)) != -1) {
+	while ((c = lb_getopt(argc, argv, "+:Vhqv", longopts)) != -1) {
 		switch (c) {
+		case 'V':
+			lb_version();
 		case 'h':
 			lb_help(USAGE, HELP);
 		case 'q':
@@ -118,7 +125,11 @@ char **waitfor_parse(struct waitfor_opts *o, int argc, char **argv)
 	i = optind;
 	if (i >= argc)
 		lb_usage_error("missing TIMEOUT");
-	o->timeout = parse_time("TIMEOUT", argv[i++], LB_NS_PER_MIN, "3 (minutes), 90s or 1h30m");
+	o->timeout = parse_time("TIMEOUT", argv[i], LB_NS_PER_MIN, "3 (minutes), 90s or 1h30m");
+	/* the seed's minutes are a surprise where seconds are the rule: -v says so */
+	if (o->verbose)
+		lb_say_minutes("TIMEOUT", argv[i]);
+	i++;
 	if (i >= argc)
 		lb_usage_error("missing INTERVAL");
 	o->interval = parse_time("INTERVAL", argv[i++], LB_NS_PER_S, "5 (seconds), 500ms or 1m");

@@ -15,6 +15,7 @@
 #include "text.h"
 
 const char *lb_prog = "lockbox";
+int lb_prog_linked;
 
 /*
  * Holders of one lock often share a stderr (a cron log), so a message is
@@ -104,9 +105,9 @@ void lb_usage_error(const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	/* lockbox's own options have no applet name to repeat */
-	n = strcmp(lb_prog, PACKAGE) == 0 ?
-	    snprintf(hint, sizeof hint, "Try 'lockbox --help'.\n") :
+	/* the name it was run by: a link's own, else lockbox's and the applet's */
+	n = strcmp(lb_prog, PACKAGE) == 0 || lb_prog_linked ?
+	    snprintf(hint, sizeof hint, "Try '%s --help'.\n", lb_prog) :
 	    snprintf(hint, sizeof hint, "Try 'lockbox %s --help'.\n", lb_prog);
 	va_start(ap, fmt);
 	emit(0, 0, n > 0 && (size_t)n < sizeof hint ? hint : NULL, fmt, ap);

@@ -4,6 +4,7 @@
 #define LOCKBOX_ERR_H
 
 extern const char *lb_prog;	/* the applet's name, set by main */
+extern int lb_prog_linked;	/* run by a link of the applet's name, not as "lockbox APPLET" */
 
 void lb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lb_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

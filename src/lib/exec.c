@@ -3,10 +3,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -31,6 +34,64 @@ void lb_exec_restore(void)
 	/* a handler does not survive exec anyway: what comes back is SIG_DFL or SIG_IGN */
 	if (xfsz_saved)
 		sigaction(SIGXFSZ, &xfsz_entry, NULL);
+}
+
+/* PATH as execvp(3) searches it: glibc's default when it is unset */
+static const char *search_path(void)
+{
+	const char *p = getenv("PATH");
+
+	return p != NULL ? p : "/bin:/usr/bin";
+}
+
+static int runnable(const char *file)
+{
+	struct stat st;
+
+	return stat(file, &st) == 0 && S_ISREG(st.st_mode) && access(file, X_OK) == 0;
+}
+
+int lb_exec_found(const char *name)
+{
+	const char *p, *end;
+	char file[PATH_MAX];
+	int n;
+
+	if (name[0] == '\0')
+		return 0;
+	if (strchr(name, '/') != NULL)
+		return runnable(name);
+	for (p = search_path();; p = end + 1) {
+		end = p + strcspn(p, ":");
+		n = end == p ? snprintf(file, sizeof file, "%s", name) :
+		    snprintf(file, sizeof file, "%.*s/%s", (int)(end - p), p, name);
+		if (n > 0 && (size_t)n < sizeof file && runnable(file))
+			return 1;
+		if (*end == '\0')
+			return 0;
+	}
+}
+
+int lb_exec_path_dir(const char *dir)
+{
+	const char *p, *end;
+	char entry[PATH_MAX];
+	struct stat want, st;
+
+	if (stat(dir, &want) != 0)
+		return 0;
+	for (p = search_path();; p = end + 1) {
+		end = p + strcspn(p, ":");
+		if ((size_t)(end - p) < sizeof entry && end > p && !(end - p == 1 && *p == '.')) {
+			memcpy(entry, p, (size_t)(end - p));
+			entry[end - p] = '\0';
+			if (stat(entry, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == want.st_dev &&
+			    st.st_ino == want.st_ino)
+				return 1;
+		}
+		if (*end == '\0')
+			return 0;
+	}
 }
 
 void lb_exec(char *const argv[])

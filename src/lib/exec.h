@@ -26,6 +26,19 @@ int lb_fsize_fits(off_t end);
  */
 void lb_exec_restore(void);
 
+/*
+ * Whether NAME is a command execvp(3) would find: a regular file we may
+ * execute, at NAME when it has a '/', else in a directory of PATH.
+ */
+int lb_exec_found(const char *name);
+
+/*
+ * Whether DIR is one of PATH's directories (the same directory, however
+ * named: /bin and /usr/bin are one where /bin links to usr/bin). "." and
+ * empty entries, the current directory whichever it is, are not counted.
+ */
+int lb_exec_path_dir(const char *dir);
+
 /* execvp(argv[0], argv); on failure reports and exits 127 (not found) or 126. */
 _Noreturn void lb_exec(char *const argv[]);
 

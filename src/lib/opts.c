@@ -12,6 +12,7 @@
 #include "host.h"
 #include "opts.h"
 #include "parse.h"
+#include "text.h"
 
 void lb_getopt_reset(void)
 {
@@ -19,10 +20,27 @@ void lb_getopt_reset(void)
 	opterr = 0;	/* our own messages */
 }
 
+/* The long option LONGOPTS has that WORD ("--wiat=5") is likely a typo of, or NULL. */
+static const char *nearest_option(const char *word, const struct option *longopts)
+{
+	const char *names[64];
+	char typed[64];
+	size_t n = 0, len = strcspn(word + 2, "=");
+
+	if (longopts == NULL || len >= sizeof typed)
+		return NULL;
+	memcpy(typed, word + 2, len);
+	typed[len] = '\0';
+	for (; longopts->name != NULL && n < sizeof names / sizeof names[0]; longopts++)
+		names[n++] = longopts->name;
+	return lb_nearest(typed, names, n);
+}
+
 /* An option getopt_long refused; WORD is the argument it was reading. */
-static _Noreturn void bad_option(const char *word, int c)
+static _Noreturn void bad_option(const char *word, int c, const struct option *longopts)
 {
 	int n = (int)strcspn(word, "=");
+	const char *near;
 
 	if (strncmp(word, "--", 2) != 0)
 		lb_usage_error(c == ':' ? "option '-%c' needs an argument" :
@@ -31,6 +49,9 @@ static _Noreturn void bad_option(const char *word, int c)
 		lb_usage_error("option '%.*s' needs an argument", n, word);
 	if (optopt != 0)	/* a known long option, given an argument */
 		lb_usage_error("option '%.*s' takes no argument", n, word);
+	near = nearest_option(word, longopts);
+	if (near != NULL)
+		lb_usage_error("invalid option '%.*s' (did you mean --%s?)", n, word, near);
 	lb_usage_error("invalid option '%s'", word);
 }
 
@@ -42,7 +63,7 @@ int lb_getopt(int argc, char **argv, const char *shortopts,
 	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
 
 	if (c == '?' || c == ':')
-		bad_option(argv[word], c);
+		bad_option(argv[word], c, longopts);
 	return c;
 }
 
@@ -60,9 +81,17 @@ int64_t lb_opt_duration(const char *arg, int64_t bare_unit)
 	int64_t ns;
 
 	if (lb_parse_duration(arg, bare_unit, &ns) != 0)
-		lb_usage_error("invalid duration '%s': expected a number of %s, or with units (ms s m h d) such as 90s or 1h30m",
+		lb_usage_error("invalid duration '%s': expected a number of %s, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m",
 		    arg, bare_unit == LB_NS_PER_MIN ? "minutes" : "seconds");
 	return ns;
+}
+
+void lb_say_minutes(const char *what, const char *arg)
+{
+	/* 0 is 0 in any unit */
+	if (lb_duration_is_bare(arg) && strspn(arg, "0.") < strlen(arg))
+		lb_warnx("%s %s = %s minutes (a bare number here is minutes; %ss is seconds)",
+		    what, arg, arg, arg);
 }
 
 unsigned lb_opt_mode(const char *arg)

@@ -22,6 +22,12 @@ int lb_opt_exit_code(const char *arg);			/* -E: 0 to 255 */
 int64_t lb_opt_duration(const char *arg, int64_t bare_unit);	/* in ns */
 int lb_opt_signal(const char *arg);	/* --on-loss: none (0), a name or a number */
 
+/*
+ * -v's word on an argument whose bare number is minutes: "WHAT ARG = ARG
+ * minutes" on stderr when ARG has no unit and is not 0; nothing otherwise.
+ */
+void lb_say_minutes(const char *what, const char *arg);
+
 /* The name (TERM) of a signal lb_opt_signal knows by name, else NULL. */
 const char *lb_signal_name(int sig);
 unsigned lb_opt_mode(const char *arg);	/* --mode: octal, the owner's rw in it */

@@ -63,8 +63,11 @@ static int64_t unit_ns(const char **p)
 		const char *name;
 		int64_t ns;
 	} units[] = {
-		/* "ms" before "m": longest match first */
+		/* "ms" and "min" before "m", "sec" before "s": longest match first */
 		{ "ms", LB_NS_PER_MS },
+		{ "min", LB_NS_PER_MIN },
+		{ "sec", LB_NS_PER_S },
+		{ "hr", 60 * LB_NS_PER_MIN },
 		{ "s", LB_NS_PER_S },
 		{ "m", LB_NS_PER_MIN },
 		{ "h", 60 * LB_NS_PER_MIN },
@@ -135,6 +138,15 @@ range:
 invalid:
 	errno = EINVAL;
 	return -1;
+}
+
+int lb_duration_is_bare(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (s[n] == '.')
+		n += 1 + strspn(s + n + 1, "0123456789");
+	return n > 0 && s[n] == '\0' && strcmp(s, ".") != 0;
 }
 
 const char *lb_format_duration_ms(int64_t ns, char buf[32])

@@ -24,12 +24,16 @@ int lb_parse_mode(const char *s, unsigned *out);
 
 /*
  * Duration: one or more terms NUMBER[UNIT], NUMBER decimal with an optional
- * fraction, UNIT one of ms s m h d ("1h30m", "2.5s"). A lone bare number
- * takes bare_unit (nanoseconds per unit). Result in nanoseconds, at most
+ * fraction, UNIT one of ms, s or sec, m or min, h or hr, d ("1h30m",
+ * "2.5s", "10min"). A lone bare number takes bare_unit (nanoseconds per
+ * unit). Result in nanoseconds, at most
  * LB_DURATION_MAX. Returns 0, or -1 with errno EINVAL or ERANGE.
  */
 #define LB_DURATION_MAX (INT64_C(100) * 366 * 86400 * LB_NS_PER_S)
 int lb_parse_duration(const char *s, int64_t bare_unit, int64_t *out);
+
+/* Whether S is a number without a unit ("50", "2.5"): the argument's bare unit applies. */
+int lb_duration_is_bare(const char *s);
 
 /* Human duration, largest two units: "850ms", "42s", "3m12s", "2h5m", "3d4h". */
 const char *lb_format_duration(int64_t ns, char buf[32]);

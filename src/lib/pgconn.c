@@ -82,6 +82,31 @@ static char *pct_decode(const char *s, size_t n)
 }
 
 /*
+ * passfile= and service= make libpq read a file the URL names, and libpq
+ * warns about such a file on stderr itself, unescaped: a lock's URL
+ * takes neither (PGPASSFILE, ~/.pgpass, PGSERVICE do the same). The key
+ * A..E, percent-decoded as libpq decodes it; 0, or -1 (reported).
+ */
+static int refused_key(const struct pgpool *p, const char *a, const char *e)
+{
+	const char *eq = memchr(a, '=', (size_t)(e - a));
+	char *key = pct_decode(a, (size_t)((eq != NULL ? eq : e) - a));
+	int r = 0;
+
+	if (key != NULL && strcmp(key, "passfile") == 0) {
+		lb_warnx("%s: passfile= is not taken in a lock's URL: name the file in PGPASSFILE, or use ~/.pgpass",
+		    p->base.name);
+		r = -1;
+	} else if (key != NULL && strcmp(key, "service") == 0) {
+		lb_warnx("%s: service= is not taken in a lock's URL: name the service in PGSERVICE",
+		    p->base.name);
+		r = -1;
+	}
+	free(key);
+	return r;
+}
+
+/*
  * Split URL into what libpq gets (every query parameter but lock=) and
  * NAME. 0, or -1 (reported).
  */
@@ -102,6 +127,8 @@ int lbpg_split_url(struct pgpool *p, const char *url, int access)
 	o = info + (q - url);
 	for (a = *q == '?' ? q + 1 : q; *a != '\0'; a = *e == '&' ? e + 1 : e) {
 		e = a + strcspn(a, "&");
+		if (refused_key(p, a, e) != 0)
+			return -1;
 		if (e - a >= 5 && strncmp(a, "lock=", 5) == 0) {
 			if (p->lock != NULL) {
 				lb_warnx("%s: lock= given twice", p->base.name);

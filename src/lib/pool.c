@@ -3,8 +3,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "err.h"
@@ -69,6 +71,31 @@ static struct lb_pool *pg_open(const char *target, int access,
 #endif
 }
 
+int lb_pool_misspelt(const char *target)
+{
+	static const char *const schemes[] = { "postgresql", "postgres" };
+	char scheme[16], dir[64];
+	size_t n = strspn(target, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), i;
+	struct stat st;
+	int near;
+
+	if (n == 0 || n >= sizeof scheme || target[n] != ':' || is_pg(target))
+		return 0;
+	for (i = 0; i < n; i++)
+		scheme[i] = (char)(target[i] | 0x20);	/* ASCII letters to lower case */
+	scheme[n] = '\0';
+	/* the right scheme with ":/" or ":", or a slip of it with ":" and slashes */
+	near = strcmp(scheme, schemes[0]) == 0 || strcmp(scheme, schemes[1]) == 0 ||
+	    (target[n + 1] == '/' && lb_nearest(scheme, schemes, 2) != NULL);
+	/* a file or a directory of that name is a path, however it looks */
+	snprintf(dir, sizeof dir, "%.*s", (int)n + 1, target);
+	if (!near || lstat(target, &st) == 0 || lstat(dir, &st) == 0)
+		return 0;
+	lb_warnx("%.*s...: not a lock file's path nor a server's URL: did you mean postgresql://?",
+	    (int)(n + 1 + strspn(target + n + 1, "/")), target);
+	return 1;
+}
+
 static const struct lb_pool_opts defaults;
 
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts)
@@ -86,6 +113,8 @@ struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_poo
 	}
 	if (is_pg(target))
 		return with_caps(pg_open(target, access, opts), PG_CAPS);
+	if (lb_pool_misspelt(target))
+		return NULL;
 	if (access == LB_POOL_LIST) {
 		lb_warnx("%s: not a server: nothing to list", target);
 		return NULL;

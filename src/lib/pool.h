@@ -107,6 +107,17 @@ enum {
 unsigned lb_pool_caps(const struct lb_pool *pool);
 unsigned lb_pool_target_caps(const char *target);
 
+/*
+ * Whether TARGET is a server's URL with its scheme misspelt
+ * ("postgersql://db/ops?lock=x", "postgresql:/db", "Postgres://..."):
+ * a scheme of letters one or two slips from postgresql or postgres, or
+ * one of those without its "//", where no file or directory of that name
+ * is. Then it says so, "did you mean postgresql://?", with nothing of the
+ * URL past its scheme (a password may follow), and returns 1.
+ * lb_pool_open checks it before taking TARGET for a path.
+ */
+int lb_pool_misspelt(const char *target);
+
 /* Whether TARGET names a lock in the file system (a directory holds it). */
 static inline int lb_pool_target_in_fs(const char *target)
 {

@@ -17,6 +17,7 @@
 #include "proc.h"
 #include "procfs.h"
 #include "text.h"
+#include "title.h"
 
 int lb_boot_id(uint8_t id[16])
 {
@@ -272,6 +273,44 @@ void lb_ident_of_process(struct lb_ident *who, pid_t pid)
 		who->uid = (uint32_t)ps.st_uid;
 }
 
+/*
+ * What a waiter will hold its slot as: a lockbox waiter writes it into
+ * its command line while it waits (title.h); a shell waiting in the
+ * library's builtin is named for its script, as its record will be;
+ * anyone else by COMM, the kernel's name. Only lockbox's names and the
+ * shells' have their command line read.
+ */
+static void waiter_command(char *buf, size_t size, pid_t pid, const char *comm)
+{
+	static const char *const ours[] = { "lockbox", "lockbox-pg", "mutex", "slots" };
+	static const char *const shells[] = { "ash", "bash", "dash", "ksh", "mksh", "sh", "zsh" };
+	char line[4096], path[64];
+	size_t i, n0;
+	ssize_t len;
+
+	snprintf(buf, size, "%s", comm);
+	for (i = 0; i < sizeof shells / sizeof shells[0]; i++)
+		if (strcmp(comm, shells[i]) == 0) {
+			name_only(buf, size, pid, NULL);
+			return;
+		}
+	for (i = 0; i < sizeof ours / sizeof ours[0] && strcmp(comm, ours[i]) != 0; i++)
+		;
+	if (i == sizeof ours / sizeof ours[0])
+		return;
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	len = lb_procfs_read(path, line, sizeof line - 1);
+	if (len <= 0)
+		return;
+	line[len] = '\0';
+	/* "ARGV0", "waiting:", "RECORD" */
+	n0 = strlen(line) + 1;
+	if ((size_t)len > n0 + sizeof LB_TITLE_WAITING &&
+	    memcmp(line + n0, LB_TITLE_WAITING, sizeof LB_TITLE_WAITING) == 0 &&
+	    line[n0 + sizeof LB_TITLE_WAITING] != '\0')
+		snprintf(buf, size, "%s", line + n0 + sizeof LB_TITLE_WAITING);
+}
+
 int lb_ident_of_waiter(struct lb_ident *who, pid_t pid, int *stopped)
 {
 	static char host[LB_HOST_MAX];
@@ -289,7 +328,8 @@ int lb_ident_of_waiter(struct lb_ident *who, pid_t pid, int *stopped)
 	who->starttime = st.starttime;
 	who->uid = (uint32_t)-1;
 	start_clocks(who, st.starttime);
-	snprintf(who->command, sizeof who->command, "%s", st.comm);
+	waiter_command(who->command, sizeof who->command, pid, st.comm);
+	lb_text_clean(who->command);
 	*stopped = st.state == 'T' || st.state == 't';
 	return 0;
 }

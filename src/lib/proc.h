@@ -59,9 +59,11 @@ void lb_ident_of_process(struct lb_ident *who, pid_t pid);
 
 /*
  * WHO as one read of /proc/PID/stat shows a process that waits for a lock:
- * its PID, kernel name, start (on the clocks, so that its age is how long
- * it has run) and this host; *STOPPED whether it is stopped (T or t). 0,
- * or -1 when it is gone (WHO then has only its PID).
+ * its PID, start (on the clocks, so that its age is how long it has run)
+ * and this host, and as its command what it will hold the slot as: a
+ * lockbox waiter's job as its command line says it (title.h), a shell's
+ * script, else the kernel's name; *STOPPED whether it is stopped (T or
+ * t). 0, or -1 when it is gone (WHO then has only its PID).
  */
 int lb_ident_of_waiter(struct lb_ident *who, pid_t pid, int *stopped);
 

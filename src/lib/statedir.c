@@ -14,6 +14,7 @@
 #include "err.h"
 #include "exitcodes.h"
 #include "hash.h"
+#include "host.h"
 #include "pool.h"
 #include "statedir.h"
 #include "text.h"
@@ -34,6 +35,9 @@ static char *dir_or_url(const char *dir)
 {
 	char *s;
 
+	/* a misspelt URL would be a directory made */
+	if (lb_pool_misspelt(dir))
+		lb_exit(LB_EXIT_FAIL);
 	if (lb_pool_target_in_fs(dir))
 		return lb_path_join(dir, "");
 	/* NAME is the lock: the URL names only the database */

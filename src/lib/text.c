@@ -204,3 +204,63 @@ char *lb_url_mask(const char *url)
 	strcpy(o, s);
 	return out;
 }
+
+/*
+ * The optimal string alignment distance (Damerau-Levenshtein, each
+ * substring edited once) between A and B, or LIMIT + 1 once it is
+ * surely above LIMIT: three rows of the usual table.
+ */
+static size_t edit_distance(const char *a, const char *b, size_t limit)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, rows[3][64];
+	size_t *two = rows[0], *prev = rows[1], *cur = rows[2], *t;
+
+	if (la >= 63 || lb >= 63 || (la > lb ? la - lb : lb - la) > limit)
+		return limit + 1;
+	for (j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t best;
+
+		cur[0] = best = i;
+		for (j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1], v = prev[j - 1] + cost;
+
+			if (prev[j] + 1 < v)
+				v = prev[j] + 1;
+			if (cur[j - 1] + 1 < v)
+				v = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    two[j - 2] + 1 < v)
+				v = two[j - 2] + 1;
+			cur[j] = v;
+			if (v < best)
+				best = v;
+		}
+		if (best > limit)
+			return limit + 1;
+		t = two;
+		two = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[lb];
+}
+
+const char *lb_nearest(const char *word, const char *const *names, size_t n)
+{
+	/* one slip in a short word, two in a long one: "flock" is not "locks" */
+	size_t i, d, best = 3, limit = strlen(word) >= 8 ? 2 : strlen(word) >= 4 ? 1 : 0;
+	const char *found = NULL;
+	int ties = 0;
+
+	for (i = 0; i < n; i++) {
+		d = edit_distance(word, names[i], limit);
+		if (d == 0 || d > limit || d > best)
+			continue;
+		ties = d == best ? ties + 1 : 0;
+		best = d;
+		found = names[i];
+	}
+	return ties == 0 ? found : NULL;
+}

@@ -23,6 +23,14 @@ void lb_text_clean(char *s);
  */
 size_t lb_text_escape(char *out, size_t cap, const char *in, size_t len);
 
+/*
+ * Of the N words NAMES, the one WORD is a likely typo of (a letter
+ * inserted, deleted, changed or two swapped; two such slips in a WORD of
+ * 8 letters or more; none under 4), for "did you mean"; NULL when none
+ * is that close, or two are.
+ */
+const char *lb_nearest(const char *word, const char *const *names, size_t n);
+
 /* The value of hexadecimal digit C (0-15), -1 if C is none. */
 int lb_hexval(int c);
 
