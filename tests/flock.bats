@@ -859,6 +859,7 @@ overwrite_head() {
 	dd if=/dev/zero of="$1" bs=16 count=1 conv=notrunc status=none
 }
 
+# bats test_tags=wait
 @test "one lock a path: a lock file cut short, overwritten or opened with 9> under its holder lets no second holder in" {
 	local how lock holder
 	for how in truncate overwrite redirect; do
@@ -891,7 +892,7 @@ overwrite_head() {
 	done
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,wait
 @test "one lock a path: a file another user planted in a sticky directory is refused, and a header written into a held file lets nobody in" {
 	need_root_and_nobody
 	local d holder
@@ -955,7 +956,7 @@ self_locking() {
 	done
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,wait
 @test "a script locks itself as its owner and as a user who may only read it" {
 	need_root_and_nobody
 	local d form
@@ -1076,6 +1077,7 @@ peers() {
 	((n >= 2)) || skip "fewer than two peer tools installed"
 }
 
+# bats test_tags=privilege
 @test "flock(1) and mutex exclude each other on a file either made first (/run/lock after a reboot), and after slots adopted flock(1)'s empty file" {
 	need_flock
 	local first

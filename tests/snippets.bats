@@ -303,6 +303,12 @@ run_page() {
 		case $k in
 		run)
 			ran=$((ran + 1))
+			# a block that locks a shell's own fd (--fd, the library) may
+			# stop on a classic-locks build, saying that it needs OFD locks
+			if [[ $(cat "$f.rc") != 0 ]] && ! ofd_build && grep -qE -- '--fd|--shell-lib' "$f"; then
+				assert grep -q 'needs open file description locks' "$f.err"
+				continue
+			fi
 			if [[ $(cat "$f.rc") != 0 ]]; then
 				printf '%s: status %s\n--- the block\n%s\n--- its output\n%s\n--- its errors\n%s\n' \
 					"${f##*/}" "$(cat "$f.rc")" "$(cat "$f")" "$(cat "$f.out")" "$(cat "$f.err")"
@@ -376,7 +382,6 @@ run_page() {
 	assert [ "$RAN_BLOCKS" -ge 1 ]
 }
 
-# bats test_tags=lockkind
 @test "lockbox-postgresql(7): every example block runs as printed, against a server named db and db.example.com" {
 	need_box
 	need_server

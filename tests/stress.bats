@@ -199,8 +199,6 @@ count_status() {
 	assert_output 0
 }
 
-# bats test_tags=wait
-# bats test_tags=wait
 @test "racing launches on a busy host: a header held by a process that waits for a CPU is waited for, never given up on" {
 	local i cpus bad
 	cpus=$(nproc)
@@ -221,6 +219,7 @@ count_status() {
 	assert_regex "$output" '^[123] 0$'
 }
 
+# bats test_tags=wait
 @test "racing launches with -w 30, some SIGKILLed: all run, never more than 3 at once" {
 	launch_fast -w 30
 	local got killed ok
@@ -554,7 +553,6 @@ overlaps() {
 			END { print bad + 0 }'
 }
 
-# bats test_tags=wait
 @test "one lock a path under attack: mutex, mutex -s, the library, flock(1), s6-setlock and lckdo while the file is cut short, overwritten and replaced: no exclusive holder overlaps another" {
 	local total=${LOCKBOX_STRESS_INTERVALS:-2600} kinds=() k n pids=() chaos_pid intervals lock
 	INTERVAL=$LOCKBOX_BUILDDIR/tests/interval
