@@ -1,10 +1,11 @@
-/* How slots, mutex and locks show holders and waiters: list's table and its JSON. */
+/* How slots, mutex and locks show holders and waiters: list's table, its JSON, and the busy message. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <stdio.h>
 
 #include "clock.h"
+#include "err.h"
 #include "json.h"
 #include "parse.h"
 #include "pool.h"
@@ -38,7 +39,8 @@ static void print_foreign(const struct lb_holder *x)
 		snprintf(slot, sizeof slot, "%u", x->slot);
 	if (x->who.pid != 0)
 		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
-	printf("%-5s %-8s %-7s another program", slot, pid, "?");
+	printf("%-5s %-8s %-7s another program%s", slot, pid, "?",
+	    x->in_queue ? ", in the wait queue" : "");
 	if (x->who.pid != 0 && x->who.command[0] != '\0') {
 		printf(": ");
 		print_text(x->who.command);
@@ -59,8 +61,8 @@ static void print_foreign_json(const struct lb_holder *x, size_t i)
 		printf(",\"pid\":%d", (int)x->who.pid);
 	else
 		printf(",\"pid\":null");
-	printf(",\"foreign\":true,\"lock\":\"%s\",\"start\":%lld,\"end\":",
-	    x->foreign_write ? "write" : "read", x->lock_lo);
+	printf(",\"foreign\":true,%s\"lock\":\"%s\",\"start\":%lld,\"end\":",
+	    x->in_queue ? "\"in_queue\":true," : "", x->foreign_write ? "write" : "read", x->lock_lo);
 	if (x->lock_hi < 0)
 		printf("null");
 	else
@@ -78,7 +80,7 @@ static void print_foreign_json(const struct lb_holder *x, size_t i)
  * as it does of another program's lock: "shared", "exited, kept by PID
  * 4250", "waiting 2nd, stopped, shared"; "" for a plain holder.
  */
-static void annotation(const struct lb_holder *x, char *buf, size_t size)
+void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 {
 	size_t n = 0;
 	int r;
@@ -130,13 +132,13 @@ static void print_rows(int hosts, const struct lb_holders *h)
 			print_start(x);
 			if (hosts)
 				printf("%-16s ", x->who.host);
-			annotation(x, note, sizeof note);
+			poolcmd_annotation(x, note, sizeof note);
 			if (note[0] != '\0')
 				printf("%s: ", note);
 			print_text(x->who.command);
 		} else if (x->waiting) {
 			/* a waiter whose mark the table does not show (an older lockbox's) */
-			annotation(x, note, sizeof note);
+			poolcmd_annotation(x, note, sizeof note);
 			if (hosts)
 				printf("%-5s %-8s %-7s %-16s %s: ?\n", "-", "?", "?", "?", note);
 			else
@@ -231,4 +233,141 @@ void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
 	for (i = 0; w != NULL && i < w->n; i++)
 		print_json(&w->v[i], h->n + i);
 	printf("]\n");
+}
+
+/*
+ * The bytes of a lock nobody was found holding, as a busy message says
+ * what it knows of it: "a read lock on bytes 0-4095".
+ */
+static void unfound_lock(char *buf, size_t size, const struct lb_holder *x)
+{
+	const char *kind = x->foreign_write ? "write" : "read";
+
+	if (x->lock_hi < 0)
+		snprintf(buf, size, "a %s lock on bytes %lld to the end", kind, x->lock_lo);
+	else if (x->lock_hi == x->lock_lo)
+		snprintf(buf, size, "a %s lock on byte %lld", kind, x->lock_lo);
+	else
+		snprintf(buf, size, "a %s lock on bytes %lld-%lld", kind, x->lock_lo, x->lock_hi);
+}
+
+/*
+ * Another program's locks only: "mutex: F: locked by another program:
+ * PID 4242 (python3)", each process as the kernel names it; one not
+ * found (another user's, or not found by the deadline) by its lock.
+ */
+static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
+{
+	char msg[512], lock[96];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		const struct lb_ident *w = &h->v[i].who;
+
+		unfound_lock(lock, sizeof lock, &h->v[i]);
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (w->pid == 0)
+			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found%s: %s)", i ? ", " : "",
+			    lb_pool_lookup_short() ? " in time" : "", lock);
+		else if (w->command[0] == '\0')
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%sPID %d (%s)", i ? ", " : "",
+			    (int)w->pid, w->command);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
+}
+
+/*
+ * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
+ * host when HOSTS (a server's holders may be on any), shared or not; and
+ * when that process has exited and the lock lives on in the children
+ * that inherited it, that it has, and which one holds on.
+ */
+static void report_holder(const char *name, const char *waited, int hosts,
+    const struct lb_holder *x)
+{
+	struct lb_ident keeper;
+	char age[32], gone[LB_COMMAND_MAX + 96] = "", what[LB_COMMAND_MAX + 48];
+
+	if (x->who.command[0] != '\0')
+		snprintf(what, sizeof what, "%s, %s%s", x->who.command, x->age_unknown ?
+		    "age unknown" : lb_format_duration(lb_ident_age(&x->who), age),
+		    x->shared ? ", shared" : "");
+	else
+		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
+	if (x->gone && x->keeper > 0) {
+		lb_ident_fill(&keeper, x->keeper, NULL, 0);
+		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
+		    (int)x->keeper, keeper.command);
+	} else if (x->gone) {
+		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
+	}
+	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
+	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
+}
+
+void poolcmd_report_busy(const char *name, int64_t wait, int mutex, unsigned max,
+    const struct lb_holders *h, const struct lb_pool *pool)
+{
+	const char *why;
+	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
+	char msg[512], age[32], waited[48] = "";
+	size_t i, n = 0, foreign = 0;
+	int r;
+
+	if (wait > 0)
+		snprintf(waited, sizeof waited, "timed out after %s; ",
+		    lb_format_duration_ms(wait, age));
+	why = lb_pool_why(pool, &at_once);
+	if (why != NULL) {	/* not the holders: the backend says what */
+		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
+		return;
+	}
+	if (h->n == 0) {	/* the header itself stayed locked */
+		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
+		    name, waited);
+		return;
+	}
+	for (i = 0; i < h->n; i++)
+		foreign += h->v[i].foreign != 0;
+	if (foreign == h->n) {
+		report_foreign(name, waited, h);
+		return;
+	}
+	if (mutex && h->n == 1 && h->v[0].known) {
+		report_holder(name, waited, hosts, &h->v[0]);
+		return;
+	}
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
+		if (i == 8) {
+			r = snprintf(msg + n, sizeof msg - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		if (h->v[i].foreign && h->v[i].who.pid != 0)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d (another program)", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else if (h->v[i].foreign)
+			r = snprintf(msg + n, sizeof msg - n, "%s? (another program)", i ? ", " : "");
+		else if (h->v[i].known)
+			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
+			    (int)h->v[i].who.pid);
+		else
+			r = snprintf(msg + n, sizeof msg - n, "%s?", i ? ", " : "");
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (max == 1)
+		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
+	else
+		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
+		    h->n == 1 ? "" : "s", msg);
 }

@@ -23,6 +23,7 @@
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
+#include "procfs.h"
 #include "slots.h"
 #include "supervise.h"
 
@@ -305,127 +306,6 @@ static int64_t deadline_of(const struct opts *o)
 	return o->wait > 0 ? lb_deadline_after(o->wait) : LB_NO_WAIT;
 }
 
-/*
- * Another program's locks only: "mutex: F: locked by another program:
- * PID 4242 (python3)", each process as the kernel names it.
- */
-static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
-{
-	char msg[512];
-	size_t i, n = 0;
-	int r;
-
-	msg[0] = '\0';
-	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
-		const struct lb_ident *w = &h->v[i].who;
-
-		if (i == 8) {
-			r = snprintf(msg + n, sizeof msg - n, ", ...");
-			n += r > 0 ? (size_t)r : 0;
-			break;
-		}
-		if (w->pid == 0)
-			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found)", i ? ", " : "");
-		else if (w->command[0] == '\0')
-			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
-		else
-			r = snprintf(msg + n, sizeof msg - n, "%sPID %d (%s)", i ? ", " : "",
-			    (int)w->pid, w->command);
-		n += r > 0 ? (size_t)r : 0;
-	}
-	lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
-}
-
-/*
- * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
- * host when HOSTS (a server's holders may be on any), shared or not; and
- * when that process has exited and the lock lives on in the children
- * that inherited it, that it has, and which one holds on.
- */
-static void report_holder(const char *name, const char *waited, int hosts,
-    const struct lb_holder *x)
-{
-	struct lb_ident keeper;
-	char age[32], gone[LB_COMMAND_MAX + 96] = "", what[LB_COMMAND_MAX + 48];
-
-	if (x->who.command[0] != '\0')
-		snprintf(what, sizeof what, "%s, %s%s", x->who.command, x->age_unknown ?
-		    "age unknown" : lb_format_duration(lb_ident_age(&x->who), age),
-		    x->shared ? ", shared" : "");
-	else
-		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
-	if (x->gone && x->keeper > 0) {
-		lb_ident_fill(&keeper, x->keeper, NULL, 0);
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
-		    (int)x->keeper, keeper.command);
-	} else if (x->gone) {
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
-	}
-	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
-	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
-}
-
-/* "slots: F: all 3 slots busy (PIDs 311, 312)" or "mutex: F: held by PID 4242 (backup.sh, 3m12s)" */
-static void report_busy(const struct poolcmd *cmd, const struct opts *o,
-    const char *name, unsigned max, const struct lb_holders *h, const struct lb_pool *pool)
-{
-	const char *why;
-	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
-	char msg[512], age[32], waited[48] = "";
-	size_t i, n = 0, foreign = 0;
-	int r;
-
-	if (o->quiet)
-		return;
-	if (o->wait > 0)
-		snprintf(waited, sizeof waited, "timed out after %s; ",
-		    lb_format_duration_ms(o->wait, age));
-	why = lb_pool_why(pool, &at_once);
-	if (why != NULL) {	/* not the holders: the backend says what */
-		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
-		return;
-	}
-	if (h->n == 0) {	/* the header itself stayed locked */
-		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
-		    name, waited);
-		return;
-	}
-	for (i = 0; i < h->n; i++)
-		foreign += h->v[i].foreign != 0;
-	if (foreign == h->n) {
-		report_foreign(name, waited, h);
-		return;
-	}
-	if (cmd->fixed_max == 1 && h->n == 1 && h->v[0].known) {
-		report_holder(name, waited, hosts, &h->v[0]);
-		return;
-	}
-	msg[0] = '\0';
-	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
-		if (i == 8) {
-			r = snprintf(msg + n, sizeof msg - n, ", ...");
-			n += r > 0 ? (size_t)r : 0;
-			break;
-		}
-		if (h->v[i].foreign && h->v[i].who.pid != 0)
-			r = snprintf(msg + n, sizeof msg - n, "%s%d (another program)", i ? ", " : "",
-			    (int)h->v[i].who.pid);
-		else if (h->v[i].foreign)
-			r = snprintf(msg + n, sizeof msg - n, "%s? (another program)", i ? ", " : "");
-		else if (h->v[i].known)
-			r = snprintf(msg + n, sizeof msg - n, "%s%d", i ? ", " : "",
-			    (int)h->v[i].who.pid);
-		else
-			r = snprintf(msg + n, sizeof msg - n, "%s?", i ? ", " : "");
-		n += r > 0 ? (size_t)r : 0;
-	}
-	if (max == 1)
-		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
-	else
-		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
-		    h->n == 1 ? "" : "s", msg);
-}
-
 /* A waiter's status line on a terminal (-v): what it says, and whether it is shown. */
 struct status_line {
 	const char *name;
@@ -498,7 +378,8 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 		return 0;
 	}
 	if (r == 0) {
-		report_busy(cmd, o, name, max, &busy, pool);
+		if (!o->quiet)
+			poolcmd_report_busy(name, o->wait, cmd->fixed_max == 1, max, &busy, pool);
 		lb_holders_free(&busy);
 		*status = o->busy_status;
 		return 0;
@@ -661,21 +542,14 @@ static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigne
 	struct lb_pool *pool;
 	struct lb_ident who;
 	unsigned slot;
-	char link[64], name[PATH_MAX];
-	ssize_t n;
+	char name[PATH_MAX];
 	int status, flock;
 
 	/* messages name the file the caller opened, as it knows it */
-	if (o->path != NULL) {
+	if (o->path != NULL)
 		snprintf(name, sizeof name, "%s", o->path);
-	} else {
-		snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
-		n = readlink(link, name, sizeof name - 1);
-		if (n > 0 && name[0] == '/')
-			name[n] = '\0';
-		else
-			snprintf(name, sizeof name, "fd %d", o->fd);
-	}
+	else if (lb_procfs_fd_link(0, o->fd, name, sizeof name) <= 0 || name[0] != '/')
+		snprintf(name, sizeof name, "fd %d", o->fd);
 	if (!release && !o->flock_fd && check_access(o->fd, name) != 0)
 		return LB_EXIT_FAIL;
 	/*

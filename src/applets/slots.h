@@ -3,6 +3,9 @@
 #ifndef LOCKBOX_SLOTS_H
 #define LOCKBOX_SLOTS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* --help's lines that slots and mutex share: the options after -v, and the end */
 #define POOLCMD_HELP_OPTIONS \
 	"      --mode MODE     permissions (octal) of LOCKFILE if it is created now;\n" \
@@ -45,6 +48,24 @@ struct lb_holders;
 void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w);
 void poolcmd_print_json(const struct lb_holders *h);
+
+/*
+ * Why an acquisition of NAME was refused, on stderr: "slots: F: all 3
+ * slots busy (PIDs 311, 312)", "mutex: F: held by PID 4242 (backup.sh,
+ * 3m12s)" (MUTEX: a pool of one, its holder named), "timed out after
+ * WAIT; ..." when it waited (WAIT > 0, ns); the holders H of POOL.
+ */
+struct lb_pool;
+void poolcmd_report_busy(const char *name, int64_t wait, int mutex, unsigned max,
+    const struct lb_holders *h, const struct lb_pool *pool);
+
+/*
+ * What list's COMMAND column says of a holder or waiter X before its
+ * command, in BUF: "shared", "exited, kept by PID 4250", "waiting 2nd,
+ * stopped, shared"; "" for a plain holder.
+ */
+struct lb_holder;
+void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size);
 
 /* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 23rd) */
 const char *poolcmd_ordinal(unsigned n);
