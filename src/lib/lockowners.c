@@ -16,13 +16,21 @@
 
 /* descriptors looked at, at most, in one walk (a bound besides the deadline) */
 #define LOOKUP_FDS_MAX	(1 << 20)
+/*
+ * processes looked at before the deadline may end a walk: a host of
+ * ordinary size is looked at whole, however busy (a few milliseconds of
+ * work); only a bigger one's walk is cut at its deadline
+ */
+#define LOOKUP_PROCS_MIN	256
 
 /* A lock a process holds through one of its descriptors, as its fdinfo lists it. */
 struct found {
 	dev_t dev;
 	ino_t ino;
 	struct lb_lockline x;
-	pid_t pid;
+	pid_t pid;		/* -1: it let go of it since */
+	int fd;			/* through this descriptor of its */
+	unsigned walk;		/* found by this walk of the run */
 };
 
 /* A lock looked for, found or not: not looked for again in the run. */
@@ -67,6 +75,7 @@ static struct {
 	pid_t *pids;		/* the processes lb_lookup_files's walk saw, sorted */
 	size_t npids, cappids;
 	pid_t self;
+	unsigned walks;		/* walks made */
 } run;
 
 void lb_lookup_begin(int64_t deadline)
@@ -85,6 +94,9 @@ void lb_lookup_describe(void)
 {
 	int64_t now = lb_now(CLOCK_MONOTONIC);
 
+	/* out of a run, nothing is kept: the next look reads afresh */
+	if (!run.active)
+		return;
 	/* a refusal decided after its deadline (a bounded wait of its own) still names */
 	if (run.deadline != 0 && run.deadline < now + LB_LOOKUP_GRACE)
 		run.deadline = now + LB_LOOKUP_GRACE;
@@ -170,16 +182,48 @@ static size_t first_found(dev_t dev, ino_t ino, const struct lb_lockline *x)
 	return lo;
 }
 
-/* The holder found of lock X, not SKIP: its PID, or 0. */
+static int same_lock(const struct lb_lockline *x, void *arg)
+{
+	const struct found *f = arg;
+
+	return cmp_lock(f->dev, f->ino, x, f->dev, f->ino, &f->x) == 0;
+}
+
+/*
+ * The holder found of lock X, not SKIP: its PID; 0 when none was found;
+ * -1 when those found by an earlier walk have let go of it since (a run
+ * that waits outlives its holders: each answer kept is checked, one
+ * read of the holder's fdinfo, unless the whole host was looked at
+ * once, lb_lookup_files).
+ */
 static pid_t holder_of(dev_t dev, ino_t ino, const struct lb_lockline *x, pid_t skip)
 {
 	size_t i = first_found(dev, ino, x);
+	int stale = 0;
 
 	for (; i < run.nfound && cmp_lock(run.found[i].dev, run.found[i].ino, &run.found[i].x,
-	    dev, ino, x) == 0; i++)
-		if (run.found[i].pid != skip)
-			return run.found[i].pid;
-	return 0;
+	    dev, ino, x) == 0; i++) {
+		struct found *f = &run.found[i];
+
+		if (f->pid <= 0 || f->pid == skip)
+			continue;
+		if (run.all || f->walk == run.walks ||
+		    lb_procfs_each_fd_lock(f->pid, f->fd, dev, ino, same_lock, f) > 0)
+			return f->pid;
+		f->pid = -1;
+		stale = 1;
+	}
+	return stale ? -1 : 0;
+}
+
+/* Forget that X was looked for: its holders have gone, another may hold it now. */
+static void unlook(dev_t dev, ino_t ino, const struct lb_lockline *x)
+{
+	size_t i;
+
+	for (i = 0; i < run.nlooked; i++)
+		if (cmp_lock(run.looked[i].dev, run.looked[i].ino, &run.looked[i].x, dev, ino, x) == 0)
+			run.looked[i--] = run.looked[--run.nlooked];
 }
 
 static int was_looked(dev_t dev, ino_t ino, const struct lb_lockline *x)
@@ -224,9 +268,12 @@ struct walk {
 	char *got;			/* which of V have a holder now */
 	size_t ngot;
 	size_t fds;			/* descriptors looked at */
+	size_t procs;			/* processes looked at */
+	int64_t deadline;		/* after LOOKUP_PROCS_MIN of them */
 	int oom;
 	/* the descriptor being looked at */
 	pid_t pid;
+	int fd;
 	dev_t fdev;
 	ino_t fino;
 };
@@ -248,7 +295,7 @@ static int add_found(const struct lb_lockline *x, void *arg)
 		run.found = grown;
 		run.capfound = cap;
 	}
-	run.found[run.nfound++] = (struct found){ w->fdev, w->fino, *x, w->pid };
+	run.found[run.nfound++] = (struct found){ w->fdev, w->fino, *x, w->pid, w->fd, run.walks };
 	for (i = 0; w->got != NULL && w->pid != w->skip && i < w->n; i++)
 		if (!w->got[i] && cmp_lock(w->fdev, w->fino, x, w->dev, w->ino, &w->v[i]) == 0) {
 			w->got[i] = 1;
@@ -365,6 +412,7 @@ static int walk_fd(pid_t pid, int fd, void *arg)
 	if (f != NULL)
 		return add_opener(w, pid, fd, &st);
 	w->pid = pid;
+	w->fd = fd;
 	w->fdev = st.st_dev;
 	w->fino = st.st_ino;
 	/* gone meanwhile: nothing held through it */
@@ -391,6 +439,8 @@ static int walk_process(pid_t pid, void *arg)
 	}
 	if (pid == run.self)
 		return 0;
+	if (w->procs++ >= LOOKUP_PROCS_MIN && w->deadline != 0 && lb_remaining(w->deadline) == 0)
+		return LB_PROCFS_SHORT;
 	/* gone, or another user's: nothing to see */
 	lb_procfs_each_fd(pid, walk_fd, w);
 	if (w->oom || w->fds >= LOOKUP_FDS_MAX)
@@ -401,14 +451,10 @@ static int walk_process(pid_t pid, void *arg)
 /* One walk of /proc for W; the found locks sorted after it. */
 static void walk(struct walk *w)
 {
-	int64_t deadline = run.deadline;
-
-	if (deadline != 0 && lb_remaining(deadline) == 0) {
-		run.shortened = 1;
-		return;
-	}
 	run.self = getpid();
-	if (lb_procfs_each_process(deadline, walk_process, w) == LB_PROCFS_SHORT)
+	run.walks++;
+	w->deadline = run.deadline;
+	if (lb_procfs_each_process(0, walk_process, w) == LB_PROCFS_SHORT)
 		run.shortened = 1;
 	if (run.nfound > 1)
 		qsort(run.found, run.nfound, sizeof *run.found, by_found);
@@ -444,6 +490,7 @@ static void read_openers(dev_t dev, ino_t ino)
 	}
 	for (; lo < run.nopeners && by_opener(&run.openers[lo], &okey) == 0 && !w.oom; lo++) {
 		w.pid = run.openers[lo].pid;
+		w.fd = run.openers[lo].fd;
 		w.fdev = dev;
 		w.fino = ino;
 		/* closed, or gone, meanwhile: nothing held through it */
@@ -463,7 +510,10 @@ void lb_lookup_holders(dev_t dev, ino_t ino, const struct lb_lockline *v, size_t
 	if (run.all)
 		read_openers(dev, ino);
 	for (i = 0; i < n; i++)
-		pids[i] = holder_of(dev, ino, &v[i], skip);
+		if ((pids[i] = holder_of(dev, ino, &v[i], skip)) < 0) {
+			pids[i] = 0;
+			unlook(dev, ino, &v[i]);
+		}
 	/* a walk only for those neither found nor looked for already */
 	want = calloc(n ? n : 1, sizeof *want);
 	if (want == NULL)
@@ -479,8 +529,8 @@ void lb_lookup_holders(dev_t dev, ino_t ino, const struct lb_lockline *v, size_t
 		w.n = k;
 		walk(&w);
 		for (i = 0; i < n; i++)
-			if (pids[i] == 0)
-				pids[i] = holder_of(dev, ino, &v[i], skip);
+			if (pids[i] == 0 && (pids[i] = holder_of(dev, ino, &v[i], skip)) < 0)
+				pids[i] = 0;
 	}
 	free(want);
 	free(w.got);

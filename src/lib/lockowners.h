@@ -20,7 +20,9 @@ struct lb_file_id {
  * How long a refusal may spend naming its holders past its deadline (or
  * past the moment it was decided, when that came later): a deadline is a
  * deadline, however many locks the host has or however busy it is. What
- * a walk through /proc has not found by then is "not found in time".
+ * a walk through /proc has not found by then is "not found in time". (A
+ * host of ordinary size is looked at whole in any case: the first 256
+ * processes of a walk, the first 64 kB of the table's read.)
  */
 #define LB_LOOKUP_GRACE	(80 * INT64_C(1000000))
 

@@ -37,10 +37,14 @@ static ssize_t read_start(const char *path, char *buf, size_t size)
 	return n;
 }
 
+/* what a read with a deadline reads in any case: some thousand lines of /proc/locks */
+#define SLURP_MIN	(64 * 1024)
+
 /*
  * The whole of the /proc file PATH (it has no size to stat), read CHUNK
- * bytes at a time (0: as much as fits), until DEADLINE (0: none; then
- * *CUT is set and what was read is kept to its last whole line),
+ * bytes at a time (0: as much as fits), until DEADLINE (0: none) once
+ * SLURP_MIN bytes are read (then *CUT is set and what was read is kept
+ * to its last whole line),
  * NUL-terminated, malloc'd, its length in *LEN; NULL with errno.
  */
 static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len, int *cut)
@@ -73,7 +77,8 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len
 		if (r <= 0)
 			break;
 		n += (size_t)r;
-		if (deadline != 0 && lb_remaining(deadline) == 0) {
+		/* a table of ordinary length is read whole, however busy the host */
+		if (n >= SLURP_MIN && deadline != 0 && lb_remaining(deadline) == 0) {
 			*cut = 1;
 			while (n > 0 && buf[n - 1] != '\n')
 				n--;
