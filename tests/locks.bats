@@ -74,7 +74,18 @@ hold_files() {
 		echo ready >"$2/ready.tmp" && mv "$2/ready.tmp" "$2/ready" && exec sleep 600' \
 		bash "$LOCKBOX" "$1" "$2"
 	HOLD_PID=$SPAWN_PID
-	wait_for -t 120 test -e "$1/ready"
+	wait_for -t 600 test -e "$1/ready"
+}
+
+# hold_many FILE COUNT: another program (lockhold) holds COUNT locks on
+# FILE, one every 256 bytes from 4096 (taking them costs the kernel a walk
+# of the locks taken so far each: minutes on a loaded machine); LOCKHOLD_PID.
+hold_many() {
+	local ready=$T/many.$SPAWNS.ready mode=()
+	ofd_build || mode=(-p)
+	spawn "$LOCKHOLD" "${mode[@]}" -n "$2" "$1" 4096 1 "$ready"
+	LOCKHOLD_PID=$SPAWN_PID
+	wait_for -t 600 test -e "$ready"
 }
 
 # bats test_tags=lockkind,wait
@@ -321,7 +332,7 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	mkdir "$T/d"
 	hold_files "$T/d" 200
 	: >"$T/big"
-	lockhold -n 20000 "$T/big" 4096 1
+	hold_many "$T/big" 20000
 	one_read
 	ms "$LOCKBOX" locks
 	local took=$MS
@@ -352,7 +363,7 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	need_locks
 	need_lockhold
 	: >"$T/big"
-	lockhold -n 20000 "$T/big" 4096 1
+	hold_many "$T/big" 20000
 	local big=$LOCKHOLD_PID
 	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
 	local holder=$SPAWN_PID
