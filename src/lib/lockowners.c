@@ -101,11 +101,12 @@ void lb_lookup_describe(void)
 	if (run.deadline != 0 && run.deadline < now + LB_LOOKUP_GRACE)
 		run.deadline = now + LB_LOOKUP_GRACE;
 	/*
-	 * The table's read gets half of what is left, the walk for the
-	 * processes the rest: a refusal names the holder the kernel names
-	 * for its byte (F_GETLK) when the table is too long to read in time.
+	 * The table is read once more, whole: a read cut short would leave
+	 * out the very lines the message needs (a holder's flock(2) lock,
+	 * which nothing else names), and say "nobody" where it should say
+	 * "not found". The walk for processes is what the deadline bounds.
 	 */
-	lb_locktab_keep_from(now, run.deadline == 0 ? 0 : now + (run.deadline - now) / 2);
+	lb_locktab_keep_from(now, 0);
 }
 
 void lb_lookup_end(void)

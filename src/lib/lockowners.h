@@ -17,12 +17,13 @@ struct lb_file_id {
 };
 
 /*
- * How long a refusal may spend naming its holders past its deadline (or
- * past the moment it was decided, when that came later): a deadline is a
- * deadline, however many locks the host has or however busy it is. What
- * a walk through /proc has not found by then is "not found in time". (A
- * host of ordinary size is looked at whole in any case: the first 256
- * processes of a walk, the first 64 kB of the table's read.)
+ * How long a refusal may spend looking for its holders' processes past
+ * its deadline (or past the moment it was decided, when that came
+ * later), after one read of the kernel's lock table: a deadline is a
+ * deadline, however many processes the host has or however busy it is.
+ * What a walk through /proc has not found by then is "not found in
+ * time". (A host of ordinary size is looked at whole in any case: the
+ * first 256 processes of a walk.)
  */
 #define LB_LOOKUP_GRACE	(80 * INT64_C(1000000))
 
@@ -32,8 +33,9 @@ struct lb_file_id {
  * 0: none), and what a walk found, or looked for in vain, is not looked
  * for again. lb_lookup_describe says that what the run decides is
  * decided, and what follows only describes it: the kernel's lock table
- * is then read once for the rest of the run (lb_locktab_keep_from), and
- * the lookups have LB_LOOKUP_GRACE from then at least.
+ * is then read once, whole, for the rest of the run
+ * (lb_locktab_keep_from), and the walks have LB_LOOKUP_GRACE from then
+ * at least.
  * Outside a run, each lookup walks on its own, without a deadline.
  */
 void lb_lookup_begin(int64_t deadline);

@@ -156,9 +156,8 @@ int lb_locktab_each_line(const struct lb_locktab *t,
  * file, and every later lb_locktab_get returns it: one read of the table
  * a run, however many files are looked at. lb_locktab_keep_from keeps the
  * first table read at or after FROM (CLOCK_MONOTONIC ns) the same way,
- * read up to DEADLINE (0: none): a refusal's description, once the wait
- * is over, reads the table once, and only until its own deadline (what
- * it describes is decided: a table cut short only says less).
+ * read up to DEADLINE (0: none, the whole table): a refusal's
+ * description, once the wait is over, reads the table once.
  * lb_locktab_keep_from(0, 0) lets go of it: later looks read afresh.
  */
 const struct lb_locktab *lb_locktab_pin(int64_t deadline);
