@@ -15,6 +15,7 @@
 #include "exitcodes.h"
 #include "opts.h"
 #include "pool.h"
+#include "procfs.h"
 #include "text.h"
 #include "title.h"
 
@@ -117,7 +118,7 @@ static int run(const char *name, int argc, char **argv, int linked)
  */
 static int shell_lib(void)
 {
-	char *self = realpath("/proc/self/exe", NULL);
+	char *self = lb_procfs_self_exe();
 	char *installed = realpath(LOCKBOX_BINDIR "/" PACKAGE, NULL);
 	int is_installed = self != NULL && installed != NULL && strcmp(self, installed) == 0;
 	const char *path = NULL;

@@ -15,12 +15,29 @@
 #include "slots.h"
 
 /*
+ * The bytes of a lock nobody was found holding, as a busy message says
+ * what it knows of it: "a read lock on bytes 0-4095".
+ */
+static void unfound_lock(char *buf, size_t size, const struct lb_holder *x)
+{
+	const char *kind = x->foreign_write ? "write" : "read";
+
+	if (x->lock_hi < 0)
+		snprintf(buf, size, "a %s lock on bytes %lld to the end", kind, x->lock_lo);
+	else if (x->lock_hi == x->lock_lo)
+		snprintf(buf, size, "a %s lock on byte %lld", kind, x->lock_lo);
+	else
+		snprintf(buf, size, "a %s lock on bytes %lld-%lld", kind, x->lock_lo, x->lock_hi);
+}
+
+/*
  * Another program's locks only: "mutex: F: locked by another program:
- * PID 4242 (python3)", each process as the kernel names it.
+ * PID 4242 (python3)", each process as the kernel names it; one not
+ * found (another user's, or not found by the deadline) by its lock.
  */
 static void report_foreign(const char *name, const char *waited, const struct lb_holders *h)
 {
-	char msg[512];
+	char msg[512], lock[96];
 	size_t i, n = 0;
 	int r;
 
@@ -28,13 +45,15 @@ static void report_foreign(const char *name, const char *waited, const struct lb
 	for (i = 0; i < h->n && n < sizeof msg - 16; i++) {
 		const struct lb_ident *w = &h->v[i].who;
 
+		unfound_lock(lock, sizeof lock, &h->v[i]);
 		if (i == 8) {
 			r = snprintf(msg + n, sizeof msg - n, ", ...");
 			n += r > 0 ? (size_t)r : 0;
 			break;
 		}
 		if (w->pid == 0)
-			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found)", i ? ", " : "");
+			r = snprintf(msg + n, sizeof msg - n, "%sPID ? (not found%s: %s)", i ? ", " : "",
+			    lb_pool_lookup_short() ? " in time" : "", lock);
 		else if (w->command[0] == '\0')
 			r = snprintf(msg + n, sizeof msg - n, "%sPID %d", i ? ", " : "", (int)w->pid);
 		else

@@ -38,7 +38,8 @@ static void print_foreign(const struct lb_holder *x)
 		snprintf(slot, sizeof slot, "%u", x->slot);
 	if (x->who.pid != 0)
 		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
-	printf("%-5s %-8s %-7s another program", slot, pid, "?");
+	printf("%-5s %-8s %-7s another program%s", slot, pid, "?",
+	    x->in_queue ? ", in the wait queue" : "");
 	if (x->who.pid != 0 && x->who.command[0] != '\0') {
 		printf(": ");
 		print_text(x->who.command);
@@ -59,8 +60,8 @@ static void print_foreign_json(const struct lb_holder *x, size_t i)
 		printf(",\"pid\":%d", (int)x->who.pid);
 	else
 		printf(",\"pid\":null");
-	printf(",\"foreign\":true,\"lock\":\"%s\",\"start\":%lld,\"end\":",
-	    x->foreign_write ? "write" : "read", x->lock_lo);
+	printf(",\"foreign\":true,%s\"lock\":\"%s\",\"start\":%lld,\"end\":",
+	    x->in_queue ? "\"in_queue\":true," : "", x->foreign_write ? "write" : "read", x->lock_lo);
 	if (x->lock_hi < 0)
 		printf("null");
 	else
@@ -78,7 +79,7 @@ static void print_foreign_json(const struct lb_holder *x, size_t i)
  * as it does of another program's lock: "shared", "exited, kept by PID
  * 4250", "waiting 2nd, stopped, shared"; "" for a plain holder.
  */
-static void annotation(const struct lb_holder *x, char *buf, size_t size)
+void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 {
 	size_t n = 0;
 	int r;
@@ -130,13 +131,13 @@ static void print_rows(int hosts, const struct lb_holders *h)
 			print_start(x);
 			if (hosts)
 				printf("%-16s ", x->who.host);
-			annotation(x, note, sizeof note);
+			poolcmd_annotation(x, note, sizeof note);
 			if (note[0] != '\0')
 				printf("%s: ", note);
 			print_text(x->who.command);
 		} else if (x->waiting) {
 			/* a waiter whose mark the table does not show (an older lockbox's) */
-			annotation(x, note, sizeof note);
+			poolcmd_annotation(x, note, sizeof note);
 			if (hosts)
 				printf("%-5s %-8s %-7s %-16s %s: ?\n", "-", "?", "?", "?", note);
 			else

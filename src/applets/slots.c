@@ -24,6 +24,7 @@
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
+#include "procfs.h"
 #include "slots.h"
 #include "supervise.h"
 #include "title.h"
@@ -596,21 +597,14 @@ static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigne
 	struct lb_pool *pool;
 	struct lb_ident who;
 	unsigned slot;
-	char link[64], name[PATH_MAX];
-	ssize_t n;
+	char name[PATH_MAX];
 	int status, flock;
 
 	/* messages name the file the caller opened, as it knows it */
-	if (o->path != NULL) {
+	if (o->path != NULL)
 		snprintf(name, sizeof name, "%s", o->path);
-	} else {
-		snprintf(link, sizeof link, "/proc/self/fd/%d", o->fd);
-		n = readlink(link, name, sizeof name - 1);
-		if (n > 0 && name[0] == '/')
-			name[n] = '\0';
-		else
-			snprintf(name, sizeof name, "fd %d", o->fd);
-	}
+	else if (lb_procfs_fd_link(0, o->fd, name, sizeof name) <= 0 || name[0] != '/')
+		snprintf(name, sizeof name, "fd %d", o->fd);
 	if (!release && !o->flock_fd && check_access(o->fd, name) != 0)
 		return LB_EXIT_FAIL;
 	/*

@@ -3,6 +3,7 @@
 #ifndef LOCKBOX_SLOTS_H
 #define LOCKBOX_SLOTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* --help's lines that slots and mutex share: the options after -v, and the end */
@@ -71,6 +72,14 @@ struct poolcmd_status {
 };
 struct lb_progress;
 void poolcmd_status_line(void *arg, const struct lb_progress *pr);
+
+/*
+ * What list's COMMAND column says of a holder or waiter X before its
+ * command, in BUF: "shared", "exited, kept by PID 4250", "waiting 2nd,
+ * stopped, shared"; "" for a plain holder.
+ */
+struct lb_holder;
+void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size);
 
 /* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 23rd) */
 const char *poolcmd_ordinal(unsigned n);

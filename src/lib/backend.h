@@ -57,7 +57,6 @@ void lb_pool_progress(struct lb_pool *pool, unsigned place, const struct lb_hold
 struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_pool_opts *opts);
 struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
     const struct lb_pool_opts *opts);
-int lb_filepool_in_use(char ***paths, size_t *n);
 
 /* The PostgreSQL backend (lockbox-pg only): session advisory locks. */
 struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool_opts *opts);

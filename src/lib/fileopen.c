@@ -20,6 +20,7 @@
 #include "filepool.h"
 #include "lockfile.h"
 #include "lockscan.h"
+#include "procfs.h"
 
 static struct filepool *fp(struct lb_pool *pool)
 {
@@ -75,11 +76,8 @@ static int fd_is_any(int fd, const char *name, struct stat *st)
 	/* a write-only fd cannot be read: its magic is read through a file of our own */
 	n = pread(fd, magic, sizeof magic, 0);
 	if (n < 0 && errno == EBADF) {
-		char self[64];
-		int rfd;
+		int rfd = lb_procfs_fd_reopen(fd, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 
-		snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-		rfd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 		n = rfd < 0 ? -1 : pread(rfd, magic, sizeof magic, 0);
 		if (rfd >= 0)
 			close(rfd);
@@ -157,7 +155,6 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 	return NULL;
 #else
 	struct stat b;
-	char self[64];
 	/* where the caller found the file is unknown: an empty one is trusted less */
 	int cfd, idflags = LB_ID_SHARED_DIR;
 
@@ -165,8 +162,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 		return NULL;
 	if (path != NULL && lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
 		return NULL;
-	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-	cfd = open(self, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	cfd = lb_procfs_fd_reopen(fd, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (cfd < 0) {
 		lb_warn("%s: cannot open it again", name);
 		return NULL;

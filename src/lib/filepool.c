@@ -24,9 +24,11 @@
 #include "err.h"
 #include "filepool.h"
 #include "lockfile.h"
+#include "lockowners.h"
 #include "lockscan.h"
 #include "parse.h"
 #include "proc.h"
+#include "procfs.h"
 #include "wait.h"
 
 /* how long check/list wait for a busy header before reading anyway */
@@ -84,61 +86,6 @@ static int reopen(struct filepool *p)
 	p->loaded = 0;
 	p->nrec = 0;
 	p->base.caps = any ? p->base.caps | LB_POOL_FLOCK : p->base.caps & ~LB_POOL_FLOCK;
-	return 0;
-}
-
-static int by_path(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * Whether PATH is, now, the lock file F that the lock table showed: the
- * same file, regular, not reached through a symlink, with the magic.
- */
-static int is_lock_file(const struct lb_locked_file *f)
-{
-	unsigned char magic[LB_MAGIC_LEN];
-	struct stat st;
-	int fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), r = 0;
-
-	if (fd < 0)
-		return 0;	/* another user's, or gone: not ours to see */
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == f->dev &&
-	    st.st_ino == f->ino && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic)
-		r = memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
-	close(fd);
-	return r;
-}
-
-int lb_filepool_in_use(char ***paths, size_t *n)
-{
-	struct lb_locked_file *v;
-	size_t k, i, m = 0;
-	char **out;
-
-	*paths = NULL;
-	*n = 0;
-	if (lb_scan_locked_files(&v, &k) != 0) {
-		lb_warn("cannot read the kernel's lock table");
-		return -1;
-	}
-	out = calloc(k ? k : 1, sizeof *out);
-	if (out == NULL) {
-		lb_warn("cannot list the lock files");
-		lb_locked_files_free(v, k);
-		return -1;
-	}
-	for (i = 0; i < k; i++)
-		if (v[i].path != NULL && is_lock_file(&v[i])) {
-			out[m++] = v[i].path;
-			v[i].path = NULL;
-		}
-	lb_locked_files_free(v, k);
-	if (m > 1)
-		qsort(out, m, sizeof *out, by_path);
-	*paths = out;
-	*n = m;
 	return 0;
 }
 
@@ -366,6 +313,8 @@ static int acquire_slot(struct filepool *p, unsigned max, int64_t deadline,
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
 		lb_wait_suspend();
 	}
+	if (r == 0 && busy != NULL)
+		lb_lookup_describe();	/* what follows only tells who holds it */
 	if (r == 0 && busy != NULL && p->path_busy)
 		return look(p) != 0 || describe(p, busy) != 0 ? -1 : 0;
 	if (r == 0 && busy != NULL) {
@@ -431,6 +380,8 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 			return replaced(pool);
 		if (p->any) {
 			r = fa_acquire(p, max, deadline, slot);
+			if (r == 0 && busy != NULL)
+				lb_lookup_describe();
 			if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
 				return -1;
 		} else {
@@ -656,7 +607,7 @@ static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
 {
 	struct filepool *p = fp(pool);
 	struct lb_queued *q;
-	size_t n, i;
+	size_t n;
 
 	if (p->fd < 0)
 		return 0;	/* no file: nobody waits */
@@ -672,15 +623,8 @@ static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
 		free(q);
 		return -1;
 	}
-	for (i = 0; i < n; i++) {
-		struct lb_holder *h = &out->v[out->n++];
-
-		h->waiting = 1;
-		h->queue = (unsigned)out->n;
-		h->shared = q[i].shared;
-		/* one read of /proc/PID/stat each: a long queue costs little more than the table */
-		h->known = q[i].pid > 0 && lb_ident_of_waiter(&h->who, q[i].pid, &h->stopped) == 0;
-	}
+	for (out->n = 0; out->n < n; out->n++)
+		fp_queue_row(&out->v[out->n], &q[out->n], (unsigned)out->n + 1);
 	free(q);
 	return 0;
 }

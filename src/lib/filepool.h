@@ -109,6 +109,11 @@ int fp_queue_busy(struct filepool *p);
 int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket);
 void fp_queue_leave(struct filepool *p, uint64_t ticket);
 int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline);
+/*
+ * The row list shows for Q, the waiter of PLACE in the queue (1: the
+ * next), or another program's lock in the queue's bytes.
+ */
+void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place);
 
 /* filewatch.c: the head of the queue */
 int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,

@@ -396,3 +396,23 @@ int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 	lb_wait_done(&w);
 	return r;
 }
+
+void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place)
+{
+	if (q->foreign) {
+		/* another program's lock: it keeps every waiter out, and is shown among them */
+		h->foreign = 1;
+		h->in_queue = 1;
+		h->foreign_write = q->l.write;
+		h->lock_lo = q->l.lo;
+		h->lock_hi = q->l.hi;
+		if (q->pid > 0)
+			lb_ident_fill(&h->who, q->pid, NULL, 0);
+		return;
+	}
+	h->waiting = 1;
+	h->queue = place;
+	h->shared = q->shared;
+	/* one read of /proc/PID/stat each: a long queue costs little more than the table */
+	h->known = q->pid > 0 && lb_ident_of_waiter(&h->who, q->pid, &h->stopped) == 0;
+}

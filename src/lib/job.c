@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "job.h"
 #include "proc.h"
+#include "procfs.h"
 
 struct proc {
 	pid_t pid;
@@ -85,52 +85,45 @@ static void fail(struct lb_job *job, int err)
 		job->err = err;
 }
 
+/* A snapshot being taken: the job, the table, and why it stopped (-1 when blind). */
+struct snap {
+	struct lb_job *job;
+	struct table *t;
+	pid_t self;
+};
+
+static int snap_process(pid_t pid, void *arg)
+{
+	struct snap *s = arg;
+	struct proc p;
+
+	if (pid <= 1)
+		return 0;
+	memset(&p, 0, sizeof p);
+	p.pid = pid;
+	if (lb_proc_stat(p.pid, &p.st) != 0)
+		return blind(errno) ? -1 : 0;
+	if (p.st.state == 'Z' || p.st.ppid == 2 || p.pid == 2)
+		return 0;
+	p.holds = lb_proc_holds(p.pid, s->job->dev, s->job->ino, s->job->byte);
+	if (p.holds < 0 && blind(errno))
+		return -1;
+	if (p.pid == s->self) {
+		/* run from inside the holder's job: it can never free the lock */
+		s->job->self_holds = p.holds == 1;
+		return 0;
+	}
+	return table_add(s->t, &p) != 0 ? -1 : 0;
+}
+
 /* Every process but kernel threads and zombies, with its use of the file. */
 static int snapshot(struct lb_job *job, struct table *t)
 {
-	pid_t self = getpid();
-	struct dirent *e;
-	DIR *d = opendir("/proc");
+	struct snap s = { job, t, getpid() };
 
-	if (d == NULL) {
-		fail(job, errno);
-		return -1;
-	}
-	for (;;) {
-		struct proc p;
-		char *end;
-		long v;
-
-		errno = 0;
-		if ((e = readdir(d)) == NULL)
-			break;
-		v = strtol(e->d_name, &end, 10);
-		if (*end != '\0' || v <= 1)
-			continue;
-		memset(&p, 0, sizeof p);
-		p.pid = (pid_t)v;
-		if (lb_proc_stat(p.pid, &p.st) != 0) {
-			if (blind(errno))
-				break;
-			continue;
-		}
-		if (p.st.state == 'Z' || p.st.ppid == 2 || p.pid == 2)
-			continue;
-		p.holds = lb_proc_holds(p.pid, job->dev, job->ino, job->byte);
-		if (p.holds < 0 && blind(errno))
-			break;
-		if (p.pid == self) {
-			/* run from inside the holder's job: it can never free the lock */
-			job->self_holds = p.holds == 1;
-			continue;
-		}
-		if (table_add(t, &p) != 0)
-			break;
-	}
-	/* the loop ends with errno 0 only at the end of the directory */
-	if (errno != 0)
-		fail(job, errno);
-	closedir(d);
+	/* a process that cannot be read, or a listing that fails, leaves us blind */
+	if (lb_procfs_each_process(0, snap_process, &s) != 0)
+		fail(job, errno != 0 ? errno : EIO);
 	return job->err != 0 ? -1 : 0;
 }
 

@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,12 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "lockfile.h"
+#include "lockowners.h"
 #include "lockscan.h"
-#include "parse.h"
 #include "procfs.h"
 
 /* the slot bytes: after the header, before the queue */
@@ -85,52 +83,47 @@ static int add_range(struct lb_slotset *s, long long lo, long long hi)
 	return 0;
 }
 
-/* As lb_procfs_lock_line, for held write locks only: their range. */
-static int parse_line(const char *line, const char *end, dev_t dev, ino_t ino,
-    long long *lo, long long *hi, int *seen)
+/* A look at the lines of one file: its identity, whether the table names it, what is kept. */
+struct scan {
+	dev_t dev;
+	ino_t ino;
+	int seen;
+	void *out;
+};
+
+/* A held write lock's slots into the set s->out. */
+static int held_slots(const char *line, const char *end, void *arg)
 {
+	struct scan *s = arg;
 	struct lb_lockinfo l;
 
-	if (!lb_procfs_lock_line(line, end, dev, ino, &l, seen) || !l.write)
+	if (!lb_procfs_lock_line(line, end, s->dev, s->ino, &l, &s->seen) || !l.write ||
+	    !((l.hi < 0 || l.hi >= LB_HDR_SIZE) && l.lo < (long long)SLOTS_END))
 		return 0;
-	*lo = l.lo;
-	*hi = l.hi;
-	return 1;
+	return add_range(s->out, l.lo, l.hi);
 }
 
 /*
- * 1 when /proc/locks listed the file (OUT filled), 0 when it did not, -1
- * error. It is read CHUNK bytes at a time. The table lists every lock of
- * the host; only lines that name the file's inode number after a colon
- * (DEV:INO) are parsed.
+ * 1 when /proc/locks listed the file (OUT filled), 0 when it did not, 2
+ * when the table was read only in part (a description's, cut at its
+ * deadline) and did not, -1 error. It is read CHUNK bytes at a time. The
+ * table lists every lock of the host; only the lines about the file are
+ * parsed.
  */
 static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
 {
-	size_t len, nlen;
-	char *text = lb_procfs_slurp("/proc/locks", chunk, &len), needle[32];
-	const char *at, *line, *end, *stop;
-	long long lo, hi;
-	int seen = 0, rc = 0;
+	struct scan s = { st->st_dev, st->st_ino, 0, out };
+	struct lb_locktab *t = lb_locktab_get(chunk);
+	int rc, cut;
 
-	if (text == NULL)
+	if (t == NULL)
 		return 0;
-	stop = text + len;
-	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st->st_ino);
-	for (at = text; rc == 0 && (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL;
-	    at = end) {
-		line = at;
-		while (line > text && line[-1] != '\n')
-			line--;
-		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
-		end = end != NULL ? end + 1 : stop;
-		if (parse_line(line, end, st->st_dev, st->st_ino, &lo, &hi, &seen) &&
-		    (hi < 0 || hi >= LB_HDR_SIZE) && lo < (long long)SLOTS_END)
-			rc = add_range(out, lo, hi);
-	}
-	free(text);
+	rc = lb_locktab_each(t, st->st_dev, st->st_ino, held_slots, &s);
+	cut = t->cut;
+	lb_locktab_done(t);
 	if (rc != 0)
 		return -1;
-	return seen;
+	return s.seen ? 1 : cut ? 2 : 0;
 }
 
 /*
@@ -219,7 +212,7 @@ static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
  *    SCAN_PASSES); a slot seen held in any pass counts: it was held
  *    during the look.
  *
- * 1, 0 or -1 as scan_table; OUT is left unsorted.
+ * 1, 0, 2 or -1 as scan_table; OUT is left unsorted.
  */
 #define SCAN_PASSES	4
 #define CONFIRM_MAX	64
@@ -231,14 +224,16 @@ static int scan_table_stable(int fd, const struct stat *st, const struct lb_slot
 	static const size_t chunk[SCAN_PASSES] = { 0, 3677, 3259, 2939 };
 	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 }, unseen = { NULL, 0, 0 };
 	struct flock c;
-	int pass, r, seen = 0;
+	int pass, r, seen = 0, cut = 0;
 	size_t i;
 
 	for (pass = 0; pass < SCAN_PASSES; pass++) {
 		r = scan_table(st, chunk[pass], &cur);
+		cut |= r == 2;
 		/* not listed at all: lb_scan_held tests the file itself */
-		if (r < 0 || (pass == 0 && r == 0))
+		if (r < 0 || (pass == 0 && (r == 0 || r == 2)))
 			break;
+		r = r == 2 ? 0 : r;
 		seen |= r;
 		lb_slotset_sort(&cur);
 		for (i = 0; i < cur.n && r >= 0; i++)
@@ -267,7 +262,7 @@ static int scan_table_stable(int fd, const struct stat *st, const struct lb_slot
 	lb_slotset_free(&prev);
 	lb_slotset_free(&cur);
 	lb_slotset_free(&unseen);
-	return r < 0 ? -1 : seen;
+	return r < 0 ? -1 : seen ? seen : cut ? 2 : 0;
 }
 
 /* A pool with at most this many records is settled by lock tests alone. */
@@ -303,13 +298,16 @@ int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out
 	r = scan_table_stable(fd, &st, expect, out);
 	if (r < 0)
 		return -1;
-	if (r == 0) {
+	if (r == 0 || r == 2) {
 		/*
 		 * Locked, yet not listed: a file system whose locks the table
-		 * does not show (btrfs subvolumes, network file systems).
+		 * does not show (btrfs subvolumes, network file systems); or a
+		 * description's table, cut at its deadline, before the file:
+		 * then only what a few tests find in time (the holders named
+		 * are a few of them)
 		 */
 		out->n = 0;
-		if (scan_tests(fd, 0, out) != 0)
+		if (scan_tests(fd, r == 2 ? 2 * FEW_RECORDS + 1 : 0, out) < 0)
 			return -1;
 	}
 	lb_slotset_sort(out);
@@ -317,24 +315,25 @@ int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out
 }
 
 /* A held write lock of the caller's own open file: its slots into the set ARG. */
-static int add_own(const struct lb_lockinfo *l, void *arg)
+static int add_own(const struct lb_lockline *x, void *arg)
 {
-	if (!l->write || (l->hi >= 0 && l->hi < LB_HDR_SIZE) || l->lo >= (long long)SLOTS_END)
+	const struct lb_lockinfo *l = &x->l;
+
+	if (x->kind == LB_LOCK_FLOCK || !l->write || (l->hi >= 0 && l->hi < LB_HDR_SIZE) ||
+	    l->lo >= (long long)SLOTS_END)
 		return 0;
 	return add_range(arg, l->lo, l->hi);
 }
 
 int lb_scan_own(int fd, struct lb_slotset *out)
 {
-	char path[64];
 	struct stat st;
 	int rc;
 
 	out->n = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-	rc = lb_procfs_fdinfo_locks(path, st.st_dev, st.st_ino, add_own, out);
+	rc = lb_procfs_each_fd_lock(0, fd, st.st_dev, st.st_ino, add_own, out);
 	lb_slotset_sort(out);
 	return rc;
 }
@@ -409,6 +408,65 @@ int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_locki
 typedef int table_keep_fn(const char *line, const char *end, dev_t dev, ino_t ino,
     void *out, int *seen);
 
+/* The lines kept of one file, and how. */
+struct keeping {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	table_keep_fn *keep;
+	size_t size, n, cap, tested;
+	int seen, pinned;
+	void *v;
+};
+
+/* fcntl locks of a table read earlier in the run tested afresh, at most, a file */
+#define PINNED_TESTS	64
+
+/*
+ * Whether a held fcntl lock of a table read earlier in the run (a lock
+ * that lockbox locks lists) has gone since: the kernel names no lock
+ * that conflicts with it now. A holder that let go meanwhile is then not
+ * shown, and its record, cleared meanwhile, does not make its lock look
+ * like another program's.
+ */
+static int gone_since(int fd, const struct lb_lockline *x)
+{
+	struct lb_lockinfo c;
+	long long len = x->l.hi < 0 ? 0 : x->l.hi - x->l.lo + 1;
+
+	return lb_lock_conflict(fd, x->l.write ? F_RDLCK : F_WRLCK, (off_t)x->l.lo, (off_t)len,
+	    &c) == 0;
+}
+
+static int keep_line(const char *line, const char *end, void *arg)
+{
+	struct keeping *k = arg;
+	/* (one element's worth, aligned for any of them) */
+	union { struct lb_lockinfo a; struct lb_lockline b; } one;
+	struct lb_lockline x;
+	char *grown;
+	int seen = 0;
+
+	if (!k->keep(line, end, k->dev, k->ino, &one, &k->seen))
+		return 0;
+	if (k->pinned && k->tested < PINNED_TESTS &&
+	    lb_procfs_lock_any(line, end, k->dev, k->ino, &x, &seen) && !x.blocked &&
+	    x.kind != LB_LOCK_FLOCK) {
+		k->tested++;
+		if (gone_since(k->fd, &x))
+			return 0;
+	}
+	if (k->n == k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 16;
+		grown = realloc(k->v, k->cap * k->size);
+		if (grown == NULL)
+			return -1;
+		k->v = grown;
+	}
+	memcpy((char *)k->v + k->n++ * k->size, &one, k->size);
+	return 0;
+}
+
 /*
  * One read of /proc/locks: the lines about FD's file that KEEP keeps, in
  * *V (malloc'd, *N of them, SIZE bytes each). 1 when the table says
@@ -419,54 +477,32 @@ static int table_scan(int fd, table_keep_fn *keep, size_t size, void **v, size_t
     int *unreadable)
 {
 	struct stat st;
-	size_t len, nlen, cap = 0;
-	char *text, needle[32], *grown;
-	const char *at, *line, *end, *stop;
-	int seen = 0;
-	/* (one element's worth, aligned for any of them) */
-	union { struct lb_lockinfo a; struct lb_lockline b; } one;
+	struct keeping k = { .fd = fd, .keep = keep, .size = size };
+	struct lb_locktab *t;
+	int r;
 
 	*v = NULL;
 	*n = 0;
 	*unreadable = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	text = lb_procfs_slurp("/proc/locks", 0, &len);
-	if (text == NULL) {
+	t = lb_locktab_get(0);
+	if (t == NULL) {
 		*unreadable = 1;
 		return 0;
 	}
-	stop = text + len;
-	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
-	for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
-		line = at;
-		while (line > text && line[-1] != '\n')
-			line--;
-		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
-		end = end != NULL ? end + 1 : stop;
-		if (!keep(line, end, st.st_dev, st.st_ino, &one, &seen))
-			continue;
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			grown = realloc(*v, cap * size);
-			if (grown == NULL) {
-				free(text);
-				free(*v);
-				*v = NULL;
-				*n = 0;
-				return -1;
-			}
-			*v = grown;
-		}
-		memcpy((char *)*v + (*n)++ * size, &one, size);
+	k.dev = st.st_dev;
+	k.ino = st.st_ino;
+	k.pinned = t->pinned;
+	r = lb_locktab_each(t, st.st_dev, st.st_ino, keep_line, &k);
+	lb_locktab_done(t);
+	if (r != 0 || !k.seen) {
+		free(k.v);
+		return r != 0 ? -1 : 0;
 	}
-	free(text);
-	if (!seen) {
-		free(*v);
-		*v = NULL;
-		*n = 0;
-	}
-	return seen;
+	*v = k.v;
+	*n = k.n;
+	return 1;
 }
 
 /* Held fcntl locks. */
@@ -590,223 +626,162 @@ static int by_ticket(const void *a, const void *b)
 /* The waiter of ticket T in V (sorted), or NULL. */
 static struct lb_queued *find_ticket(struct lb_queued *v, size_t n, uint64_t t)
 {
-	struct lb_queued key = { t, 0, 0 };
+	struct lb_queued key = { .ticket = t };
 
 	return n == 0 ? NULL : bsearch(&key, v, n, sizeof *v, by_ticket);
 }
 
 /*
- * Two passes over one read of the table: the tickets (a write lock on one
- * queue byte, or merged with the join byte for ticket 0), then the marks.
- * A lock of another shape there is not a waiter's (filequeue.c reports
- * it to those who meet it), and is left out.
+ * Which of lockbox's shapes a held fcntl lock in the queue's bytes
+ * (from LB_JOIN_OFF on) has: a ticket (a write lock on one queue byte, or
+ * merged with the join byte for ticket 0: *AT its byte), a mark (a
+ * classic POSIX read lock on one mark byte), the join byte alone (taken
+ * for a moment to take a ticket), or none: another program's.
  */
-int lb_scan_queue(int fd, struct lb_queued **v, size_t *n)
+enum { Q_OTHER, Q_TICKET, Q_MARK, Q_JOIN };
+
+static int queue_shape(const struct lb_lockinfo *l, long long *at)
 {
-	struct stat st;
-	struct lb_lockline x;
-	struct lb_queued *q = NULL, *grown, *w;
-	size_t len, nlen, cap = 0, k = 0;
-	char *text, needle[32];
-	const char *at, *line, *end, *stop;
-	int seen = 0, pass;
+	*at = l->lo == (long long)LB_JOIN_OFF && l->hi == l->lo + 1 ? l->hi : l->lo;
+	if (l->hi < 0 || (l->hi != *at))
+		return Q_OTHER;
+	if (l->write && *at == (long long)LB_JOIN_OFF)
+		return Q_JOIN;
+	if (l->write && *at >= (long long)LB_QUEUE_OFF &&
+	    *at < (long long)LB_QUEUE_OFF + (long long)LB_QUEUE_TICKETS)
+		return Q_TICKET;
+	if (!l->ofd && !l->write && l->lo == l->hi && *at >= (long long)LB_WAITER_OFF &&
+	    *at < (long long)LB_WAITER_OFF + 2 * (long long)LB_QUEUE_TICKETS)
+		return Q_MARK;
+	return Q_OTHER;
+}
 
-	*v = NULL;
-	*n = 0;
-	if (fstat(fd, &st) != 0)
-		return -1;
-	text = lb_procfs_slurp("/proc/locks", 0, &len);
-	if (text == NULL)
-		return -1;
-	stop = text + len;
-	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)st.st_ino);
-	for (pass = 0; pass < 2; pass++) {
-		for (at = text; (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL; at = end) {
-			long long lo;
+static int add_queued(struct lb_queued **q, size_t *k, size_t *cap, const struct lb_queued *x)
+{
+	struct lb_queued *grown;
 
-			line = at;
-			while (line > text && line[-1] != '\n')
-				line--;
-			end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
-			end = end != NULL ? end + 1 : stop;
-			if (!lb_procfs_lock_any(line, end, st.st_dev, st.st_ino, &x, &seen) ||
-			    x.blocked || x.kind == LB_LOCK_FLOCK || x.l.hi < 0)
-				continue;
-			lo = x.l.lo == (long long)LB_JOIN_OFF && x.l.hi == x.l.lo + 1 ? x.l.hi : x.l.lo;
-			if (pass == 1) {
-				if (x.l.ofd || x.l.write || x.l.lo != x.l.hi || lo < (long long)LB_WAITER_OFF ||
-				    lo >= (long long)LB_WAITER_OFF + 2 * (long long)LB_QUEUE_TICKETS)
-					continue;
-				w = find_ticket(q, k, (uint64_t)(lo - LB_WAITER_OFF) / 2);
-				if (w != NULL) {
-					w->pid = x.l.pid;
-					w->shared = (lo - LB_WAITER_OFF) % 2;
-				}
-				continue;
-			}
-			if (!x.l.write || lo != x.l.hi || lo < (long long)LB_QUEUE_OFF ||
-			    lo >= (long long)LB_QUEUE_OFF + (long long)LB_QUEUE_TICKETS)
-				continue;
-			if (k == cap) {
-				cap = cap ? 2 * cap : 16;
-				grown = realloc(q, cap * sizeof *q);
-				if (grown == NULL) {
-					free(q);
-					free(text);
-					return -1;
-				}
-				q = grown;
-			}
-			/* a classic POSIX build's ticket names its process itself */
-			q[k++] = (struct lb_queued){ (uint64_t)(lo - LB_QUEUE_OFF),
-			    x.l.ofd ? 0 : x.l.pid, 0 };
-		}
-		if (pass == 0 && k > 1)
-			qsort(q, k, sizeof *q, by_ticket);
+	if (*k == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		grown = realloc(*q, *cap * sizeof *grown);
+		if (grown == NULL)
+			return -1;
+		*q = grown;
 	}
-	free(text);
-	*v = q;
-	*n = k;
+	(*q)[(*k)++] = *x;
 	return 0;
 }
 
-/* descriptors looked at, at most, to name the processes of OFD locks */
-#define OWNER_FDS_MAX	65536
-
-/* The locks still without a process, and the process whose fdinfo is read. */
-struct owners {
-	struct lb_lockinfo *v;
-	size_t n, *left;
-	pid_t pid;
-};
-
-/* A lock in that fdinfo: the process of the locks of o->v it matches. 1 when none is left. */
-static int owner_of(const struct lb_lockinfo *l, void *arg)
+/*
+ * Two passes over the file's lines from one read of the table: the
+ * tickets, then the marks. A lock of another shape there is not a
+ * waiter's: another program's, which keeps every waiter out (filequeue.c
+ * reports it to those who meet it); it comes after the waiters, named
+ * as lb_lock_owners names a process.
+ */
+int lb_scan_queue(int fd, struct lb_queued **v, size_t *n)
 {
-	struct owners *o = arg;
-	size_t i;
+	struct lb_lockline *x;
+	struct lb_queued *q = NULL, *w, one;
+	size_t nx, i, cap = 0, k = 0, waiters;
+	long long at;
+	int shape;
 
-	for (i = 0; i < o->n; i++)
-		if (o->v[i].pid == 0 && o->v[i].ofd == l->ofd && o->v[i].write == l->write &&
-		    o->v[i].lo == l->lo && o->v[i].hi == l->hi) {
-			o->v[i].pid = o->pid;
-			(*o->left)--;
+	*v = NULL;
+	*n = 0;
+	if (lb_scan_lines(fd, &x, &nx) != 0)
+		return -1;
+	for (i = 0; i < nx; i++) {
+		if (x[i].blocked || x[i].kind == LB_LOCK_FLOCK || x[i].l.lo < (long long)LB_JOIN_OFF ||
+		    queue_shape(&x[i].l, &at) != Q_TICKET)
+			continue;
+		/* a classic POSIX build's ticket names its process itself */
+		one = (struct lb_queued){ .ticket = (uint64_t)(at - LB_QUEUE_OFF),
+		    .pid = x[i].l.ofd ? 0 : x[i].l.pid, .l = x[i].l };
+		if (add_queued(&q, &k, &cap, &one) != 0)
+			goto fail;
+	}
+	if (k > 1)
+		qsort(q, k, sizeof *q, by_ticket);
+	waiters = k;
+	for (i = 0; i < nx; i++) {
+		if (x[i].blocked || x[i].kind == LB_LOCK_FLOCK || x[i].l.lo < (long long)LB_JOIN_OFF)
+			continue;
+		shape = queue_shape(&x[i].l, &at);
+		if (shape == Q_MARK) {
+			w = find_ticket(q, waiters, (uint64_t)(at - LB_WAITER_OFF) / 2);
+			if (w != NULL) {
+				w->pid = x[i].l.pid;
+				w->shared = (at - LB_WAITER_OFF) % 2;
+			}
+		} else if (shape == Q_OTHER) {
+			one = (struct lb_queued){ .ticket = UINT64_MAX, .foreign = 1, .l = x[i].l };
+			if (add_queued(&q, &k, &cap, &one) != 0)
+				goto fail;
 		}
-	return *o->left == 0;
+	}
+	free(x);
+	for (i = waiters; i < k; i++)
+		lb_lock_owners(fd, &q[i].l, 1);
+	for (i = waiters; i < k; i++)
+		q[i].pid = q[i].l.pid;
+	*v = q;
+	*n = k;
+	return 0;
+fail:
+	free(x);
+	free(q);
+	return -1;
 }
 
-/* Name the locks of V without a process that the fdinfo file PATH lists. */
-static void owners_in(const char *path, pid_t pid, const struct stat *st,
-    struct lb_lockinfo *v, size_t n, size_t *left)
+/* The lock line that fcntl lock L is. */
+static struct lb_lockline line_of(const struct lb_lockinfo *l)
 {
-	struct owners o = { v, n, left, pid };
-	char head[4096];
-	ssize_t r = lb_procfs_read(path, head, sizeof head);
+	struct lb_lockline x = { *l, l->ofd ? LB_LOCK_OFD : LB_LOCK_POSIX, 0 };
 
-	/* most descriptors hold no lock: their few lines say so */
-	if (r <= 0 || ((size_t)r < sizeof head - 1 && strstr(head, "\nlock:") == NULL))
-		return;
-	lb_procfs_fdinfo_locks(path, st->st_dev, st->st_ino, owner_of, &o);
+	return x;
 }
 
 void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)
 {
+	struct lb_lockline *x;
 	struct stat st;
-	struct dirent *pe, *fe;
-	DIR *procs, *fds;
-	char dir[64], path[128];
-	size_t left = 0, looked = 0, i;
-	uint64_t pid, fdn;
+	pid_t *pids;
+	size_t i, k = 0;
 
 	for (i = 0; i < n; i++)
-		left += v[i].pid == 0;
-	if (left == 0 || fstat(fd, &st) != 0 || (procs = opendir("/proc")) == NULL)
+		k += v[i].pid == 0;
+	if (k == 0 || fstat(fd, &st) != 0)
 		return;
-	while (left > 0 && looked < OWNER_FDS_MAX && (pe = readdir(procs)) != NULL) {
-		if (lb_parse_uint(pe->d_name, 1, INT_MAX, &pid) != 0 || (pid_t)pid == getpid())
-			continue;
-		snprintf(dir, sizeof dir, "/proc/%d/fdinfo", (int)pid);
-		fds = opendir(dir);
-		if (fds == NULL)
-			continue;	/* gone, or another user's */
-		while (left > 0 && looked < OWNER_FDS_MAX && (fe = readdir(fds)) != NULL) {
-			if (lb_parse_uint(fe->d_name, 0, INT_MAX, &fdn) != 0)
-				continue;
-			looked++;
-			snprintf(path, sizeof path, "%s/%d", dir, (int)fdn);
-			owners_in(path, (pid_t)pid, &st, v, n, &left);
-		}
-		closedir(fds);
+	x = calloc(k, sizeof *x);
+	pids = calloc(k, sizeof *pids);
+	if (x != NULL && pids != NULL) {
+		for (i = k = 0; i < n; i++)
+			if (v[i].pid == 0)
+				x[k++] = line_of(&v[i]);
+		lb_lookup_holders(st.st_dev, st.st_ino, x, k, 0, pids);
+		for (i = k = 0; i < n; i++)
+			if (v[i].pid == 0)
+				v[i].pid = pids[k++];
 	}
-	closedir(procs);
-}
-
-/* The lock sought, and who was found with it. */
-struct keeper {
-	const struct lb_lockinfo *l;
-	int flock;
-	pid_t found;
-};
-
-/* A lock of the fdinfo being read: whether it is K's, told by what the kernel shows of it. */
-static int keeps(const struct lb_lockinfo *l, void *arg)
-{
-	const struct lb_lockinfo *w = ((struct keeper *)arg)->l;
-
-	if (((struct keeper *)arg)->flock)
-		return l->write == w->write && l->pid == w->pid;
-	return l->ofd == w->ofd && l->write == w->write && l->lo == w->lo && l->hi == w->hi;
+	free(x);
+	free(pids);
 }
 
 pid_t lb_lock_keeper(int fd, const struct lb_lockinfo *l, int flock)
 {
-	struct keeper k = { l, flock, 0 };
+	struct lb_lockline x = line_of(l);
 	struct stat st;
-	struct dirent *pe, *fe;
-	DIR *procs, *fds;
-	char dir[64], path[128];
-	size_t looked = 0;
-	uint64_t pid, fdn;
-	int r;
+	pid_t pid = 0;
 
-	if (fstat(fd, &st) != 0 || (procs = opendir("/proc")) == NULL)
+	if (fstat(fd, &st) != 0)
 		return 0;
-	while (k.found == 0 && looked < OWNER_FDS_MAX && (pe = readdir(procs)) != NULL) {
-		if (lb_parse_uint(pe->d_name, 1, INT_MAX, &pid) != 0 || (pid_t)pid == getpid() ||
-		    (pid_t)pid == l->pid)
-			continue;
-		snprintf(dir, sizeof dir, "/proc/%d/fdinfo", (int)pid);
-		fds = opendir(dir);
-		if (fds == NULL)
-			continue;	/* gone, or another user's */
-		while (k.found == 0 && looked < OWNER_FDS_MAX && (fe = readdir(fds)) != NULL) {
-			char head[4096];
-			ssize_t got;
-
-			if (lb_parse_uint(fe->d_name, 0, INT_MAX, &fdn) != 0)
-				continue;
-			looked++;
-			snprintf(path, sizeof path, "%s/%d", dir, (int)fdn);
-			got = lb_procfs_read(path, head, sizeof head);
-			if (got <= 0 || ((size_t)got < sizeof head - 1 && strstr(head, "\nlock:") == NULL))
-				continue;
-			r = flock ? lb_procfs_fdinfo_flocks(path, st.st_dev, st.st_ino, keeps, &k) :
-			    lb_procfs_fdinfo_locks(path, st.st_dev, st.st_ino, keeps, &k);
-			if (r > 0)
-				k.found = (pid_t)pid;
-		}
-		closedir(fds);
-	}
-	closedir(procs);
-	return k.found;
+	if (flock)
+		x.kind = LB_LOCK_FLOCK;
+	lb_lookup_holders(st.st_dev, st.st_ino, &x, 1, l->pid, &pid);
+	return pid;
 }
 
 int lb_proc_runs_self(pid_t pid)
 {
-	struct stat a, b;
-	char path[64];
-
-	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
-	return stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return lb_procfs_runs_self(pid);
 }

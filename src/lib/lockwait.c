@@ -127,7 +127,7 @@ static int caught(sigset_t *set)
 	int sig;
 
 	sigemptyset(set);
-	if (lb_procfs_read("/proc/self/status", buf, sizeof buf) < 0 ||
+	if (lb_procfs_pid_read(0, "status", buf, sizeof buf) < 0 ||
 	    (p = strstr(buf, "\nSigCgt:")) == NULL)
 		return -1;
 	for (p += 8; *p == ' ' || *p == '\t'; p++)

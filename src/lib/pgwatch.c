@@ -24,7 +24,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +43,7 @@
 #include "opts.h"
 #include "pgpool.h"
 #include "proc.h"
+#include "procfs.h"
 
 /* without pidfds (Linux before 5.3), how often the command's life is looked at */
 #define NO_PIDFD_LOOK_MS	250
@@ -54,29 +54,33 @@
  * of the connection. Kept: stderr, for the one message; the N in KEEP;
  * lockbox's own (close-on-exec) ones. stdin and stdout become /dev/null.
  */
+/* The descriptors kept (KEEP, N of them), and stderr. */
+struct kept {
+	const int *keep;
+	size_t n;
+};
+
+static int drop_fd(pid_t self, int fd, void *arg)
+{
+	const struct kept *k = arg;
+	size_t i;
+	int fl, kept = fd == 2;
+
+	(void)self;
+	for (i = 0; i < k->n; i++)
+		kept |= fd == k->keep[i];
+	fl = kept ? -1 : fcntl(fd, F_GETFD);
+	if (fl >= 0 && !(fl & FD_CLOEXEC))
+		close(fd);
+	return 0;
+}
+
 static void drop_fds(const int *keep, size_t n)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
+	struct kept k = { keep, n };
 	int fd, null;
-	size_t i;
 
-	if (d != NULL) {
-		while ((e = readdir(d)) != NULL) {
-			char *end;
-			long v = strtol(e->d_name, &end, 10);
-			int fl, kept = v == dirfd(d) || v == 2;
-
-			for (i = 0; i < n; i++)
-				kept |= v == keep[i];
-			if (*end != '\0' || e->d_name[0] == '\0' || kept)
-				continue;
-			fl = fcntl((int)v, F_GETFD);
-			if (fl >= 0 && !(fl & FD_CLOEXEC))
-				close((int)v);
-		}
-		closedir(d);
-	}
+	lb_procfs_each_fd(0, drop_fd, &k);
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (fd = 0; null >= 0 && fd < 2; fd++)
 		if (fcntl(fd, F_GETFD) < 0)

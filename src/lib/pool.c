@@ -10,6 +10,8 @@
 
 #include "backend.h"
 #include "err.h"
+#include "lockowners.h"
+#include "parse.h"
 #include "text.h"
 
 static lb_pool_handoff_fn *handoff;
@@ -129,14 +131,62 @@ struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path,
 	    FILE_CAPS);
 }
 
-int lb_pool_in_use(char ***paths, size_t *n)
+int lb_pool_host_view(struct lb_host_view *hv, int64_t deadline)
 {
-	return lb_filepool_in_use(paths, n);
+	lb_lookup_begin(deadline);
+	if (lb_scan_host(hv, deadline) != 0) {
+		lb_warn("cannot read the kernel's lock table");
+		lb_lookup_end();
+		return -1;
+	}
+	return 0;
+}
+
+int lb_pool_host_lockfile(struct lb_host_view *hv, size_t fi, const size_t *locks, size_t n,
+    struct lb_holders *h, struct lb_holders *w)
+{
+	int r = lb_host_lockfile(hv, fi, locks, n, h, w);
+
+	if (r < 0)
+		lb_warn("%s", hv->files[fi].path);
+	return r;
+}
+
+void lb_pool_host_done(struct lb_host_view *hv)
+{
+	lb_host_view_free(hv);
+	lb_lookup_end();
+}
+
+/* whether the last acquisition's lookups stopped at their deadline */
+static int last_short;
+
+int lb_pool_lookup_short(void)
+{
+	return last_short;
 }
 
 const char *lb_pool_name(const struct lb_pool *p)
 {
 	return p->name;
+}
+
+/*
+ * An acquisition as one run of lookups (lockowners.h), its deadline
+ * theirs (its start, when it does not wait), LB_LOOKUP_GRACE after it.
+ */
+static int with_lookups(struct lb_pool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
+{
+	int64_t from = deadline == LB_NO_WAIT ? lb_now(CLOCK_MONOTONIC) : deadline;
+	int r;
+
+	/* a deadline too far to add to is no deadline for the lookups */
+	lb_lookup_begin(from > INT64_MAX - LB_LOOKUP_GRACE ? 0 : from + LB_LOOKUP_GRACE);
+	r = p->ops->acquire(p, max, deadline, who, slot, busy);
+	last_short = lb_lookup_short();
+	lb_lookup_end();
+	return r;
 }
 
 int lb_pool_acquire(struct lb_pool *p, unsigned max, int64_t deadline,
@@ -148,7 +198,7 @@ int lb_pool_acquire(struct lb_pool *p, unsigned max, int64_t deadline,
 	}
 	p->why[0] = '\0';
 	p->why_at_once = 0;
-	return p->ops->acquire(p, max, deadline, who, slot, busy);
+	return with_lookups(p, max, deadline, who, slot, busy);
 }
 
 const char *lb_pool_why(const struct lb_pool *p, int *at_once)
@@ -173,18 +223,41 @@ int lb_pool_release(struct lb_pool *p, pid_t owner)
 	return p->ops->release(p, owner);
 }
 
+/* A look (holders, waiters) as one run of lookups, unless it is part of one already. */
+static int look_begin(void)
+{
+	if (lb_lookup_active())
+		return 0;
+	lb_lookup_begin(0);
+	return 1;
+}
+
+static void look_end(int own)
+{
+	if (own)
+		lb_lookup_end();
+}
+
 int lb_pool_holders(struct lb_pool *p, struct lb_holders *out)
 {
+	int own = look_begin(), r;
+
 	out->v = NULL;
 	out->n = 0;
-	return p->ops->holders(p, out);
+	r = p->ops->holders(p, out);
+	look_end(own);
+	return r;
 }
 
 int lb_pool_waiters(struct lb_pool *p, struct lb_holders *out)
 {
+	int own = look_begin(), r;
+
 	out->v = NULL;
 	out->n = 0;
-	return p->ops->waiters != NULL ? p->ops->waiters(p, out) : 0;
+	r = p->ops->waiters != NULL ? p->ops->waiters(p, out) : 0;
+	look_end(own);
+	return r;
 }
 
 int lb_pool_count(struct lb_pool *p, size_t *n)

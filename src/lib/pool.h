@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "lockscan.h"
 #include "proc.h"
 
 /* The largest MAX any backend takes, and the size of a pool's atom area. */
@@ -40,6 +41,7 @@ struct lb_holder {
 	int foreign;
 	int foreign_write;
 	long long lock_lo, lock_hi;
+	int in_queue;		/* a foreign lock in the wait queue's bytes: it keeps waiters out */
 	int age_unknown;	/* known, but its age is not shown to us (who.wall_ns: now) */
 	int shared;		/* one of the shared holders (mutex -s) */
 	/*
@@ -144,13 +146,30 @@ struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path,
     const struct lb_pool_opts *opts);
 
 /*
- * Every lock target in use on this host that the caller may see: the
- * lock files with a lock on them (held or waited for) that a process the
- * caller may look at has open, and that the caller may read; root sees
- * them all. Their paths, sorted, in a malloc'd array of malloc'd strings.
- * 0, or -1 (reported).
+ * Every lock on this host that the caller may see, of every kind
+ * (lockscan.h's view), up to DEADLINE (0: none). Until
+ * lb_pool_host_done, every pool opened and looked at (holders, waiters)
+ * reads the kernel's lock table and the processes from this view's one
+ * read and one walk, not afresh. 0, or -1 (reported).
  */
-int lb_pool_in_use(char ***paths, size_t *n);
+int lb_pool_host_view(struct lb_host_view *hv, int64_t deadline);
+void lb_pool_host_done(struct lb_host_view *hv);
+
+/*
+ * The holders and waiters of file FI of the view, a lockbox lock file,
+ * as list shows them (lb_host_lockfile: LOCKS, N of them, are its locks'
+ * indexes): 0; 1 when it is no lockbox lock file, or cannot be read;
+ * -1 (reported).
+ */
+int lb_pool_host_lockfile(struct lb_host_view *hv, size_t fi, const size_t *locks, size_t n,
+    struct lb_holders *h, struct lb_holders *w);
+
+/*
+ * Whether the last refusal's holders were looked for past its deadline
+ * and a process was left unfound (the busy message says "not found in
+ * time").
+ */
+int lb_pool_lookup_short(void);
 
 /* The name messages use for the pool. */
 const char *lb_pool_name(const struct lb_pool *pool);

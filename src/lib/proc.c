@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -29,7 +28,7 @@ int lb_boot_id(uint8_t id[16])
 
 	if (state == 0) {
 		state = -1;
-		if (lb_procfs_read("/proc/sys/kernel/random/boot_id", text, sizeof text) > 0) {
+		if (lb_procfs_boot_id(text, sizeof text) > 0) {
 			for (p = text; *p != '\0' && i < 32; p++) {
 				int v = *p >= '0' && *p <= '9' ? *p - '0' :
 				    *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
@@ -70,11 +69,9 @@ static void command_from_argv(char *dst, size_t size, char *const argv[])
 
 static void command_from_proc(char *dst, size_t size, pid_t pid)
 {
-	char path[64];
 	ssize_t n, i;
 
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	n = lb_procfs_read(path, dst, size);
+	n = lb_procfs_pid_read(pid, "cmdline", dst, size);
 	if (n <= 0) {
 		dst[0] = '\0';
 		return;
@@ -145,14 +142,13 @@ static const char *shell_script(char **w, int n)
  */
 static void script_name(char *buf, size_t size, pid_t pid)
 {
-	char line[4096], path[64], *w[64];
+	char line[4096], *w[64];
 	const char *script;
 	ssize_t len, i;
 	int n = 0;
 
 	buf[0] = '\0';
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	len = lb_procfs_read(path, line, sizeof line);
+	len = lb_procfs_pid_read(pid, "cmdline", line, sizeof line);
 	/* a command line longer than the buffer is cut: its last word is dropped */
 	if (len <= 0 || line[len - 1] != '\0')
 		while (len > 0 && line[len - 1] != '\0')
@@ -175,7 +171,6 @@ static void script_name(char *buf, size_t size, pid_t pid)
  */
 static void name_only(char *buf, size_t size, pid_t pid, char *const argv[])
 {
-	char path[64];
 	ssize_t n;
 
 	if (argv != NULL) {
@@ -185,8 +180,7 @@ static void name_only(char *buf, size_t size, pid_t pid, char *const argv[])
 	script_name(buf, size, pid);
 	if (buf[0] != '\0')
 		return;
-	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	n = lb_procfs_read(path, buf, size);
+	n = lb_procfs_pid_read(pid, "comm", buf, size);
 	if (n <= 0)
 		buf[0] = '\0';
 	else if (buf[n - 1] == '\n')
@@ -260,7 +254,6 @@ void lb_ident_of_process(struct lb_ident *who, pid_t pid)
 {
 	struct lb_proc_stat st;
 	struct stat ps;
-	char path[64];
 
 	lb_ident_fill(who, pid, NULL, 0);
 	/* gone: nothing to say of it but its PID */
@@ -268,8 +261,7 @@ void lb_ident_of_process(struct lb_ident *who, pid_t pid)
 		who->command[0] = '\0';
 		return;
 	}
-	snprintf(path, sizeof path, "/proc/%d", (int)pid);
-	if (stat(path, &ps) == 0)
+	if (lb_procfs_pid_stat(pid, &ps) == 0)
 		who->uid = (uint32_t)ps.st_uid;
 }
 
@@ -284,7 +276,7 @@ static void waiter_command(char *buf, size_t size, pid_t pid, const char *comm)
 {
 	static const char *const ours[] = { "lockbox", "lockbox-pg", "mutex", "slots" };
 	static const char *const shells[] = { "ash", "bash", "dash", "ksh", "mksh", "sh", "zsh" };
-	char line[4096], path[64];
+	char line[4096];
 	size_t i, n0;
 	ssize_t len;
 
@@ -298,8 +290,7 @@ static void waiter_command(char *buf, size_t size, pid_t pid, const char *comm)
 		;
 	if (i == sizeof ours / sizeof ours[0])
 		return;
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	len = lb_procfs_read(path, line, sizeof line - 1);
+	len = lb_procfs_pid_read(pid, "cmdline", line, sizeof line - 1);
 	if (len <= 0)
 		return;
 	line[len] = '\0';
@@ -380,13 +371,12 @@ int64_t lb_ident_age(const struct lb_ident *who)
 
 int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
 {
-	char path[64], buf[1024], *p, *end;
+	char buf[1024], *p, *end;
 	long long f[20];
 	ssize_t n;
 	int i;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	n = lb_procfs_read(path, buf, sizeof buf);
+	n = lb_procfs_pid_read(pid, "stat", buf, sizeof buf);
 	if (n <= 0)
 		return -1;
 	/* comm may hold spaces and parentheses: fields start after the last ')' */
@@ -427,54 +417,56 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st)
  * The "lock:" lines of /proc/PID/fdinfo/FD are the locks held through that
  * descriptor's open file (and, for classic POSIX locks, by that process on
  * it). flock(2) locks and leases do not conflict with ours and do not
- * count (lb_procfs_lock_line takes fcntl locks only). ARG: the byte.
+ * count: fcntl locks only.
  */
-static int holds_byte(const struct lb_lockinfo *l, void *arg)
-{
-	long long byte = *(const off_t *)arg;
+struct holds {
+	dev_t dev;
+	ino_t ino;
+	long long byte;
+	int err;	/* a descriptor that could not be read, and why */
+};
 
-	return l->write && l->lo <= byte && (l->hi < 0 || l->hi >= byte);
+static int holds_byte(const struct lb_lockline *x, void *arg)
+{
+	long long byte = ((const struct holds *)arg)->byte;
+
+	return x->kind != LB_LOCK_FLOCK && x->l.write && x->l.lo <= byte &&
+	    (x->l.hi < 0 || x->l.hi >= byte);
+}
+
+static int holds_fd(pid_t pid, int fd, void *arg)
+{
+	struct holds *h = arg;
+	struct stat st;
+	int r;
+
+	if (lb_procfs_fd_stat(pid, fd, &st) != 0 || st.st_dev != h->dev || st.st_ino != h->ino)
+		return 0;
+	if (h->byte < 0)
+		return 1;
+	r = lb_procfs_each_fd_lock(pid, fd, h->dev, h->ino, holds_byte, h);
+	/* closed, or the process gone, meanwhile: no lock through it */
+	if (r < 0 && (errno == ENOENT || errno == ESRCH))
+		return 0;
+	if (r < 0) {
+		/* unknown is not "does not hold it": the caller must know */
+		h->err = errno;
+		return -1;
+	}
+	return r;
 }
 
 int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 {
-	char path[96];
-	struct dirent *e;
-	struct stat st;
-	int holds = 0, saved;
-	DIR *d;
+	struct holds h = { dev, ino, (long long)byte, 0 };
+	int r = lb_procfs_each_fd(pid, holds_fd, &h);
 
-	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-	d = opendir(path);
-	if (d == NULL)
-		return -1;
-	while (!holds && (e = readdir(d)) != NULL) {
-		char *end;
-		long fd = strtol(e->d_name, &end, 10);
+	if (h.err != 0)
+		errno = h.err;
+	return r < 0 ? -1 : r;
+}
 
-		if (*end != '\0' || fd < 0 || e->d_name[0] == '\0')
-			continue;
-		snprintf(path, sizeof path, "/proc/%d/fd/%ld", (int)pid, fd);
-		/* stat follows the descriptor's link to the open file itself */
-		if (stat(path, &st) != 0 || st.st_dev != dev || st.st_ino != ino)
-			continue;
-		if (byte < 0) {
-			holds = 1;
-			break;
-		}
-		snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", (int)pid, fd);
-		holds = lb_procfs_fdinfo_locks(path, dev, ino, holds_byte, &byte);
-		/* closed, or the process gone, meanwhile: no lock through it */
-		if (holds < 0 && (errno == ENOENT || errno == ESRCH))
-			holds = 0;
-		if (holds < 0) {
-			/* unknown is not "does not hold it": the caller must know */
-			saved = errno;
-			closedir(d);
-			errno = saved;
-			return -1;
-		}
-	}
-	closedir(d);
-	return holds;
+void lb_proc_name(pid_t pid, char *buf, size_t size)
+{
+	name_only(buf, size, pid, NULL);
 }

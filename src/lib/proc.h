@@ -104,4 +104,11 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
  */
 int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte);
 
+/*
+ * The name of process PID, as lb_ident_fill gives it without ARGV (a
+ * shell's script, else the kernel's name), as it is: not cleaned for
+ * printing. "" when it is gone.
+ */
+void lb_proc_name(pid_t pid, char *buf, size_t size);
+
 #endif

@@ -1,20 +1,24 @@
-/* Reading /proc: its small files, and the lines of its lock lists (/proc/locks, fdinfo). */
+/* Reading /proc, the one file that does: its small files, and walks over processes, descriptors and lock lines. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "parse.h"
 #include "procfs.h"
 
-ssize_t lb_procfs_read(const char *path, char *buf, size_t size)
+/* The start of the /proc file PATH, as lb_procfs_pid_read says. */
+static ssize_t read_start(const char *path, char *buf, size_t size)
 {
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
@@ -33,13 +37,24 @@ ssize_t lb_procfs_read(const char *path, char *buf, size_t size)
 	return n;
 }
 
-char *lb_procfs_slurp(const char *path, size_t chunk, size_t *len)
+/* what a read with a deadline reads in any case: some thousand lines of /proc/locks */
+#define SLURP_MIN	(64 * 1024)
+
+/*
+ * The whole of the /proc file PATH (it has no size to stat), read CHUNK
+ * bytes at a time (0: as much as fits), until DEADLINE (0: none) once
+ * SLURP_MIN bytes are read (then *CUT is set and what was read is kept
+ * to its last whole line),
+ * NUL-terminated, malloc'd, its length in *LEN; NULL with errno.
+ */
+static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len, int *cut)
 {
 	size_t cap = 64 * 1024, n = 0;
 	char *buf = malloc(cap), *grown;
 	ssize_t r = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
 
+	*cut = 0;
 	if (fd < 0 || buf == NULL) {
 		saved = errno;
 		if (fd >= 0)
@@ -62,6 +77,14 @@ char *lb_procfs_slurp(const char *path, size_t chunk, size_t *len)
 		if (r <= 0)
 			break;
 		n += (size_t)r;
+		/* a table of ordinary length is read whole, however busy the host */
+		if (n >= SLURP_MIN && deadline != 0 && lb_remaining(deadline) == 0) {
+			*cut = 1;
+			while (n > 0 && buf[n - 1] != '\n')
+				n--;
+			r = 0;
+			break;
+		}
 	}
 	saved = r < 0 ? errno : ENOMEM;
 	close(fd);
@@ -74,6 +97,168 @@ char *lb_procfs_slurp(const char *path, size_t chunk, size_t *len)
 	*len = n;
 	return buf;
 }
+
+/* "/proc/PID/NAME", or "/proc/self/NAME" for PID 0. */
+static void pid_path(char *buf, size_t size, pid_t pid, const char *name)
+{
+	if (pid == 0)
+		snprintf(buf, size, "/proc/self/%s", name);
+	else
+		snprintf(buf, size, "/proc/%d/%s", (int)pid, name);
+}
+
+/* "/proc/PID/DIR/FD" (fd, fdinfo). */
+static void fd_path(char *buf, size_t size, pid_t pid, const char *dir, int fd)
+{
+	if (pid == 0)
+		snprintf(buf, size, "/proc/self/%s/%d", dir, fd);
+	else
+		snprintf(buf, size, "/proc/%d/%s/%d", (int)pid, dir, fd);
+}
+
+/*
+ * A run that looks at many files (lb_locktab_pin) reads each process's
+ * small files once: the same holder of two hundred lock files is looked
+ * at once, not two hundred times.
+ */
+struct pid_file {
+	pid_t pid;
+	const char *name;	/* a literal: "stat", "comm", "cmdline" */
+	ssize_t len;		/* -1: could not be read (ERR) */
+	int err;
+	char *text;
+};
+static struct pid_file *pid_files;
+static size_t npid_files, cappid_files;
+static int pinned;
+
+static void forget_pid_files(void)
+{
+	size_t i;
+
+	for (i = 0; i < npid_files; i++)
+		free(pid_files[i].text);
+	free(pid_files);
+	pid_files = NULL;
+	npid_files = cappid_files = 0;
+}
+
+ssize_t lb_procfs_pid_read(pid_t pid, const char *name, char *buf, size_t size)
+{
+	char path[64 + NAME_MAX], text[4096];
+	struct pid_file *f, *grown;
+	ssize_t n;
+	size_t i;
+	int saved;
+
+	pid_path(path, sizeof path, pid, name);
+	if (!pinned || pid == 0 || size > sizeof text)
+		return read_start(path, buf, size);
+	for (i = 0; i < npid_files; i++) {
+		f = &pid_files[i];
+		if (f->pid != pid || strcmp(f->name, name) != 0)
+			continue;
+		if (f->len < 0) {
+			errno = f->err;
+			return -1;
+		}
+		n = (size_t)f->len < size ? f->len : (ssize_t)size - 1;
+		memcpy(buf, f->text, (size_t)n);
+		buf[n] = '\0';
+		return n;
+	}
+	n = read_start(path, text, sizeof text);
+	saved = errno;
+	if (npid_files == cappid_files) {
+		size_t cap = cappid_files ? 2 * cappid_files : 64;
+
+		grown = realloc(pid_files, cap * sizeof *grown);
+		if (grown == NULL)
+			goto out;
+		pid_files = grown;
+		cappid_files = cap;
+	}
+	f = &pid_files[npid_files];
+	*f = (struct pid_file){ pid, name, n, saved, NULL };
+	if (n >= 0 && (f->text = malloc((size_t)n + 1)) == NULL)
+		goto out;
+	if (n >= 0)
+		memcpy(f->text, text, (size_t)n + 1);
+	npid_files++;
+out:
+	if (n < 0) {
+		errno = saved;
+		return -1;
+	}
+	n = (size_t)n < size ? n : (ssize_t)size - 1;
+	memcpy(buf, text, (size_t)n);
+	buf[n] = '\0';
+	return n;
+}
+
+int lb_procfs_pid_stat(pid_t pid, struct stat *st)
+{
+	char path[64];
+
+	pid_path(path, sizeof path, pid, "");
+	return stat(path, st);
+}
+
+ssize_t lb_procfs_boot_id(char *buf, size_t size)
+{
+	return read_start("/proc/sys/kernel/random/boot_id", buf, size);
+}
+
+int lb_procfs_runs_self(pid_t pid)
+{
+	struct stat a, b;
+	char path[64];
+
+	pid_path(path, sizeof path, pid, "exe");
+	return stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+char *lb_procfs_self_exe(void)
+{
+	return realpath("/proc/self/exe", NULL);
+}
+
+int lb_procfs_fd_stat(pid_t pid, int fd, struct stat *st)
+{
+	char path[96];
+
+	fd_path(path, sizeof path, pid, "fd", fd);
+	/* stat follows the descriptor's link to the open file itself */
+	return stat(path, st);
+}
+
+ssize_t lb_procfs_fd_link(pid_t pid, int fd, char *buf, size_t size)
+{
+	char path[96];
+	ssize_t n;
+
+	fd_path(path, sizeof path, pid, "fd", fd);
+	n = readlink(path, buf, size - 1);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+int lb_procfs_fd_reopen(int fd, int flags)
+{
+	char path[64];
+
+	return open(lb_procfs_fd_name(fd, path, sizeof path), flags);
+}
+
+const char *lb_procfs_fd_name(int fd, char *buf, size_t size)
+{
+	fd_path(buf, size, 0, "fd", fd);
+	return buf;
+}
+
+/* ---- lines of the lock lists ---- */
 
 /* The next word of [*at, end): its start, and *at past it; NULL at the end. */
 static const char *word(const char **at, const char *end, size_t *len)
@@ -123,13 +308,30 @@ static int word_hex(const char *w, size_t len, uint64_t *v)
 	return len != 0 && i == len ? 0 : -1;
 }
 
-/* As procfs.h says: every field checked, the numbers by the strict parser. */
-int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
-    struct lb_lockline *out, int *seen)
+/* MAJ:MIN:INO, the file a line is about: 0, or -1. */
+static int word_file(const char *w, size_t len, dev_t *dev, ino_t *ino)
 {
-	const char *at = line, *w, *kind, *access = NULL, *pidw = NULL, *c1, *c2;
+	const char *c1, *c2;
+	uint64_t maj, mnr, i;
+
+	if (w == NULL || (c1 = memchr(w, ':', len)) == NULL ||
+	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
+	    word_hex(w, (size_t)(c1 - w), &maj) != 0 ||
+	    word_hex(c1 + 1, (size_t)(c2 - c1 - 1), &mnr) != 0 ||
+	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), UINT64_MAX, &i) != 0)
+		return -1;
+	*dev = makedev((unsigned)maj, (unsigned)mnr);
+	*ino = (ino_t)i;
+	return 0;
+}
+
+/* As procfs.h says: every field checked, the numbers by the strict parser. */
+int lb_procfs_lock_parse(const char *line, const char *end, dev_t *dev, ino_t *ino,
+    struct lb_lockline *out)
+{
+	const char *at = line, *w, *kind, *access = NULL, *pidw = NULL;
 	size_t len, klen, alen = 0, plen = 0;
-	uint64_t maj, mnr, i, a, b, pid;
+	uint64_t a, b, pid;
 	int n, eof;
 
 	w = word(&at, end, &len);	/* "1:", or "lock:" has been cut */
@@ -148,14 +350,8 @@ int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
 			plen = len;
 		}
 	w = word(&at, end, &len);	/* MAJ:MIN:INO */
-	if (n != 3 || w == NULL || (c1 = memchr(w, ':', len)) == NULL ||
-	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
-	    word_hex(w, (size_t)(c1 - w), &maj) != 0 ||
-	    word_hex(c1 + 1, (size_t)(c2 - c1 - 1), &mnr) != 0 ||
-	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), UINT64_MAX, &i) != 0 ||
-	    maj != major(dev) || mnr != minor(dev) || (ino_t)i != ino)
+	if (n != 3 || word_file(w, len, dev, ino) != 0)
 		return 0;
-	*seen = 1;
 	if (word_is(kind, klen, "OFDLCK"))
 		out->kind = LB_LOCK_OFD;
 	else if (word_is(kind, klen, "POSIX"))
@@ -163,17 +359,17 @@ int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
 	else if (word_is(kind, klen, "FLOCK"))
 		out->kind = LB_LOCK_FLOCK;
 	else
-		return 0;	/* a lease, or what a later kernel adds */
+		return 2;	/* a lease, or what a later kernel adds */
 	if (!(word_is(access, alen, "WRITE") || word_is(access, alen, "READ")))
-		return 0;
+		return 2;
 	w = word(&at, end, &len);
 	if (word_num(w, len, LLONG_MAX, &a) != 0)
-		return 0;
+		return 2;
 	w = word(&at, end, &len);
 	b = 0;
 	eof = word_is(w, len, "EOF");
 	if (!eof && word_num(w, len, LLONG_MAX, &b) != 0)
-		return 0;
+		return 2;
 	out->l.lo = (long long)a;
 	out->l.hi = eof ? -1 : (long long)b;
 	out->l.write = access[0] == 'W';
@@ -183,30 +379,17 @@ int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
 	return 1;
 }
 
-int lb_procfs_lock_id(const char *line, const char *end, dev_t *dev, ino_t *ino)
+int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
+    struct lb_lockline *out, int *seen)
 {
-	const char *at = line, *w, *c1, *c2;
-	size_t len;
-	uint64_t maj, mnr, i;
-	int n;
+	dev_t d;
+	ino_t i;
+	int r = lb_procfs_lock_parse(line, end, &d, &i, out);
 
-	w = word(&at, end, &len);	/* "1:" */
-	if (w != NULL && w[len - 1] == ':')
-		w = word(&at, end, &len);
-	if (word_is(w, len, "->"))
-		w = word(&at, end, &len);	/* the kind */
-	/* ADVISORY, the access, the PID, then MAJ:MIN:INO */
-	for (n = 0; n < 4 && (w = word(&at, end, &len)) != NULL; n++)
-		;
-	if (n != 4 || (c1 = memchr(w, ':', len)) == NULL ||
-	    (c2 = memchr(c1 + 1, ':', (size_t)(w + len - c1 - 1))) == NULL ||
-	    word_hex(w, (size_t)(c1 - w), &maj) != 0 ||
-	    word_hex(c1 + 1, (size_t)(c2 - c1 - 1), &mnr) != 0 ||
-	    word_num(c2 + 1, (size_t)(w + len - c2 - 1), UINT64_MAX, &i) != 0)
+	if (r == 0 || d != dev || i != ino)
 		return 0;
-	*dev = makedev((unsigned)maj, (unsigned)mnr);
-	*ino = (ino_t)i;
-	return 1;
+	*seen = 1;
+	return r == 1;
 }
 
 int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
@@ -221,39 +404,289 @@ int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
 	return 1;
 }
 
-/* The "lock:" lines of the fdinfo file PATH about DEV/INO, of KIND (FLOCK) or else fcntl's. */
-static int fdinfo_walk(const char *path, dev_t dev, ino_t ino, int flock,
-    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
+/* The file of a line of /proc/locks alone: 0 with *DEV and *INO, or -1. */
+static int line_file(const char *line, const char *end, dev_t *dev, ino_t *ino)
+{
+	const char *at = line, *w;
+	size_t len;
+	int n;
+
+	w = word(&at, end, &len);	/* "1:" */
+	if (w != NULL && w[len - 1] == ':')
+		w = word(&at, end, &len);
+	if (word_is(w, len, "->"))
+		w = word(&at, end, &len);	/* the kind */
+	/* ADVISORY, the access, the PID, then MAJ:MIN:INO */
+	for (n = 0; n < 4 && (w = word(&at, end, &len)) != NULL; n++)
+		;
+	return n == 4 ? word_file(w, len, dev, ino) : -1;
+}
+
+/* ---- the walks ---- */
+
+int lb_procfs_each_process(int64_t deadline, int (*fn)(pid_t pid, void *arg), void *arg)
+{
+	struct dirent *e;
+	uint64_t pid;
+	int r = 0, saved;
+	DIR *d = opendir("/proc");
+
+	if (d == NULL)
+		return -1;
+	for (;;) {
+		errno = 0;
+		if ((e = readdir(d)) == NULL)
+			break;
+		if (lb_parse_uint(e->d_name, 1, INT_MAX, &pid) != 0)
+			continue;
+		if (deadline != 0 && lb_remaining(deadline) == 0) {
+			r = LB_PROCFS_SHORT;
+			break;
+		}
+		if ((r = fn((pid_t)pid, arg)) != 0)
+			break;
+	}
+	/* the listing ends with errno 0 only at its end; FN's errno is kept */
+	saved = errno;
+	closedir(d);
+	errno = saved;
+	return e == NULL && saved != 0 ? -1 : r;
+}
+
+int lb_procfs_each_fd(pid_t pid, int (*fn)(pid_t pid, int fd, void *arg), void *arg)
+{
+	char path[64];
+	struct dirent *e;
+	uint64_t fd;
+	int r = 0, saved;
+	DIR *d;
+
+	pid_path(path, sizeof path, pid, "fd");
+	d = opendir(path);
+	if (d == NULL)
+		return -1;
+	while (r == 0 && (e = readdir(d)) != NULL)
+		if (lb_parse_uint(e->d_name, 0, INT_MAX, &fd) == 0 &&
+		    !(pid == 0 && (int)fd == dirfd(d)))
+			r = fn(pid, (int)fd, arg);
+	saved = errno;
+	closedir(d);
+	errno = saved;
+	return r;
+}
+
+/* The "lock:" lines of an fdinfo text [TEXT, STOP) about DEV/INO. */
+static int fdinfo_lines(const char *text, const char *stop, dev_t dev, ino_t ino,
+    int (*fn)(const struct lb_lockline *x, void *arg), void *arg)
 {
 	struct lb_lockline x;
-	const char *line, *end, *stop;
-	size_t len;
+	const char *line, *end;
 	int seen = 0, r = 0;
-	char *text = lb_procfs_slurp(path, 0, &len);
 
-	if (text == NULL)
-		return -1;
-	stop = text + len;
 	for (line = text; r == 0 && line < stop; line = end) {
 		end = memchr(line, '\n', (size_t)(stop - line));
 		end = end != NULL ? end + 1 : stop;
 		if ((size_t)(end - line) > 5 && memcmp(line, "lock:", 5) == 0 &&
-		    lb_procfs_lock_any(line + 5, end, dev, ino, &x, &seen) && !x.blocked &&
-		    (x.kind == LB_LOCK_FLOCK) == flock)
-			r = fn(&x.l, arg);
+		    lb_procfs_lock_any(line + 5, end, dev, ino, &x, &seen) && !x.blocked)
+			r = fn(&x, arg);
 	}
-	free(text);
 	return r;
 }
 
-int lb_procfs_fdinfo_locks(const char *path, dev_t dev, ino_t ino,
-    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
+int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
+    int (*fn)(const struct lb_lockline *x, void *arg), void *arg)
 {
-	return fdinfo_walk(path, dev, ino, 0, fn, arg);
+	char path[96], head[4096], *text;
+	size_t len;
+	ssize_t r;
+	int cut, rc;
+
+	fd_path(path, sizeof path, pid, "fdinfo", fd);
+	r = read_start(path, head, sizeof head);
+	if (r < 0)
+		return -1;
+	/* most descriptors hold no lock: their few lines, read whole, say so */
+	if ((size_t)r < sizeof head - 1)
+		return strstr(head, "\nlock:") == NULL ? 0 :
+		    fdinfo_lines(head, head + r, dev, ino, fn, arg);
+	text = slurp(path, 0, 0, &len, &cut);
+	if (text == NULL)
+		return -1;
+	rc = fdinfo_lines(text, text + len, dev, ino, fn, arg);
+	free(text);
+	return rc;
 }
 
-int lb_procfs_fdinfo_flocks(const char *path, dev_t dev, ino_t ino,
-    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
+/* ---- the kernel's lock table ---- */
+
+/* A line of an indexed table: its file, and where it is. */
+struct lb_locktab_line {
+	dev_t dev;
+	ino_t ino;
+	size_t off, len;
+};
+
+/* the table kept for the rest of a run, from when one is kept, and the deadline of its read */
+static struct lb_locktab *kept;
+static int64_t keep_from, keep_until;
+
+static int by_file(const void *a, const void *b)
 {
-	return fdinfo_walk(path, dev, ino, 1, fn, arg);
+	const struct lb_locktab_line *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Index T's lines by file (in table order within one): 0, or -1. */
+static int index_table(struct lb_locktab *t)
+{
+	const char *line, *end, *stop = t->text + t->len;
+	size_t cap = 0;
+	struct lb_locktab_line *grown;
+	dev_t dev;
+	ino_t ino;
+
+	for (line = t->text; line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		if (line_file(line, end, &dev, &ino) != 0)
+			continue;
+		if (t->nidx == cap) {
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(t->idx, cap * sizeof *grown);
+			if (grown == NULL)
+				return -1;
+			t->idx = grown;
+		}
+		t->idx[t->nidx++] = (struct lb_locktab_line){ dev, ino,
+		    (size_t)(line - t->text), (size_t)(end - line) };
+	}
+	if (t->nidx > 1)
+		qsort(t->idx, t->nidx, sizeof *t->idx, by_file);
+	return 0;
+}
+
+static void free_table(struct lb_locktab *t)
+{
+	if (t == NULL)
+		return;
+	free(t->text);
+	free(t->idx);
+	free(t);
+}
+
+/* The table read now, up to DEADLINE (0: none); INDEXED by file. NULL with errno. */
+static struct lb_locktab *read_table(size_t chunk, int64_t deadline, int indexed)
+{
+	struct lb_locktab *t = calloc(1, sizeof *t);
+
+	if (t == NULL)
+		return NULL;
+	t->text = slurp("/proc/locks", chunk, deadline, &t->len, &t->cut);
+	if (t->text == NULL || (indexed && index_table(t) != 0)) {
+		free_table(t);
+		return NULL;
+	}
+	return t;
+}
+
+struct lb_locktab *lb_locktab_get(size_t chunk)
+{
+	struct lb_locktab *t;
+	int keep = keep_from != 0 && lb_now(CLOCK_MONOTONIC) >= keep_from;
+
+	if (kept != NULL)
+		return kept;
+	t = read_table(chunk, keep ? keep_until : 0, keep);
+	if (t != NULL && keep) {
+		t->kept = 1;
+		kept = t;
+	}
+	return t;
+}
+
+void lb_locktab_done(struct lb_locktab *t)
+{
+	if (t != NULL && !t->kept)
+		free_table(t);
+}
+
+const struct lb_locktab *lb_locktab_pin(int64_t deadline)
+{
+	lb_locktab_keep_from(0, 0);
+	kept = read_table(0, deadline, 1);
+	if (kept != NULL)
+		kept->kept = kept->pinned = 1;
+	pinned = kept != NULL;
+	return kept;
+}
+
+void lb_locktab_keep_from(int64_t from, int64_t deadline)
+{
+	if (from == 0) {
+		free_table(kept);
+		kept = NULL;
+		pinned = 0;
+		forget_pid_files();
+	}
+	keep_from = from;
+	keep_until = deadline;
+}
+
+int lb_locktab_each(const struct lb_locktab *t, dev_t dev, ino_t ino,
+    int (*fn)(const char *line, const char *end, void *arg), void *arg)
+{
+	const char *at, *line, *end, *stop = t->text + t->len;
+	char needle[32];
+	size_t nlen, lo = 0, hi = t->nidx, mid;
+	dev_t d;
+	ino_t i;
+	int r = 0;
+
+	if (t->idx != NULL) {
+		/* the first line of the file, then the lines after it */
+		struct lb_locktab_line key = { dev, ino, 0, 0 };
+
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (by_file(&t->idx[mid], &key) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; r == 0 && lo < t->nidx && t->idx[lo].dev == dev && t->idx[lo].ino == ino; lo++)
+			r = fn(t->text + t->idx[lo].off, t->text + t->idx[lo].off + t->idx[lo].len, arg);
+		return r;
+	}
+	/* not indexed: only the lines that name the inode after a colon are parsed */
+	nlen = (size_t)snprintf(needle, sizeof needle, ":%llu", (unsigned long long)ino);
+	for (at = t->text; r == 0 && (at = memmem(at, (size_t)(stop - at), needle, nlen)) != NULL;
+	    at = end) {
+		line = at;
+		while (line > t->text && line[-1] != '\n')
+			line--;
+		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
+		end = end != NULL ? end + 1 : stop;
+		if (line_file(line, end, &d, &i) == 0 && d == dev && i == ino)
+			r = fn(line, end, arg);
+	}
+	return r;
+}
+
+int lb_locktab_each_line(const struct lb_locktab *t,
+    int (*fn)(const char *line, const char *end, void *arg), void *arg)
+{
+	const char *line, *end, *stop = t->text + t->len;
+	int r = 0;
+
+	for (line = t->text; r == 0 && line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		r = fn(line, end, arg);
+	}
+	return r;
 }

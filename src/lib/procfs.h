@@ -1,9 +1,11 @@
-/* Reading /proc: its small files, and the lines of its lock lists (/proc/locks, fdinfo). */
+/* Reading /proc, the one file that does: its small files, and walks over processes, descriptors and lock lines. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_PROCFS_H
 #define LOCKBOX_PROCFS_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* One held fcntl lock on a file. */
@@ -13,20 +15,6 @@ struct lb_lockinfo {
 	int write;		/* a write lock, else a read lock */
 	int ofd;		/* an open file description lock, else a classic POSIX one */
 };
-
-/*
- * The start of the /proc file PATH, at most SIZE - 1 bytes (a longer one
- * is cut), NUL-terminated: its length, or -1 with errno (ESRCH for an
- * empty file: its process has just gone).
- */
-ssize_t lb_procfs_read(const char *path, char *buf, size_t size);
-
-/*
- * The whole of the /proc file PATH (it has no size to stat), read CHUNK
- * bytes at a time (0: as much as fits), NUL-terminated, malloc'd, its
- * length in *LEN; NULL with errno.
- */
-char *lb_procfs_slurp(const char *path, size_t chunk, size_t *len);
 
 /*
  * One line of /proc/locks, or of fdinfo with its "lock:" cut, [LINE, END):
@@ -50,19 +38,129 @@ int lb_procfs_lock_any(const char *line, const char *end, dev_t dev, ino_t ino,
 int lb_procfs_lock_line(const char *line, const char *end, dev_t dev, ino_t ino,
     struct lb_lockinfo *l, int *seen);
 
-/* The file a line of /proc/locks is about: 1 with *DEV and *INO, or 0. */
-int lb_procfs_lock_id(const char *line, const char *end, dev_t *dev, ino_t *ino);
+/*
+ * Any line of /proc/locks: 1 with the file it is about (*DEV, *INO) and
+ * the lock in *OUT; 0 for a line that does not parse, or one of a kind
+ * lockbox does not know (a lease), whose file is still given when
+ * *DEV is set (2: the file alone).
+ */
+int lb_procfs_lock_parse(const char *line, const char *end, dev_t *dev, ino_t *ino,
+    struct lb_lockline *out);
+
+/* ---- one process's files (PID 0: this process) ---- */
 
 /*
- * The held fcntl locks (lb_procfs_fdinfo_locks) or flock(2) locks
- * (lb_procfs_fdinfo_flocks) on DEV/INO that the fdinfo file PATH lists,
- * one at a time: FN(L, ARG) for each, until it returns nonzero (that
- * value is returned). 0 when all were seen; -1 with errno when PATH
- * cannot be read.
+ * The start of /proc/PID/NAME ("stat", "comm", "cmdline", "status"), at
+ * most SIZE - 1 bytes (a longer one is cut), NUL-terminated: its length,
+ * or -1 with errno (ESRCH for an empty file: its process has just gone).
  */
-int lb_procfs_fdinfo_locks(const char *path, dev_t dev, ino_t ino,
-    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg);
-int lb_procfs_fdinfo_flocks(const char *path, dev_t dev, ino_t ino,
-    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg);
+ssize_t lb_procfs_pid_read(pid_t pid, const char *name, char *buf, size_t size);
+
+/* stat(2) of /proc/PID: its owner is the process's. 0, or -1 with errno. */
+int lb_procfs_pid_stat(pid_t pid, struct stat *st);
+
+/* This boot's id, as the kernel prints it, in BUF: its length, or -1. */
+ssize_t lb_procfs_boot_id(char *buf, size_t size);
+
+/* Whether process PID runs the executable file this process runs. */
+int lb_procfs_runs_self(pid_t pid);
+
+/* The path of this process's executable (malloc'd), or NULL. */
+char *lb_procfs_self_exe(void);
+
+/* stat(2) of the file descriptor FD of PID is open on (the open file itself). */
+int lb_procfs_fd_stat(pid_t pid, int fd, struct stat *st);
+
+/*
+ * What descriptor FD of PID is open on, as the kernel names it (a path,
+ * " (deleted)" after it for a file since removed; "socket:[N]"...), in
+ * BUF, NUL-terminated: its length, or -1 with errno.
+ */
+ssize_t lb_procfs_fd_link(pid_t pid, int fd, char *buf, size_t size);
+
+/* A new open file of the file this process's FD is open on (open(2) FLAGS), or -1. */
+int lb_procfs_fd_reopen(int fd, int flags);
+
+/* A path to the file this process's FD is open on, wherever it is linked (inotify). */
+const char *lb_procfs_fd_name(int fd, char *buf, size_t size);
+
+/* ---- the walks ---- */
+
+/* A walk that stopped at its deadline before the end. */
+#define LB_PROCFS_SHORT	(-2)
+
+/*
+ * Each process /proc shows, this one too, in its order: FN(PID, ARG),
+ * until FN returns nonzero (that value is returned). DEADLINE
+ * (CLOCK_MONOTONIC ns; 0: none) ends the walk early: LB_PROCFS_SHORT.
+ * 0 when all were seen; -1 with errno when /proc cannot be listed or its
+ * listing fails midway.
+ */
+int lb_procfs_each_process(int64_t deadline, int (*fn)(pid_t pid, void *arg), void *arg);
+
+/*
+ * Each descriptor of process PID (0: this one, its walk's own left out):
+ * FN(PID, FD, ARG) until nonzero (returned). 0 when all were seen; -1
+ * with errno when they cannot be listed (ENOENT, ESRCH: gone; EACCES:
+ * another user's).
+ */
+int lb_procfs_each_fd(pid_t pid, int (*fn)(pid_t pid, int fd, void *arg), void *arg);
+
+/*
+ * Each lock held through descriptor FD of PID (0: this process) on
+ * DEV/INO, any kind, as its fdinfo lists them: FN(X, ARG) until nonzero
+ * (returned). 0 when all were seen; -1 with errno when the fdinfo cannot
+ * be read. A descriptor whose fdinfo lists no lock costs one short read.
+ */
+int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
+    int (*fn)(const struct lb_lockline *x, void *arg), void *arg);
+
+/* ---- the kernel's lock table, /proc/locks ---- */
+
+struct lb_locktab_line;
+
+struct lb_locktab {
+	char *text;		/* the table, NUL-terminated */
+	size_t len;
+	int cut;		/* the read stopped at its deadline: lines are missing */
+	int kept;		/* the run's own (lb_locktab_pin, lb_locktab_keep_from) */
+	int pinned;		/* read at the start of a run that looks at many files */
+	struct lb_locktab_line *idx;	/* its lines by file, when indexed */
+	size_t nidx;
+};
+
+/*
+ * The lock table for a look at the host's locks: the one this run keeps
+ * (see below), or one read now, CHUNK bytes a read (0: as much as fits).
+ * NULL with errno when /proc/locks cannot be read. Give it back with
+ * lb_locktab_done.
+ */
+struct lb_locktab *lb_locktab_get(size_t chunk);
+void lb_locktab_done(struct lb_locktab *t);
+
+/*
+ * Each line of T about DEV/INO, in the table's order (a held lock's
+ * waiters after it): FN(LINE, END, ARG) until nonzero (returned); 0
+ * when all were seen.
+ */
+int lb_locktab_each(const struct lb_locktab *t, dev_t dev, ino_t ino,
+    int (*fn)(const char *line, const char *end, void *arg), void *arg);
+
+/* Each line of T, in order: FN as above. */
+int lb_locktab_each_line(const struct lb_locktab *t,
+    int (*fn)(const char *line, const char *end, void *arg), void *arg);
+
+/*
+ * One table for the rest of a run. lb_locktab_pin reads it now, up to
+ * DEADLINE (0: none; past it the table is cut short, t->cut), indexed by
+ * file, and every later lb_locktab_get returns it: one read of the table
+ * a run, however many files are looked at. lb_locktab_keep_from keeps the
+ * first table read at or after FROM (CLOCK_MONOTONIC ns) the same way,
+ * read up to DEADLINE (0: none, the whole table): a refusal's
+ * description, once the wait is over, reads the table once.
+ * lb_locktab_keep_from(0, 0) lets go of it: later looks read afresh.
+ */
+const struct lb_locktab *lb_locktab_pin(int64_t deadline);
+void lb_locktab_keep_from(int64_t from, int64_t deadline);
 
 #endif

@@ -610,8 +610,8 @@ int lb_wait_close(struct lb_wait *w, int fd, int tag)
 	if (w->closes < 0)
 		return -1;
 	/* the file itself, wherever it is (or was) linked: the fd's magic link */
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	if (inotify_add_watch(w->closes, path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0 ||
+	if (inotify_add_watch(w->closes, lb_procfs_fd_name(fd, path, sizeof path),
+	    IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0 ||
 	    epoll_ctl(w->ep, EPOLL_CTL_ADD, w->closes, &ev) != 0) {
 		e = errno;
 		close(w->closes);
