@@ -19,9 +19,10 @@ int64_t lb_deadline_after(int64_t ns);
 #define LB_NO_WAIT	INT64_C(0)
 /*
  * No deadline at all: a wait that ends only with what it waits for (a
- * child's end, in supervise.c). Only APIs that say they take it do.
+ * child's end, in supervise.c). Only APIs that say they take it do. The
+ * far end of the clock, so that it cannot be taken for LB_NO_WAIT.
  */
-#define LB_NO_DEADLINE	INT64_C(0)
+#define LB_NO_DEADLINE	INT64_MAX
 int64_t lb_remaining(int64_t deadline);	/* ns left, never negative */
 
 #endif

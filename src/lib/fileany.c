@@ -166,7 +166,7 @@ static void any_progress(struct filepool *p)
 /*
  * Wait in the kernel, up to DEADLINE, until what kept the last attempt
  * out (p->any_blocked, a flock(2) or an fcntl lock) has gone: a helper
- * thread makes the request (lb_wait_flock, lb_wait_lock) and lets go of
+ * thread makes the request (lb_wait_on_flock, lb_wait_on_lock) and lets go of
  * it at once, so that ^Z and the deadline end the wait and nothing is
  * held while one lock is waited for and the other not yet had (a holder
  * of one waiting for the other could wait on a waiter of the first).
@@ -188,8 +188,8 @@ static int wait_free(struct filepool *p, int64_t deadline)
 	}
 	for (;;) {
 		if (!asked && (p->any_blocked == BY_FLOCK ?
-		    lb_wait_flock(&w, p->fd, p->shared ? LOCK_SH : LOCK_EX, 0, 0) :
-		    lb_wait_lock(&w, p->fd, (short)p->any_kind, 0, LB_PATH_LEN, 0, 0)) != 0) {
+		    lb_wait_on_flock(&w, p->fd, p->shared ? LOCK_SH : LOCK_EX, 0, 0) :
+		    lb_wait_on_lock(&w, p->fd, (short)p->any_kind, 0, LB_PATH_LEN, 0, 0)) != 0) {
 			lb_warn("%s: cannot wait", p->name);
 			r = -1;
 			break;
@@ -250,27 +250,27 @@ static int became_lockbox(struct filepool *p)
 	return n == LB_MAGIC_LEN && memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
 }
 
-int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot)
+enum fp_step fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot)
 {
 	int r;
 
 	if (max > 1) {
 		lb_warnx("%s: not a lockbox lock file; refusing to touch it (a pool of %u slots needs a lock file of its own: lockbox creates it)",
 		    p->name, max);
-		return -1;
+		return FP_ERROR;
 	}
 	/* a reader's lock cannot be waited for on a file open read-only: refused at once */
 	while ((r = try_both(p)) == 0 && p->any_blocked != BY_READER &&
 	    lb_remaining(deadline) != 0 && (r = wait_free(p, deadline)) == 1)
 		;
 	if (r == 1 && p->owned && !p->any_forced && became_lockbox(p)) {
-		/* its holders are lockbox's: 3, the caller takes a slot as they do */
+		/* its holders are lockbox's: the caller takes a slot as they do */
 		unlock_both(p);
-		return 3;
+		return FP_BECAME_LOCK;
 	}
 	if (r == 1)
 		*slot = 1;
-	return r;
+	return r == 1 ? FP_TAKEN : r == 0 ? FP_BUSY : FP_ERROR;
 }
 
 int fa_release(struct filepool *p)

@@ -6,7 +6,26 @@
  * Below it, each calling only further down: filewatch.c (the head of the
  * queue), filequeue.c (the wait queue, its invariants at its top),
  * fileforeign.c (locks lockbox did not take), filestore.c (the file's
- * bytes, the header lock, slot choice); filepool.h is theirs alone.
+ * bytes, the header lock, slot choice), fileany.c (a file that is no lock
+ * file); filepool.h is theirs alone.
+ *
+ * An acquisition of a lock file's slot, step by step (each step returns
+ * an enum fp_step; "header" is the write lock on the header's bytes):
+ *   arrive     others queued and we wait: join behind them (filequeue.c),
+ *              no header. Else fp_enter takes the header, fp_take_slot
+ *              scans and claims a free slot; every slot busy and nobody
+ *              queued: join the queue as its head, still under the
+ *              header. arrive lets the header go in every case.
+ *   turn       (queued) wait for the ticket ahead to go (fp_queue_turn),
+ *              no header held; then fp_enter, fp_take_slot, and the
+ *              header let go here.
+ *   head       every slot busy: fp_head_wait watches the held slots with
+ *              no header held; at each wake-up it takes the header, scans,
+ *              claims, and lets the header go itself.
+ *   take       fp_take_slot, always under the header: the slot's lock,
+ *              then its record.
+ *   leave      the ticket is given back (fp_queue_leave) however it ended.
+ * ^Z (FP_STOPPED) leaves the queue, stops, and arrives again.
  */
 #include "config.h"
 
@@ -23,9 +42,12 @@
 #include "clock.h"
 #include "err.h"
 #include "filepool.h"
+#include "futex.h"
 #include "lockfile.h"
 #include "lockowners.h"
+#include "lockedfiles.h"
 #include "lockscan.h"
+#include "lockwait.h"
 #include "parse.h"
 #include "proc.h"
 #include "procfs.h"
@@ -190,14 +212,14 @@ static int describe(struct filepool *p, struct lb_holders *out)
 /*
  * A caller's arrival: a slot taken at once or, for one who waits, a place
  * in the queue: at its back (*TICKET) when others wait, at its head
- * (head_wait) when nobody does. 1 taken, 0 busy (or DEADLINE passed),
- * 2 stopped by ^Z, 3 queued behind others, -1 error (reported).
+ * (head_wait) when nobody does. FP_TAKEN, FP_BUSY (or DEADLINE passed),
+ * FP_STOPPED, FP_QUEUED behind others, FP_NOT_LOCK or FP_ERROR.
  */
-static int arrive(struct filepool *p, unsigned max, int64_t deadline,
+static enum fp_step arrive(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, uint64_t *ticket)
 {
 	off_t size;
-	int r;
+	enum fp_step r;
 
 	/*
 	 * One who waits goes behind those waiting, and needs no header lock
@@ -207,14 +229,14 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	if (lb_remaining(deadline) != 0 && fp_queue_busy(p)) {
 		size = lb_lockfile_identify(p->cfd, p->name, p->any_ok ? LB_ID_ANY : 0);
 		if (size < 0)
-			return size == LB_ID_NOT_LOCK ? LB_ID_NOT_LOCK : -1;
+			return size == LB_ID_NOT_LOCK ? FP_NOT_LOCK : FP_ERROR;
 		if (size >= LB_HDR_SIZE) {
 			r = fp_queue_join(p, deadline, ticket);
-			return r == 1 ? 3 : r;
+			return r == FP_TAKEN ? FP_QUEUED : r;
 		}
 	}
 	r = fp_enter(p, deadline, &size);
-	if (r != 1)
+	if (r != FP_TAKEN)
 		return r;
 	/*
 	 * A shared request never goes past one that waits: the one queued
@@ -224,20 +246,23 @@ static int arrive(struct filepool *p, unsigned max, int64_t deadline,
 	if (p->shared && lb_remaining(deadline) == 0 && fp_queue_busy(p)) {
 		fp_header_unlock(p);
 		p->behind = 2;
-		return 0;
+		return FP_BUSY;
 	}
 	if (lb_remaining(deadline) == 0 || !fp_queue_busy(p)) {
 		r = fp_take_slot(p, size, max, who, NULL, slot);
-		if (r != 0 || lb_remaining(deadline) == 0) {
-			fp_header_unlock(p);
-			return r;
-		}
-		/* every slot busy and nobody queued: the head already, with the header and the scan in hand */
-		return fp_head_wait(p, max, deadline, who, slot, ticket);
+		/*
+		 * every slot busy and nobody queued: the head already, with the
+		 * scan in hand; its ticket is taken before the header goes, so
+		 * that whoever comes next finds a queue to go behind
+		 */
+		if (r == FP_BUSY && lb_remaining(deadline) != 0)
+			r = fp_queue_join(p, deadline, ticket) == FP_TAKEN ? FP_HEAD : r;
+		fp_header_unlock(p);
+		return r == FP_HEAD ? fp_head_wait(p, max, deadline, who, slot) : r;
 	}
 	fp_header_unlock(p);
 	r = fp_queue_join(p, deadline, ticket);
-	return r == 1 ? 3 : r;
+	return r == FP_TAKEN ? FP_QUEUED : r;
 }
 
 static int look(struct filepool *p);
@@ -279,45 +304,44 @@ static void blame_ahead(struct filepool *p, unsigned max)
 
 /*
  * A lock file's slot: arrive, then a turn in the queue or the head's wait.
- * 1 taken, 0 busy (*BUSY described), -1 error, or LB_ID_NOT_LOCK for a
+ * FP_TAKEN, FP_BUSY (*BUSY described), FP_ERROR, or FP_NOT_LOCK for a
  * mutex's pool whose file is no lock file now (cut short or overwritten
  * since it was opened).
  */
-static int acquire_slot(struct filepool *p, unsigned max, int64_t deadline,
+static enum fp_step acquire_slot(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	uint64_t ticket;
 	off_t size;
-	int r;
+	enum fp_step r;
 
 	p->behind = 0;
 	for (;;) {
 		ticket = UINT64_MAX;
 		r = arrive(p, max, deadline, who, slot, &ticket);
-		if (r == 3) {
+		if (r == FP_QUEUED) {
 			r = fp_queue_turn(p, ticket, deadline);
-			if (r == 1)
+			if (r == FP_TAKEN)
 				r = fp_enter(p, deadline, &size);
-			if (r == 1) {
+			if (r == FP_TAKEN) {
 				r = fp_take_slot(p, size, max, who, NULL, slot);
-				if (r == 0)
-					r = fp_head_wait(p, max, deadline, who, slot, NULL);
-				else
-					fp_header_unlock(p);
+				fp_header_unlock(p);
+				if (r == FP_BUSY)
+					r = fp_head_wait(p, max, deadline, who, slot);
 			}
 		}
 		if (ticket != UINT64_MAX)
 			fp_queue_leave(p, ticket);
-		if (r != 2)
+		if (r != FP_STOPPED)
 			break;
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
 		lb_wait_suspend();
 	}
-	if (r == 0 && busy != NULL)
+	if (r == FP_BUSY && busy != NULL)
 		lb_lookup_describe();	/* what follows only tells who holds it */
-	if (r == 0 && busy != NULL && p->path_busy)
-		return look(p) != 0 || describe(p, busy) != 0 ? -1 : 0;
-	if (r == 0 && busy != NULL) {
+	if (r == FP_BUSY && busy != NULL && p->path_busy)
+		return look(p) != 0 || describe(p, busy) != 0 ? FP_ERROR : FP_BUSY;
+	if (r == FP_BUSY && busy != NULL) {
 		if (p->behind)
 			blame_ahead(p, max);
 		/*
@@ -326,8 +350,8 @@ static int acquire_slot(struct filepool *p, unsigned max, int64_t deadline,
 		 * taken since the scan has its record by now).
 		 */
 		if (!p->hdr_foreign && p->loaded != 0 && look_foreign(p) != 0)
-			return -1;
-		return describe(p, busy) != 0 ? -1 : 0;
+			return FP_ERROR;
+		return describe(p, busy) != 0 ? FP_ERROR : FP_BUSY;
 	}
 	return r;
 }
@@ -343,19 +367,6 @@ static int at_path(int fd, const char *path)
 
 static int file_release(struct lb_pool *pool, pid_t owner);
 
-/*
- * An acquisition of the file as it is: a lock file's slot, or any file's
- * lock. Then the path looked up again. The file is opened again, and the
- * acquisition made again on what is there then, when
- *  - it has changed kind while we waited: a lock file cut short or
- *    overwritten (acquire_slot), a file made a lock file (fa_acquire: 3);
- *  - a lock was taken on a file that has been moved, replaced or deleted
- *    since it was opened: it locks nothing anyone else will open by that
- *    path, and is given back.
- * A few times at most, or for as long as the caller waits. A caller's fd
- * (--fd, with --path) cannot be opened again here: the lock is not taken,
- * and the caller is told why.
- */
 /* A caller's fd on a file no longer at its path: the lock is not taken; open it again. */
 static int replaced(struct lb_pool *pool)
 {
@@ -365,11 +376,26 @@ static int replaced(struct lb_pool *pool)
 	return 0;
 }
 
+/*
+ * An acquisition of the file as it is: a lock file's slot, or any file's
+ * lock. Then the path looked up again. The file is opened again, and the
+ * acquisition made again on what is there then, when
+ *  - it has changed kind while we waited: a lock file cut short or
+ *    overwritten (acquire_slot: FP_NOT_LOCK), a file made a lock file
+ *    (fa_acquire: FP_BECAME_LOCK);
+ *  - a lock was taken on a file that has been moved, replaced or deleted
+ *    since it was opened: it locks nothing anyone else will open by that
+ *    path, and is given back.
+ * A few times at most, or for as long as the caller waits. A caller's fd
+ * (--fd, with --path) cannot be opened again here: the lock is not taken,
+ * and the caller is told why.
+ */
 static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	struct filepool *p = fp(pool);
-	int r, tries;
+	enum fp_step r;
+	int tries;
 
 	for (tries = 1;; tries++) {
 		/* a pool of one, or a shared holder, is seen by flock(2)'s users too */
@@ -380,14 +406,14 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 			return replaced(pool);
 		if (p->any) {
 			r = fa_acquire(p, max, deadline, slot);
-			if (r == 0 && busy != NULL)
+			if (r == FP_BUSY && busy != NULL)
 				lb_lookup_describe();
-			if (r == 0 && busy != NULL && fa_holders(p, 0, busy) != 0)
+			if (r == FP_BUSY && busy != NULL && fa_holders(p, 0, busy) != 0)
 				return -1;
 		} else {
 			r = acquire_slot(p, max, deadline, who, slot, busy);
 		}
-		if (r == 1) {
+		if (r == FP_TAKEN) {
 			if (p->path == NULL || at_path(p->fd, p->path))
 				return 1;
 			/* moved, replaced or deleted while we waited: given back */
@@ -395,7 +421,7 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 				return -1;
 			if (!p->owned)
 				return replaced(pool);
-		} else if (r == LB_ID_NOT_LOCK) {
+		} else if (r == FP_NOT_LOCK) {
 			/*
 			 * a mutex's lock file cut short or overwritten, or held as
 			 * any file: locked as any file, through the same fd (one
@@ -405,8 +431,8 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 			p->any_forced = 1;
 			pool->caps |= LB_POOL_FLOCK;
 			continue;
-		} else if (r != 3) {
-			return r;
+		} else if (r != FP_BECAME_LOCK) {
+			return r;	/* FP_BUSY or FP_ERROR: the pool's 0 and -1 */
 		}
 		if (tries >= REOPEN_TRIES && lb_remaining(deadline) == 0) {
 			lb_warnx("%s: replaced or changed again and again while being locked; giving up",
@@ -546,13 +572,9 @@ static int look_lock(struct filepool *p)
 	    !lb_lock_is_lockbox(&l))
 		return 0;
 	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN,
-	    lb_deadline_after(LOOK_WAIT)) == 1;
+	    lb_deadline_after(LOOK_WAIT), LB_LOCK_KEEP) == 1;
 }
 
-/*
- * Find the held slots (p->held), read the records, and find another
- * program's locks (p->fgn). 0, or -1 (reported).
- */
 /*
  * The file's size for a look; a mutex's file that is no lock file now
  * (cut short or overwritten under its holders) has no records: 0.
@@ -564,6 +586,10 @@ static off_t look_size(struct filepool *p)
 	return size == LB_ID_NOT_LOCK ? 0 : size;
 }
 
+/*
+ * Find the held slots (p->held), read the records, and find another
+ * program's locks (p->fgn). 0, or -1 (reported).
+ */
 static int look(struct filepool *p)
 {
 	int locked = look_lock(p), rc = -1;

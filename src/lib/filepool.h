@@ -1,4 +1,4 @@
-/* The lock-file backend's insides, shared by its files (filepool.c and what it stands on); no one else's. */
+/* The lock-file backend's insides, shared by its files (file*.c: filepool.c and what it stands on); no one else's. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_FILEPOOL_H
 #define LOCKBOX_FILEPOOL_H
@@ -12,6 +12,22 @@
 #include "lockscan.h"
 #include "proc.h"
 #include "wait.h"
+
+/*
+ * What one step of an acquisition came to: every step (arrive, fp_enter,
+ * fp_take_slot, the queue's join and turn, the head's wait, fa_acquire)
+ * returns one of these. FP_ERROR has been reported.
+ */
+enum fp_step {
+	FP_NOT_LOCK = LB_ID_NOT_LOCK,	/* a mutex's lock file is no lock file now: lock it as any file */
+	FP_ERROR = -1,
+	FP_BUSY = 0,		/* not taken: busy, or the deadline passed */
+	FP_TAKEN = 1,		/* taken (fp_enter: the header held; the queue: our turn) */
+	FP_STOPPED = 2,		/* ^Z: the place in the queue given up, to queue again after */
+	FP_QUEUED = 3,		/* behind others in the queue, a ticket held */
+	FP_BECAME_LOCK = 4,	/* any file became a lock file: its lock given back, take a slot */
+	FP_HEAD = 5,		/* every slot busy, nobody queued: the head of the queue now */
+};
 
 /* wake-ups remembered between a head's attempts */
 #define GONE_MAX	64
@@ -81,13 +97,13 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what, int readers_foreign);
 void fp_warn_foreign(struct filepool *p);
 /* DEADLINE LB_NO_WAIT: a header held by lockbox is still waited for while it makes progress */
-int fp_enter(struct filepool *p, int64_t deadline, off_t *size);
+enum fp_step fp_enter(struct filepool *p, int64_t deadline, off_t *size);
 void fp_header_unlock(struct filepool *p);
 int fp_load(struct filepool *p, off_t size);
 unsigned char *fp_record(struct filepool *p, unsigned slot);
 uint32_t fp_state(struct filepool *p, unsigned slot);
 int fp_scan(struct filepool *p, int locked);
-int fp_take_slot(struct filepool *p, off_t size, unsigned max,
+enum fp_step fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
 
 /* fileforeign.c: locks lockbox did not take */
@@ -96,19 +112,19 @@ int fp_find_foreign(struct filepool *p, int records);
 
 /*
  * fileany.c: a file that is not a lockbox lock file, locked as flock(1)
- * locks it. fa_acquire: 1 taken, 0 busy or deadline, -1 error, or 3 when
- * the file became a lockbox lock file meanwhile (its lock given back: the
- * caller takes a slot of it instead).
+ * locks it. fa_acquire: FP_TAKEN, FP_BUSY (or the deadline passed),
+ * FP_ERROR, or FP_BECAME_LOCK when the file became a lockbox lock file
+ * meanwhile (its lock given back: the caller takes a slot of it instead).
  */
-int fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot);
+enum fp_step fa_acquire(struct filepool *p, unsigned max, int64_t deadline, unsigned *slot);
 int fa_release(struct filepool *p);
 int fa_holders(struct filepool *p, int waiting, struct lb_holders *out);
 
 /* filequeue.c: the wait queue */
 int fp_queue_busy(struct filepool *p);
-int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket);
+enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket);
 void fp_queue_leave(struct filepool *p, uint64_t ticket);
-int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline);
+enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline);
 /*
  * The row list shows for Q, the waiter of PLACE in the queue (1: the
  * next), or another program's lock in the queue's bytes.
@@ -116,7 +132,7 @@ int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline);
 void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place);
 
 /* filewatch.c: the head of the queue */
-int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
-    const struct lb_ident *who, unsigned *slot, uint64_t *join);
+enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot);
 
 #endif

@@ -106,7 +106,7 @@ int fp_queue_busy(struct filepool *p)
  * take, reported at once. 1 joined, 0 DEADLINE passed or a foreign lock
  * (p->base.why says which), -1 error (reported).
  */
-int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
+enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
 	uint64_t t;
 	unsigned skips = 0;
@@ -142,7 +142,7 @@ int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 		    (c.l_len != 1 && !(c.l_start == LB_JOIN_OFF && c.l_len == 2)))) {
 			queue_foreign(p, at, c.l_type, c.l_pid);
 			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
-			return 0;
+			return FP_BUSY;
 		}
 		if (r == 0)
 			t = (uint64_t)(c.l_start + c.l_len - LB_QUEUE_OFF);
@@ -161,13 +161,13 @@ int fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 		if (r == 1)
 			lb_lock_try(p->cfd, F_UNLCK, at, 1);
 		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
-		return -1;
+		return FP_ERROR;
 	}
 	lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 	/* the mark that names us in list: a failure only leaves us unnamed */
 	lb_lock_try_process(p->cfd, F_RDLCK, LB_WAITER_OFF + 2 * (off_t)t + (p->shared != 0), 1);
 	*ticket = t;
-	return 1;
+	return FP_TAKEN;
 }
 
 void fp_queue_leave(struct filepool *p, uint64_t ticket)
@@ -331,7 +331,7 @@ static void queue_progress(struct filepool *p, uint64_t ticket)
  * for whom), 2 stopped by ^Z (the ticket is given back first), -1 error
  * (reported).
  */
-int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
+enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
 	struct queue_seen seen = { { 0 }, { 0 }, { 0 }, 0 };
 	struct lb_wait w;
@@ -346,7 +346,7 @@ int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 		lb_warn("%s: cannot wait", p->name);
 		lb_wait_done(&w);
-		return -1;
+		return FP_ERROR;
 	}
 	queue_progress(p, ticket);
 	for (;;) {
@@ -354,7 +354,7 @@ int fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 			lb_wait_clear_locks(&w);
 			asked = 0;
 		}
-		if (!asked && lb_wait_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
+		if (!asked && lb_wait_on_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
 			lb_warn("%s: cannot wait", p->name);
 			r = -1;
 			break;

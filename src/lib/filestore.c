@@ -27,6 +27,7 @@
 #include "filepool.h"
 #include "lockfile.h"
 #include "lockscan.h"
+#include "lockwait.h"
 #include "parse.h"
 #include "wait.h"
 
@@ -49,9 +50,10 @@
 
 /*
  * HEADER_STUCK, or for the tests a duration in LOCKBOX_TEST_HEADER_STUCK
- * (a wait of 5 s, many times, would be most of a test run): it only
- * shortens how long a process waits before it gives up on its own lock
- * file, so it is read as any environment variable is.
+ * (a wait of 5 s, many times, would be most of a test run; a loaded
+ * machine's test sets a longer one): it changes only how long a process
+ * waits before it gives up on its own lock file, and is read with
+ * secure_getenv (ignored when run setuid).
  */
 static int64_t header_stuck(void)
 {
@@ -59,6 +61,7 @@ static int64_t header_stuck(void)
 	const char *env;
 
 	if (stuck == 0) {
+		/* test only: see ARCHITECTURE.md */
 		env = secure_getenv("LOCKBOX_TEST_HEADER_STUCK");
 		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
 			stuck = HEADER_STUCK;
@@ -282,7 +285,7 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		int64_t recheck = lb_deadline_after(AS_ANY_RECHECK);
 		int64_t bound = p->any_ok && recheck < stuck_at ? recheck : stuck_at;
 		int64_t until = waits && deadline < bound ? deadline : bound;
-		int r = lb_lock_wait(p->cfd, type, start, len, until);
+		int r = lb_lock_wait(p->cfd, type, start, len, until, LB_LOCK_KEEP);
 
 		if (r == 1) {
 			p->hdr_foreign = 0;
@@ -360,7 +363,7 @@ void fp_header_unlock(struct filepool *p)
  * LB_ID_NOT_LOCK: the file is no lockbox lock file now (cut short or
  * overwritten since it was opened), and is locked as any file instead.
  */
-int fp_enter(struct filepool *p, int64_t deadline, off_t *size)
+enum fp_step fp_enter(struct filepool *p, int64_t deadline, off_t *size)
 {
 	int r = header_lock(p, F_WRLCK, deadline);
 
@@ -370,20 +373,20 @@ int fp_enter(struct filepool *p, int64_t deadline, off_t *size)
 	if (!lb_fsize_fits(LB_HDR_SIZE)) {
 		lb_warn("%s: cannot write", p->name);
 		fp_header_unlock(p);
-		return -1;
+		return FP_ERROR;
 	}
 	*size = lb_lockfile_identify(p->cfd, p->name, LB_ID_WRITE | p->idflags |
 	    (p->any_ok ? LB_ID_ANY : 0));
 	if (*size == LB_ID_NOT_LOCK) {
 		fp_header_unlock(p);
-		return LB_ID_NOT_LOCK;
+		return FP_NOT_LOCK;
 	}
 	if (*size < 0 || fp_pread_all(p, p->head, sizeof p->head, 0) != 0 ||
 	    fp_set_header_word(p, LB_HDR_OFF_GEN, fp_header_word(p, LB_HDR_OFF_GEN) + 1) != 0) {
 		fp_header_unlock(p);
-		return -1;
+		return FP_ERROR;
 	}
-	return 1;
+	return FP_TAKEN;
 }
 
 /* Whole records in a file of SIZE bytes: a cut last record does not count. */
@@ -502,7 +505,7 @@ static int claim(struct filepool *p, unsigned slot, int64_t until)
 	if (r == 0 && (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
 	    lb_lock_is_lockbox(&l)))
 		r = lb_remaining(until) == 0 ? 0 :
-		    lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1, until);
+		    lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1, until, LB_LOCK_KEEP);
 	if (r < 0 && errno == EDEADLK)
 		r = 0;	/* classic locks: another process's cross wait; busy */
 	if (r < 0)
@@ -765,7 +768,7 @@ static int take_shared(struct filepool *p, off_t size, const struct lb_ident *wh
 }
 
 /* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
-int fp_take_slot(struct filepool *p, off_t size, unsigned max,
+enum fp_step fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
 {
 	struct lb_ident who_now = *caller, *who = &who_now;
@@ -776,7 +779,7 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 	/* the age in list counts from here, not from the start of a wait */
 	lb_ident_stamp(who);
 	if (repair(p, &size) != 0)
-		return -1;
+		return FP_ERROR;
 	if (p->shared)
 		return take_shared(p, size, who, slot);
 	high = lb_get32(p->head + LB_HDR_OFF_HIGH);
@@ -786,7 +789,7 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 	if (s != 0) {
 		r = claim(p, s, until);
 		if (r < 0)
-			return -1;
+			return FP_ERROR;
 		if (r == 1) {
 			r = path_lock(p);
 			if (r != 1) {
@@ -796,26 +799,26 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 			if (commit_quick(p, s, who, high) != 0)
 				goto undo;
 			*slot = s;
-			return 1;
+			return FP_TAKEN;
 		}
 	}
 	if (fp_load(p, size) != 0 || fp_scan(p, 1) != 0)
-		return -1;
+		return FP_ERROR;
 	forget_stale(p);
 	for (;;) {
 		if (p->held.n >= max)
-			return 0;
+			return FP_BUSY;
 		for (s = 1; lb_slotset_has(&p->held, s); s++)
 			;
 		r = claim(p, s, until);
 		if (r < 0)
-			return -1;
+			return FP_ERROR;
 		if (r == 1)
 			break;
 		/* locked by something that left no record: count it */
 		if (lb_slotset_add(&p->held, s) != 0) {
 			lb_warn("%s", p->name);
-			return -1;
+			return FP_ERROR;
 		}
 		lb_slotset_sort(&p->held);
 	}
@@ -827,8 +830,8 @@ int fp_take_slot(struct filepool *p, off_t size, unsigned max,
 	if (commit_full(p, s, who) != 0)
 		goto undo;
 	*slot = s;
-	return 1;
+	return FP_TAKEN;
 undo:
 	unclaim(p, s, 1);
-	return -1;
+	return FP_ERROR;
 }

@@ -15,6 +15,7 @@
 #include "filepool.h"
 #include "host.h"
 #include "lockfile.h"
+#include "lockwait.h"
 #include "proc.h"
 #include "wait.h"
 
@@ -47,7 +48,7 @@ static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
 	    lb_proc_holds(who.pid, st->st_dev, st->st_ino, lb_slot_offset(s)) == 0)
 		return 0;
 	/* 0: the recorded process is gone (a zombie too), its children hold on */
-	return lb_wait_pid(w, who.pid, who.starttime, (int)s) == 1;
+	return lb_wait_on_pid(w, who.pid, who.starttime, (int)s) == 1;
 }
 
 /*
@@ -89,17 +90,17 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 	 * flock(1)'s own waiters.
 	 */
 	if (p->path_busy)
-		return lb_wait_flock(w, p->fd, p->path_op, 0, 0) == 0;
+		return lb_wait_on_flock(w, p->fd, p->path_op, 0, 0) == 0;
 	/*
 	 * One slot held: its lock request learns of every way it frees, so it
 	 * is all there is to watch (one helper, no futex thread, no pidfd).
 	 */
-	if (p->held.n == 1 && lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]), 1, 0,
+	if (p->held.n == 1 && lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]), 1, 0,
 	    (int)p->held.v[0]) == 0)
 		return 1;
 	have_st = fstat(p->cfd, &st) == 0;
 	/* the count as the scan's header lock saw it: a release since has changed it */
-	if (*word && lb_wait_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
+	if (*word && lb_wait_on_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
 		*word = 0;
 	if (!*word)
 		all = 0;
@@ -112,18 +113,18 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 			continue;
 		}
 		if (lb_wait_locks_free(w) == 0 ||
-		    lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
+		    lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
 			all = 0;
 	}
 	/* a failure here loses nothing: the pin stays */
 	for (i = 0; i < npinned && lb_wait_locks_free(w) > 0; i++) {
 		unsigned s = p->held.v[pinned[i]];
 
-		lb_wait_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
+		lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
 	}
 	/* a hint (a close is told just before its locks go): the look every RECHECK_MS stays */
 	if (!all)
-		lb_wait_close(w, p->cfd, 0);
+		lb_wait_on_close(w, p->cfd, 0);
 	return all;
 }
 
@@ -149,7 +150,7 @@ static void head_progress(struct filepool *p)
 
 /*
  * Whether the head waits for the one slot held with its own thread
- * (lb_lock_await), not a wait set: a pool of one, or any pool with one
+ * (lb_lock_wait's LB_LOCK_WATCH), not a wait set: a pool of one, or any pool with one
  * slot held. The lock request learns of every way that slot frees (see
  * watch), so it is all there is to watch; what it saves is the handoff's
  * own time: no helper thread to wake, to join and to outlive the exec of
@@ -162,20 +163,20 @@ static int await_one(const struct filepool *p, int have_set)
 }
 
 /*
- * At the head of the queue: wait for a slot. Called with the header
- * locked after a scan found every slot busy; returns with it unlocked.
- * JOIN: the queue was empty, and the ticket is taken here, before the
- * header goes, so that whoever comes next finds a queue to go behind.
- * 1 taken, 0 deadline, 2 stopped by ^Z, -1 error (reported).
+ * At the head of the queue: wait for a slot. Called after a scan found
+ * every slot busy (p->held), with the header unlocked; each later look
+ * takes the header and lets it go here. FP_TAKEN, FP_BUSY (the deadline
+ * passed), FP_STOPPED by ^Z, FP_NOT_LOCK or FP_ERROR.
  */
-int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
-    const struct lb_ident *who, unsigned *slot, uint64_t *join)
+enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot)
 {
 	struct lb_wait w;
 	struct lb_wait_event ev;
 	struct gone gone = { { 0 }, { 0 }, 0 };
 	off_t size;
-	int r, all, word = 1, have_set = 0, tstp = 0;
+	enum fp_step r = FP_BUSY;
+	int got = 0, all, word = 1, have_set = 0, tstp = 0;
 	struct sigaction cur;
 	sigset_t mask, entry;
 	unsigned s;
@@ -192,48 +193,42 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		tstp = pthread_sigmask(SIG_BLOCK, &mask, &entry) == 0;
 	}
 	for (;;) {
-		if (join != NULL) {
-			r = fp_queue_join(p, deadline, join);
-			if (r != 1) {
-				fp_header_unlock(p);
-				break;
-			}
-			join = NULL;
-		}
-		fp_header_unlock(p);
 		gone.n = 0;
 		head_progress(p);
 		if (await_one(p, have_set)) {
 			s = p->held.v[0];
-			r = lb_lock_await(p->cfd, F_RDLCK, lb_slot_offset(s), 1, deadline);
+			got = lb_lock_wait(p->cfd, F_RDLCK, lb_slot_offset(s), 1, deadline,
+			    LB_LOCK_WATCH);
 			/* (a host with a signal to act on: its call ends, as interrupted) */
-			if (r == 0 || r == 2 || (r < 0 && lb_host_interrupted()))
+			if (got == 0 || got == 2 || (got < 0 && lb_host_interrupted())) {
+				r = got == 0 ? FP_BUSY : got == 2 ? FP_STOPPED : FP_ERROR;
 				break;
-			if (r == 1) {
+			}
+			if (got == 1) {
 				gone.pid[0] = -1;
 				gone.slot[0] = s;
 				gone.n = 1;
 			}
 			/* an error: the wait set's way from here (it tells more) */
 		}
-		if (!await_one(p, have_set) || r < 0) {
+		if (!await_one(p, have_set) || got < 0) {
 			if (!have_set) {
 				if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 					lb_warn("%s: cannot wait", p->name);
 					lb_wait_done(&w);
-					r = -1;
+					r = FP_ERROR;
 					break;
 				}
 				have_set = 1;
 			}
 			all = watch(p, &w, &word);
 			/* a status line is told again every LB_PROGRESS_MS: the look that follows is cheap */
-			r = lb_wait_run(&w, deadline, !all ? RECHECK_MS :
+			got = lb_wait_run(&w, deadline, !all ? RECHECK_MS :
 			    p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &ev);
-			if (r != 1 || ev.kind == LB_EV_STOP) {
-				if (r < 0)
+			if (got != 1 || ev.kind == LB_EV_STOP) {
+				if (got < 0)
 					lb_warn("%s: cannot wait", p->name);
-				r = r == 1 ? 2 : r;
+				r = got == 1 ? FP_STOPPED : got == 0 ? FP_BUSY : FP_ERROR;
 				break;
 			}
 			if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
@@ -253,13 +248,12 @@ int fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			lb_wait_clear_locks(&w);
 		}
 		r = fp_enter(p, deadline, &size);
-		if (r != 1)
+		if (r != FP_TAKEN)
 			break;
 		r = fp_take_slot(p, size, max, who, &gone, slot);
-		if (r != 0) {
-			fp_header_unlock(p);
+		fp_header_unlock(p);
+		if (r != FP_BUSY)
 			break;
-		}
 	}
 	if (have_set)
 		lb_wait_done(&w);

@@ -22,7 +22,7 @@ long lb_futex(void *word, int op, uint32_t val)
 /*
  * For the test suite only, LOCKBOX_TEST_FUTEX takes the paths this kernel
  * does not: "plain", futex_waitv missing (before Linux 5.16, or forbidden
- * by a seccomp filter); "off", no futex watch at all (lb_wait_word fails,
+ * by a seccomp filter); "off", no futex watch at all (lb_wait_on_word fails,
  * as where the word cannot be mapped). Anything else, or unset: neither.
  */
 int lb_futex_kind(void)
@@ -31,6 +31,7 @@ int lb_futex_kind(void)
 	const char *env;
 
 	if (kind == 0) {
+		/* test only: see ARCHITECTURE.md */
 		env = secure_getenv("LOCKBOX_TEST_FUTEX");
 		kind = env == NULL ? LB_FUTEX_FULL : strcmp(env, "plain") == 0 ? LB_FUTEX_PLAIN :
 		    strcmp(env, "off") == 0 ? LB_FUTEX_OFF : LB_FUTEX_FULL;

@@ -57,4 +57,11 @@ int lb_futex_kind(void);
  */
 void *lb_futex_map(int fd, off_t off);
 
+/*
+ * After changing the word at OFF of the file open on FD: wake whoever
+ * waits on it (on this host; the wait set's word, wait.h). Best effort: a
+ * file that cannot be mapped wakes nobody.
+ */
+void lb_wake_word(int fd, off_t off);
+
 #endif

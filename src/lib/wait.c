@@ -339,6 +339,7 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 	}
 	h->bell = w->bell[1];
 	if (h->kind == HELP_WORD)
+		/* test only: see ARCHITECTURE.md */
 		h->test_delay = secure_getenv("LOCKBOX_TEST_RING_DELAY");
 	/*
 	 * The byte it rings names the start too: a byte left in the pipe by
@@ -366,7 +367,7 @@ static int helper_start(struct lb_wait *w, struct lb_wait_helper *h)
 	return 0;
 }
 
-int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
+int lb_wait_on_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
     int keep, int tag)
 {
 	struct lb_wait_helper *h = calloc(1, sizeof *h);
@@ -383,7 +384,7 @@ int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
 	return helper_start(w, h);
 }
 
-int lb_wait_flock(struct lb_wait *w, int fd, int op, int keep, int tag)
+int lb_wait_on_flock(struct lb_wait *w, int fd, int op, int keep, int tag)
 {
 	struct lb_wait_helper *h = calloc(1, sizeof *h);
 
@@ -470,7 +471,7 @@ static struct lb_wait_helper **word_helper(struct lb_wait *w)
 	return NULL;
 }
 
-int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag)
+int lb_wait_on_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag)
 {
 	struct lb_wait_helper **had = word_helper(w), *h;
 	uint32_t want;
@@ -548,7 +549,7 @@ static int fd_room(struct lb_wait *w)
 	return setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
+int lb_wait_on_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_PIN, pid) };
 	struct lb_wait_pin *grown;
@@ -597,7 +598,7 @@ int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag)
 	return 1;
 }
 
-int lb_wait_close(struct lb_wait *w, int fd, int tag)
+int lb_wait_on_close(struct lb_wait *w, int fd, int tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SRC(SRC_CLOSE, 0) };
 	char path[64];

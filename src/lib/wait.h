@@ -75,14 +75,14 @@ int lb_wait_init(struct lb_wait *w);
  * once (the event means "it was free"). 0, or -1 with errno (EMFILE when
  * LB_WAIT_HELPERS helpers are out already).
  */
-int lb_wait_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
+int lb_wait_on_lock(struct lb_wait *w, int fd, short type, off_t start, off_t len,
     int keep, int tag);
 
 /*
  * The same for a flock(2) lock of FD's open file: OP is LOCK_SH or
  * LOCK_EX; its event is an LB_EV_LOCK.
  */
-int lb_wait_flock(struct lb_wait *w, int fd, int op, int keep, int tag);
+int lb_wait_on_flock(struct lb_wait *w, int fd, int op, int keep, int tag);
 
 /* The number of helpers (lock requests, or the word) that may still be added. */
 size_t lb_wait_locks_free(const struct lb_wait *w);
@@ -95,14 +95,8 @@ size_t lb_wait_locks_free(const struct lb_wait *w);
  * is kept as it is (and not restarted), otherwise replaced. 0, or -1 with
  * errno (a file that cannot be mapped).
  */
-int lb_wait_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag);
+int lb_wait_on_word(struct lb_wait *w, int fd, off_t off, const unsigned char expect[4], int tag);
 
-/*
- * After changing the word at OFF of the file open on FD: wake whoever
- * waits on it (on this host). Best effort: a file that cannot be mapped
- * wakes nobody.
- */
-void lb_wake_word(int fd, off_t off);
 
 /*
  * The end of process PID, which must have started at STARTTIME (clock
@@ -110,7 +104,7 @@ void lb_wake_word(int fd, off_t off);
  * 0 already gone (or another process now has that PID), -1 with errno.
  * A PID watched already is not watched twice.
  */
-int lb_wait_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag);
+int lb_wait_on_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag);
 
 /* Whether PID is watched. */
 int lb_wait_has_pid(const struct lb_wait *w, pid_t pid);
@@ -122,7 +116,7 @@ int lb_wait_has_pid(const struct lb_wait *w, pid_t pid);
  * changes the TAG. 0, or -1 with errno (no inotify instance left, no
  * /proc...).
  */
-int lb_wait_close(struct lb_wait *w, int fd, int tag);
+int lb_wait_on_close(struct lb_wait *w, int fd, int tag);
 
 /* Report SIGTSTP as LB_WAIT_STOP while waiting (unless it is ignored). */
 int lb_wait_stop(struct lb_wait *w);
@@ -151,25 +145,5 @@ void lb_wait_clear_locks(struct lb_wait *w);
 
 /* Clear, then free everything; the fd limit is what it was before. */
 void lb_wait_done(struct lb_wait *w);
-
-/*
- * Wait up to DEADLINE for one lock and keep it: 1 granted, 0 the deadline
- * passed (errno EAGAIN), -1 error. A lock that is free is taken without a
- * thread.
- */
-int lb_lock_wait(int fd, short type, off_t start, off_t len, int64_t deadline);
-
-/*
- * Wait up to DEADLINE, in the caller's own thread, for a lock of TYPE on
- * [START, START+LEN) of FD to be grantable, as a watch: granted, it is let
- * go at once. The caller holds no lock of its own in the range, and has
- * no wait set going (its helpers would have its signals). 1 it was free,
- * 0 the deadline passed, 2 stopped by ^Z (SIGTSTP, when it was not ignored
- * on entry; the caller lets go of what others wait for, then stops with
- * lb_wait_suspend), -1 error (errno; EINTR: a host's signal to act on).
- * It takes a timer signal and SIGTSTP for the call and, inside a host,
- * the host's signals, each handed back to the host's handler at once.
- */
-int lb_lock_await(int fd, short type, off_t start, off_t len, int64_t deadline);
 
 #endif
