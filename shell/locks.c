@@ -31,6 +31,7 @@
 
 #include "exitcodes.h"
 #include "inshell.h"
+#include "procfs.h"
 
 /* One lock this shell (or, in a subshell, its parent) holds. */
 struct held {
@@ -213,7 +214,6 @@ static int high(int fd, int cloexec)
 static int open_lock(const char *app, const char *file, int *status)
 {
 	char *create[] = { (char *)app, "--", (char *)file, "create", NULL };
-	char self[64];
 	struct stat st;
 	int ro, fd;
 
@@ -245,9 +245,8 @@ static int open_lock(const char *app, const char *file, int *status)
 		lb_sh_warn(app, "%s: %s", file, strerror(errno));
 		return -1;
 	}
-	snprintf(self, sizeof self, "/proc/self/fd/%d", ro);
 	/* not close-on-exec: the shell's children inherit it, as an fd bash opened */
-	fd = high(open(self, O_RDWR | O_NOCTTY), 0);
+	fd = high(lb_procfs_fd_reopen(ro, O_RDWR | O_NOCTTY), 0);
 	if (fd < 0) {
 		lb_sh_warn(app, "%s: %s", file, strerror(errno));
 		close(ro);

@@ -1,4 +1,4 @@
-/* Every applet's entry point, for the table in main.c. */
+/* Every applet's entry point (adaptive.c, locks.c, mutex.c, slots.c, waitfor.c), for the table in main.c. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_APPLETS_H
 #define LOCKBOX_APPLETS_H

@@ -1,4 +1,4 @@
-/* The front end slots.c shares with mutex.c: run, acquire, release, check, list, create. */
+/* The front end slots.c shares with mutex.c: run, acquire, release, check, list, create; and what holders.c and busy.c print for both. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_SLOTS_H
 #define LOCKBOX_SLOTS_H

@@ -1,4 +1,4 @@
-/* What a lock backend provides behind pool.h: an ops table, and its constructors. */
+/* What a lock backend provides behind pool.h: an ops table and its base (poolbase.c), and the constructors (fileopen.c, pgpool.c). */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_BACKEND_H
 #define LOCKBOX_BACKEND_H

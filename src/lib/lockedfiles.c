@@ -16,6 +16,7 @@
 
 #include "lockfile.h"
 #include "lockowners.h"
+#include "lockedfiles.h"
 #include "lockscan.h"
 #include "procfs.h"
 

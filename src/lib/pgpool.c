@@ -180,6 +180,7 @@ static long long count_bound(int64_t deadline)
 	const char *env;
 
 	if (stuck == 0) {
+		/* test only: see ARCHITECTURE.md */
 		env = secure_getenv("LOCKBOX_TEST_PG_COUNT_STUCK");
 		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
 			stuck = COUNT_STUCK;

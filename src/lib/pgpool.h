@@ -1,4 +1,4 @@
-/* The PostgreSQL backend's insides, shared by its files (pgpool.c and what it stands on); no one else's. */
+/* The PostgreSQL backend's insides, shared by its files (pg*.c: pgpool.c and what it stands on); no one else's. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_PGPOOL_H
 #define LOCKBOX_PGPOOL_H

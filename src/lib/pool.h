@@ -1,7 +1,8 @@
+/* A pool of slots (pool.c; freed by poolbase.c): all that applets know of locks. */
 /* SPDX-License-Identifier: ISC */
 /*
- * A pool of slots: the interface every lock backend implements, and all
- * that applets know of locks. A mutex is a pool of one.
+ * The interface every lock backend implements, and all that applets know
+ * of locks. A mutex is a pool of one.
  */
 #ifndef LOCKBOX_POOL_H
 #define LOCKBOX_POOL_H
@@ -11,6 +12,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "lockedfiles.h"
 #include "lockscan.h"
 #include "proc.h"
 
