@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "holder.h"
 #include "lockfile.h"
 #include "lockowners.h"
 #include "lockedfiles.h"

@@ -10,7 +10,6 @@
 
 #include "lockformat.h"
 #include "lockprim.h"
-#include "pool.h"
 
 /* A lock file lockbox creates, unless told another mode. */
 #define LB_LOCKFILE_MODE 0600

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "le.h"
-#include "pool.h"
+#include "poolsize.h"
 #include "proc.h"
 
 /*

@@ -14,58 +14,11 @@
 #include "clock.h"
 #include "lockedfiles.h"
 #include "lockscan.h"
+#include "holder.h"
+#include "poolsize.h"
 #include "proc.h"
 
-/* The largest MAX any backend takes, and the size of a pool's atom area. */
-#define LB_POOL_MAX_SLOTS	10000
-#define LB_POOL_ATOM_SIZE	4032
-
 struct lb_pool;
-
-/* A server's session holding a slot: enough to end exactly that one. */
-struct lb_session {
-	int pid;		/* the server's process for it; 0: not a server's lock */
-	int64_t start_us;	/* its start on the server's clock; -1: not shown to us */
-	char name[64];		/* its application_name */
-};
-
-struct lb_holder {
-	unsigned slot;		/* 0: a foreign lock on more than one slot, or none */
-	int known;		/* 0: the slot is locked but names no holder */
-	struct lb_ident who;
-	struct lb_session session;
-	/*
-	 * A lock that lockbox did not take (another program's fcntl lock),
-	 * not known: who.pid (0: not found) and who.command name its process,
-	 * as the kernel shows it; its bytes are [lock_lo, lock_hi], lock_hi
-	 * -1 meaning to the end of the file and beyond.
-	 */
-	int foreign;
-	int foreign_write;
-	long long lock_lo, lock_hi;
-	int in_queue;		/* a foreign lock in the wait queue's bytes: it keeps waiters out */
-	int age_unknown;	/* known, but its age is not shown to us (who.wall_ns: now) */
-	int shared;		/* one of the shared holders (mutex -s) */
-	/*
-	 * who.pid, the process named as the holder, has ended while the lock
-	 * lives on in a process that inherited it: KEEPER (0: not found)
-	 */
-	int gone;
-	pid_t keeper;
-	/*
-	 * lb_pool_waiters: a waiter, not a holder: QUEUE is its place (1: the
-	 * next to be served), STOPPED whether it is stopped, who its process
-	 * (who.boot_ns: its start, so that its age is how long it has waited)
-	 */
-	int waiting;
-	unsigned queue;
-	int stopped;
-};
-
-struct lb_holders {
-	struct lb_holder *v;
-	size_t n;
-};
 
 /* How a pool is opened; NULL means every default. */
 struct lb_pool_opts {
