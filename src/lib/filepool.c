@@ -144,13 +144,8 @@ static int file_keep_on_exec(struct lb_pool *pool)
 static void holder_gone(struct filepool *p, struct lb_holder *h)
 {
 	struct lb_lockinfo l;
-	uint64_t start;
 
-	if (h->who.pid <= 0 || !lb_ident_local(&h->who))
-		return;
-	start = lb_proc_starttime(h->who.pid);
-	/* 0: gone; another start: its PID is another process's now */
-	if (start != 0 && (h->who.starttime == 0 || start == h->who.starttime))
+	if (!lb_ident_ended(&h->who))
 		return;
 #ifdef HAVE_OFD_LOCKS
 	l.lo = l.hi = (long long)lb_slot_offset(h->slot);

@@ -484,7 +484,6 @@ static int covers(const struct lb_lockinfo *l, unsigned s)
 static void slot_holder(struct lf *f, unsigned s, struct lb_holder *h)
 {
 	const unsigned char *rec = f->buf + lb_slot_offset(s);
-	uint64_t start;
 
 	h->slot = s;
 	h->known = rec_state(f, s) == LB_REC_HELD;
@@ -492,10 +491,7 @@ static void slot_holder(struct lf *f, unsigned s, struct lb_holder *h)
 		return;
 	lb_record_decode(rec, &h->who);
 	h->shared = lb_record_shared(rec);
-	if (h->who.pid <= 0 || !lb_ident_local(&h->who))
-		return;
-	start = lb_proc_starttime(h->who.pid);
-	if (start != 0 && (h->who.starttime == 0 || start == h->who.starttime))
+	if (!lb_ident_ended(&h->who))
 		return;
 #ifdef HAVE_OFD_LOCKS
 	{

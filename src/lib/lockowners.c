@@ -279,23 +279,30 @@ struct walk {
 	ino_t fino;
 };
 
+/* V (*CAP elements of SIZE), with room for one more after N: V or a new one, NULL out of memory. */
+static void *grow(void *v, size_t *cap, size_t n, size_t size)
+{
+	size_t want = *cap ? 2 * *cap : 64;
+
+	if (n < *cap)
+		return v;
+	v = realloc(v, want * size);
+	if (v != NULL)
+		*cap = want;
+	return v;
+}
+
 static int add_found(const struct lb_lockline *x, void *arg)
 {
 	struct walk *w = arg;
-	struct found *grown;
+	struct found *v = grow(run.found, &run.capfound, run.nfound, sizeof *v);
 	size_t i;
 
-	if (run.nfound == run.capfound) {
-		size_t cap = run.capfound ? 2 * run.capfound : 64;
-
-		grown = realloc(run.found, cap * sizeof *grown);
-		if (grown == NULL) {
-			w->oom = 1;
-			return 1;
-		}
-		run.found = grown;
-		run.capfound = cap;
+	if (v == NULL) {
+		w->oom = 1;
+		return 1;
 	}
+	run.found = v;
 	run.found[run.nfound++] = (struct found){ w->fdev, w->fino, *x, w->pid, w->fd, run.walks };
 	for (i = 0; w->got != NULL && w->pid != w->skip && i < w->n; i++)
 		if (!w->got[i] && cmp_lock(w->fdev, w->fino, x, w->dev, w->ino, &w->v[i]) == 0) {
@@ -368,19 +375,13 @@ static char *fd_path(pid_t pid, int fd, const struct stat *st, int *deleted)
  */
 static int add_opener(struct walk *w, pid_t pid, int fd, const struct stat *st)
 {
-	struct opener *grown;
+	struct opener *v = grow(run.openers, &run.capopeners, run.nopeners, sizeof *v);
 
-	if (run.nopeners == run.capopeners) {
-		size_t cap = run.capopeners ? 2 * run.capopeners : 64;
-
-		grown = realloc(run.openers, cap * sizeof *grown);
-		if (grown == NULL) {
-			w->oom = 1;
-			return 1;
-		}
-		run.openers = grown;
-		run.capopeners = cap;
+	if (v == NULL) {
+		w->oom = 1;
+		return 1;
 	}
+	run.openers = v;
 	run.openers[run.nopeners++] = (struct opener){ st->st_dev, st->st_ino, pid, fd };
 	return 0;
 }

@@ -350,6 +350,17 @@ int lb_pidfd_open(pid_t pid)
 #endif
 }
 
+int lb_ident_ended(const struct lb_ident *who)
+{
+	uint64_t start;
+
+	if (who->pid <= 0 || !lb_ident_local(who))
+		return 0;	/* another host or boot: only its lock can tell */
+	start = lb_proc_starttime(who->pid);
+	/* 0: gone; another start: its PID is another process's now */
+	return start == 0 || (who->starttime != 0 && start != who->starttime);
+}
+
 int lb_ident_gone(const struct lb_ident *who)
 {
 	if (who->pid <= 0 || !lb_ident_local(who))

@@ -74,6 +74,13 @@ void lb_ident_stamp(struct lb_ident *who);
 /* Whether a record names a process that is provably gone on this host. */
 int lb_ident_gone(const struct lb_ident *who);
 
+/*
+ * Whether WHO, a record's process of this host, has ended, or its PID
+ * is another process's now (its start time differs): 0 for another host
+ * or boot, whose lock alone can tell.
+ */
+int lb_ident_ended(const struct lb_ident *who);
+
 /* Age of a holder: boot clock when it is of this boot, else wall clock. */
 int64_t lb_ident_age(const struct lb_ident *who);
 
