@@ -3,11 +3,11 @@
  * The lock-file backend of a pool: acquire, wait, release, holders.
  * This is the backend's top but for its constructors (fileopen.c, which
  * call it): an arrival, a release, the holders described.
- * Below it, each calling only further down: filewatch.c (the head of the
- * queue), filequeue.c (the wait queue, its invariants at its top),
- * fileforeign.c (locks lockbox did not take), filestore.c (the file's
- * bytes, the header lock, slot choice), fileany.c (a file that is no lock
- * file); filepool.h is theirs alone.
+ * Below it, each calling only further down: filequeue.c (the wait queue,
+ * its tail and its head, its invariants at its top), fileforeign.c
+ * (locks lockbox did not take), filestore.c (the file's bytes, the header
+ * lock, slot choice), fileany.c (a file that is no lock file); filepool.h
+ * is theirs alone.
  *
  * An acquisition of a lock file's slot, step by step (each step returns
  * an enum fp_step; "header" is the write lock on the header's bytes):

@@ -131,7 +131,7 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
  */
 void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place);
 
-/* filewatch.c: the head of the queue */
+/* filequeue.c: the head of the queue */
 enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot);
 
