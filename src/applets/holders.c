@@ -48,30 +48,31 @@ static void print_foreign(const struct lb_holder *x)
 	}
 }
 
-/* {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
-static void print_foreign_json(const struct lb_holder *x, size_t i)
+/* Another program's lock after its "slot": {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
+static void print_foreign_json(struct lb_json *j, const struct lb_holder *x)
 {
-	printf("%s{\"slot\":", i ? "," : "");
-	if (x->slot != 0)
-		printf("%u", x->slot);
-	else
-		printf("null");
+	lb_json_key(j, "pid");
 	if (x->who.pid != 0)
-		printf(",\"pid\":%d", (int)x->who.pid);
+		lb_json_int(j, (int)x->who.pid);
 	else
-		printf(",\"pid\":null");
-	printf(",\"foreign\":true,%s\"lock\":\"%s\",\"start\":%lld,\"end\":",
-	    x->in_queue ? "\"in_queue\":true," : "", x->foreign_write ? "write" : "read", x->lock_lo);
+		lb_json_null(j);
+	lb_json_key(j, "foreign");
+	lb_json_bool(j, 1);
+	if (x->in_queue) {
+		lb_json_key(j, "in_queue");
+		lb_json_bool(j, 1);
+	}
+	lb_json_key(j, "lock");
+	lb_json_string(j, x->foreign_write ? "write" : "read");
+	lb_json_key(j, "start");
+	lb_json_int(j, x->lock_lo);
+	lb_json_key(j, "end");
 	if (x->lock_hi < 0)
-		printf("null");
+		lb_json_null(j);
 	else
-		printf("%lld", x->lock_hi);
-	printf(",\"command\":");
-	if (x->who.pid != 0)
-		lb_json_string(stdout, x->who.command);
-	else
-		printf("null");
-	printf("}");
+		lb_json_int(j, x->lock_hi);
+	lb_json_key(j, "command");
+	lb_json_string(j, x->who.pid != 0 ? x->who.command : NULL);
 }
 
 /*
@@ -150,70 +151,86 @@ static void print_rows(int hosts, const struct lb_holders *h)
 	}
 }
 
-/* One holder or waiter in JSON; I its place in the array. */
-static void print_json(const struct lb_holder *x, size_t i)
+/* A waiter's or holder's members after "slot" and "pid", its PID known. */
+static void print_known_json(struct lb_json *j, const struct lb_holder *x)
 {
-	double age;
+	/* gone before we looked, with no record of its own: nothing but its PID */
+	int gone = x->gone && x->who.starttime == 0, no_age = gone || x->age_unknown;
 
-	if (x->foreign) {
-		print_foreign_json(x, i);
-		return;
-	}
-	printf("%s{\"slot\":", i ? "," : "");
-	if (x->slot != 0)
-		printf("%u", x->slot);
-	else
-		printf("null");
-	if (!x->known && x->waiting) {
-		printf(",\"waiting\":true,\"queue\":%u,\"pid\":null}", x->queue);
-		return;
-	}
-	if (!x->known) {
-		printf(",\"pid\":null}");
-		return;
-	}
-	age = (double)lb_ident_age(&x->who) / LB_NS_PER_S;
 	if (x->waiting) {
-		printf(",\"waiting\":true,\"queue\":%u,\"pid\":%d,\"waited_seconds\":%.3f,\"stopped\":%s,\"command\":",
-		    x->queue, (int)x->who.pid, age, x->stopped ? "true" : "false");
-		lb_json_string(stdout, x->who.command);
-		printf(",\"mode\":\"%s\"}", x->shared ? "shared" : "exclusive");
-		return;
+		lb_json_key(j, "waited_seconds");
+		lb_json_seconds(j, lb_ident_age(&x->who));
+		lb_json_key(j, "stopped");
+		lb_json_bool(j, x->stopped);
+	} else {
+		lb_json_key(j, "uid");
+		if (gone)
+			lb_json_null(j);
+		else
+			lb_json_int(j, x->who.uid);
+		lb_json_key(j, "age_seconds");
+		if (no_age)
+			lb_json_null(j);
+		else
+			lb_json_seconds(j, lb_ident_age(&x->who));
+		lb_json_key(j, "started");
+		if (no_age)
+			lb_json_null(j);
+		else
+			lb_json_int(j, (long long)(x->who.wall_ns / LB_NS_PER_S));
+		lb_json_key(j, "host");
+		lb_json_string(j, x->who.host);
 	}
-	if (x->gone && x->who.starttime == 0)
-		printf(",\"pid\":%d,\"uid\":null,\"age_seconds\":null,\"started\":null,\"host\":",
-		    (int)x->who.pid);
-	else if (x->age_unknown)
-		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":null,\"started\":null,\"host\":",
-		    (int)x->who.pid, x->who.uid);
-	else
-		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
-		    (int)x->who.pid, x->who.uid, age, (long long)(x->who.wall_ns / LB_NS_PER_S));
-	lb_json_string(stdout, x->who.host);
-	printf(",\"command\":");
-	lb_json_string(stdout, x->who.command);
-	printf(",\"mode\":\"%s\"", x->shared ? "shared" : "exclusive");
-	if (x->gone && x->keeper > 0)
-		printf(",\"exited\":true,\"kept_by\":%d", (int)x->keeper);
-	else if (x->gone)
-		printf(",\"exited\":true,\"kept_by\":null");
-	printf("}");
+	lb_json_key(j, "command");
+	lb_json_string(j, x->who.command);
+	lb_json_key(j, "mode");
+	lb_json_string(j, x->shared ? "shared" : "exclusive");
+	if (!x->waiting && x->gone) {
+		lb_json_key(j, "exited");
+		lb_json_bool(j, 1);
+		lb_json_key(j, "kept_by");
+		if (x->keeper > 0)
+			lb_json_int(j, (int)x->keeper);
+		else
+			lb_json_null(j);
+	}
 }
 
-void poolcmd_print_json(const struct lb_holders *h)
+/* One holder or waiter in JSON. */
+static void print_json(struct lb_json *j, const struct lb_holder *x)
 {
-	size_t i;
-
-	printf("[");
-	for (i = 0; i < h->n; i++)
-		print_json(&h->v[i], i);
-	printf("]");
+	lb_json_begin_object(j);
+	lb_json_key(j, "slot");
+	if (x->slot != 0)
+		lb_json_int(j, x->slot);
+	else
+		lb_json_null(j);
+	if (x->foreign) {
+		print_foreign_json(j, x);
+		lb_json_end_object(j);
+		return;
+	}
+	if (x->waiting) {
+		lb_json_key(j, "waiting");
+		lb_json_bool(j, 1);
+		lb_json_key(j, "queue");
+		lb_json_int(j, x->queue);
+	}
+	lb_json_key(j, "pid");
+	if (x->known) {
+		lb_json_int(j, (int)x->who.pid);
+		print_known_json(j, x);
+	} else {
+		lb_json_null(j);
+	}
+	lb_json_end_object(j);
 }
 
 /* The holders, then those who wait (W, NULL for none), in their order. */
 void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w)
 {
+	struct lb_json j;
 	size_t i;
 
 	if (!json) {
@@ -226,10 +243,12 @@ void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
 			print_rows(hosts, w);
 		return;
 	}
-	printf("[");
+	lb_json_start(&j, stdout);
+	lb_json_begin_array(&j);
 	for (i = 0; i < h->n; i++)
-		print_json(&h->v[i], i);
+		print_json(&j, &h->v[i]);
 	for (i = 0; w != NULL && i < w->n; i++)
-		print_json(&w->v[i], h->n + i);
-	printf("]\n");
+		print_json(&j, &w->v[i]);
+	lb_json_end_array(&j);
+	putchar('\n');
 }

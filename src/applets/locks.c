@@ -17,6 +17,7 @@
 #include "err.h"
 #include "exitcodes.h"
 #include "host.h"
+#include "json.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
@@ -601,6 +602,20 @@ static size_t terminal_width(void)
 	    ws.ws_col : 0;
 }
 
+/* {"locks":[...],"stopped_short":false}: the table, and whether it is whole. */
+static void print_json(const struct lb_table *t, int stopped_short)
+{
+	struct lb_json j;
+
+	lb_json_start(&j, stdout);
+	lb_json_begin_object(&j);
+	lb_table_json(t, &j, "locks");
+	lb_json_key(&j, "stopped_short");
+	lb_json_bool(&j, stopped_short);
+	lb_json_end_object(&j);
+	putchar('\n');
+}
+
 int locks_main(int argc, char **argv)
 {
 	struct opts o = { .form = LB_TABLE_TEXT, .headings = 1, .truncate = 1,
@@ -661,9 +676,10 @@ int locks_main(int argc, char **argv)
 	if (rc == 0) {
 		if (t.nrows == 0 && o.form == LB_TABLE_TEXT)
 			printf("nothing is held\n");
+		else if (o.form == LB_TABLE_JSON)
+			print_json(&t, hv.cut || skipped);
 		else
-			lb_table_print(&t, o.form, o.headings, o.truncate ? terminal_width() : 0, "locks",
-			    hv.cut || skipped ? "\"stopped_short\":true" : "\"stopped_short\":false");
+			lb_table_print(&t, o.form, o.headings, o.truncate ? terminal_width() : 0);
 		if (hv.cut || skipped)
 			lb_warnx("stopped short after %s: the locks found by then are shown; some of their processes, paths or holders may be missing",
 			    lb_format_duration_ms(o.timeout, took));

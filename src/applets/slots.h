@@ -41,13 +41,11 @@ int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv);
 /*
  * list's report: the holders H, then the waiters W (NULL: none), as a
  * table under a header line, or with JSON one array and a newline; a
- * HOST column when HOSTS. poolcmd_print_json prints one array of H's,
- * without the newline.
+ * HOST column when HOSTS.
  */
 struct lb_holders;
 void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w);
-void poolcmd_print_json(const struct lb_holders *h);
 
 /*
  * No slot taken (busy.c): "slots: F: all 3 slots busy (PIDs 311, 312)",

@@ -47,12 +47,17 @@ int lb_table_setf(struct lb_table_cell *c, const char *fmt, ...)
  * bytes that are not UTF-8 as \n, \\, \xHH...), the columns that may be
  * cut cut to WIDTH columns when it is not 0 (a terminal's); LB_TABLE_RAW,
  * the same without alignment, one space between cells, spaces in them
- * escaped too (\x20); LB_TABLE_JSON, {"KEY":[{...},...]} with MORE (NULL:
- * none), members of the top object after the array, as JSON text.
+ * escaped too (\x20). LB_TABLE_JSON is lb_table_json's.
  */
 enum { LB_TABLE_TEXT, LB_TABLE_RAW, LB_TABLE_JSON };
-void lb_table_print(const struct lb_table *t, int form, int headings, size_t width,
-    const char *key, const char *more);
+void lb_table_print(const struct lb_table *t, int form, int headings, size_t width);
+
+/*
+ * T as the member KEY of the object J is in: "KEY":[{...},...], a row a
+ * line, each column a member named by its heading in lower case.
+ */
+struct lb_json;
+void lb_table_json(const struct lb_table *t, struct lb_json *j, const char *key);
 
 void lb_table_free(struct lb_table *t);
 
