@@ -20,6 +20,7 @@
 #include "err.h"
 #include "exitcodes.h"
 #include "expire.h"
+#include "holders.h"
 #include "joblog.h"
 #include "opts.h"
 #include "parse.h"
@@ -194,25 +195,18 @@ static int too_soon(struct lb_runctx *r)
 
 static int busy(struct lb_runctx *r, const struct lb_holder *h)
 {
-	char age[32], host[LB_HOST_MAX + 8] = "";
-	char myhost[LB_HOST_MAX];
+	char age[32];
 
 	if (h == NULL || !h->known) {
 		lb_joblog(LOG_INFO, r->name, "skipped-busy pid=?");
 		if (!r->o->quiet)
-			lb_warnx("%s: already running (PID ?, held without a record)", r->name);
+			poolcmd_report_running(r->name, NULL, NULL);
 		return r->o->busy_status;
-	}
-	if (gethostname(myhost, sizeof myhost - 1) == 0 && h->who.host[0] != '\0') {
-		myhost[sizeof myhost - 1] = '\0';
-		if (strcmp(myhost, h->who.host) != 0)
-			snprintf(host, sizeof host, " on %s", h->who.host);
 	}
 	lb_format_duration(lb_holder_age(&r->last, &r->last_now, &h->who), age);
 	lb_joblog(LOG_INFO, r->name, "skipped-busy pid=%d age=%s", (int)h->who.pid, age);
 	if (!r->o->quiet)
-		lb_warnx("%s: already running (PID %d%s, %s)", r->name, (int)h->who.pid,
-		    host, age);
+		poolcmd_report_running(r->name, h, age);
 	return r->o->busy_status;
 }
 

@@ -16,12 +16,12 @@
 #include "clock.h"
 #include "err.h"
 #include "exitcodes.h"
+#include "holders.h"
 #include "host.h"
 #include "json.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
-#include "slots.h"
 #include "table.h"
 
 #define USAGE \

@@ -20,6 +20,7 @@
 #include "exec.h"
 #include "exitcodes.h"
 #include "host.h"
+#include "holders.h"
 #include "json.h"
 #include "opts.h"
 #include "parse.h"
