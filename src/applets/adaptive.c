@@ -256,9 +256,9 @@ static int64_t lock_lost(struct lb_runctx *r, const struct lb_super *job)
 {
 	r->lost = 1;
 	lb_warnx("%s: the run's session on the server ended; its lock is free%s%s", r->name,
-	    r->o->on_loss ? ": sending SIG" : "", r->o->on_loss ? lb_sig_name(r->o->on_loss) : "");
+	    r->o->on_loss ? ": sending SIG" : "", r->o->on_loss ? lb_signal_name(r->o->on_loss) : "");
 	lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=%s", (int)job->pid,
-	    r->o->on_loss ? lb_sig_name(r->o->on_loss) : "none");
+	    r->o->on_loss ? lb_signal_name(r->o->on_loss) : "none");
 	if (r->o->on_loss == 0)
 		return LB_NO_DEADLINE;
 	lb_super_signal(job, SIGCONT);
