@@ -18,6 +18,7 @@
 #include "atom.h"
 #include "clock.h"
 #include "err.h"
+#include "exec.h"
 #include "exitcodes.h"
 #include "expire.h"
 #include "holders.h"
