@@ -187,7 +187,7 @@ static int too_soon(struct lb_runctx *r)
 {
 	char buf[32];
 
-	lb_fmt_wait(r->wait_left, buf);
+	lb_format_duration_up(r->wait_left, buf);
 	lb_joblog(LOG_INFO, r->name, "skipped-too-soon next=%s", buf);
 	if (!r->o->quiet)
 		lb_warnx("%s: too soon; next run allowed in %s", r->name, buf);

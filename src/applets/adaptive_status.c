@@ -203,7 +203,7 @@ static void print_text(const struct view *v, int first)
 	}
 	left = next_run(v);
 	if (left > 0)
-		printf("  %-14s in %s\n", "next run", lb_fmt_wait(left, b1));
+		printf("  %-14s in %s\n", "next run", lb_format_duration_up(left, b1));
 	else
 		printf("  %-14s %s\n", "next run", "now");
 	if (v->known) {
