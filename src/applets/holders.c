@@ -36,14 +36,14 @@ static void print_text(const char *s)
  */
 static void print_foreign(const struct lb_holder *x)
 {
-	char slot[16] = "-", pid[16] = "?";
+	char slot[16] = "-", pid[16] = "?", note[96];
 
 	if (x->slot != 0)
 		snprintf(slot, sizeof slot, "%u", x->slot);
 	if (x->who.pid != 0)
 		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
-	printf("%-5s %-8s %-7s another program%s", slot, pid, "?",
-	    x->in_queue ? ", in the wait queue" : "");
+	poolcmd_annotation(x, note, sizeof note);
+	printf("%-5s %-8s %-7s %s", slot, pid, "?", note);
 	if (x->who.pid != 0 && x->who.command[0] != '\0') {
 		printf(": ");
 		print_text(x->who.command);
@@ -81,8 +81,9 @@ static void print_foreign_json(struct lb_json *j, const struct lb_holder *x)
 
 /*
  * What the COMMAND column says of a holder or waiter before its command,
- * as it does of another program's lock: "shared", "exited, kept by PID
- * 4250", "waiting 2nd, stopped, shared"; "" for a plain holder.
+ * or of another program's lock: "shared", "exited, kept by PID 4250",
+ * "waiting 2nd, stopped, shared", "another program, in the wait queue";
+ * "" for a plain holder.
  */
 void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 {
@@ -90,6 +91,10 @@ void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 	int r;
 
 	buf[0] = '\0';
+	if (x->foreign) {
+		snprintf(buf, size, "another program%s", x->in_queue ? ", in the wait queue" : "");
+		return;
+	}
 	if (x->waiting) {
 		r = snprintf(buf, size, "waiting %u%s%s", x->queue, poolcmd_ordinal(x->queue),
 		    x->stopped ? ", stopped" : "");

@@ -42,7 +42,8 @@ void poolcmd_status_line(void *arg, const struct lb_progress *pr);
 /*
  * What list's COMMAND column says of a holder or waiter X before its
  * command, in BUF: "shared", "exited, kept by PID 4250", "waiting 2nd,
- * stopped, shared"; "" for a plain holder.
+ * stopped, shared", "another program, in the wait queue"; "" for a
+ * plain holder.
  */
 struct lb_holder;
 void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size);

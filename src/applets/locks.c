@@ -402,7 +402,7 @@ static int holder_row(struct lb_table *t, const struct opts *o, struct names *nm
 		r.range = 1;
 		r.lo = x->lock_lo;
 		r.hi = x->lock_hi;
-		note_add(&r, "another program%s", x->in_queue ? ", in the wait queue" : "");
+		poolcmd_annotation(x, r.note, sizeof r.note);
 		if (x->who.pid <= 0)
 			note_add(&r, "its process not found%s", hv->cut ? " in time" : "");
 		return emit(t, o, &r);
