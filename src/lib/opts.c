@@ -1,4 +1,4 @@
-/* Option parsing with the house's one-line usage errors. */
+/* Option parsing with the house's one-line usage errors, and the signals' names messages use. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 

@@ -1,4 +1,4 @@
-/* Tables of named columns, printed as aligned text, raw words or a JSON document: one printer. */
+/* Tables of named columns, printed as aligned text or raw words, or as the rows of a JSON document: one printer. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
