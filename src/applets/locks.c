@@ -75,7 +75,7 @@ static const struct lb_table_col columns[C_COUNT] = {
 	[C_INODE] = { "INODE", LB_COL_NUM, 1, 0, "inode number of the file" },
 	[C_MAJMIN] = { "MAJ:MIN", LB_COL_TEXT, 0, 0, "its device's numbers" },
 	[C_SLOT] = { "SLOT", LB_COL_NUM, 1, 0, "a lockbox lock file's slot" },
-	[C_AGE] = { "AGE", LB_COL_TEXT, 0, 0, "how long a lockbox holder has held, a waiter waited" },
+	[C_AGE] = { "AGE", LB_COL_SECONDS, 0, 0, "how long a lockbox holder has held, a waiter waited" },
 	[C_NOTE] = { "NOTE", LB_COL_TEXT, 0, 0, "what else is known: another program, waiting 1st..." },
 };
 
@@ -262,10 +262,7 @@ static int emit(struct lb_table *t, const struct opts *o, const struct row *r)
 		case C_AGE:
 			if (r->aged) {
 				rc |= lb_table_set(c, lb_format_duration(r->age, age));
-				if (asprintf(&c->json, "%.3f", (double)r->age / LB_NS_PER_S) < 0) {
-					c->json = NULL;
-					rc = -1;
-				}
+				c->ns = r->age;
 			}
 			break;
 		case C_NOTE:

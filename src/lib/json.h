@@ -39,7 +39,7 @@ void lb_json_null(struct lb_json *j);
 /* NS as seconds with three decimals: 12.345. */
 void lb_json_seconds(struct lb_json *j, int64_t ns);
 
-/* TEXT, a JSON value already written out (a table's literal cell), as it is. */
+/* TEXT, a JSON value already written out (a number a table's cell holds), as it is. */
 void lb_json_raw(struct lb_json *j, const char *text);
 
 /* The next value or closing bracket on a line of its own. */

@@ -57,7 +57,6 @@ void lb_table_free(struct lb_table *t)
 
 	for (i = 0; i < t->nrows * t->ncols; i++) {
 		free(t->cells[i].text);
-		free(t->cells[i].json);
 	}
 	free(t->cells);
 	t->cells = NULL;
@@ -225,10 +224,10 @@ void lb_table_json(const struct lb_table *t, struct lb_json *j, const char *key)
 				name[k] = (char)tolower((unsigned char)t->cols[c].name[k]);
 			name[k] = '\0';
 			lb_json_key(j, name);
-			if (cell->json != NULL)
-				lb_json_raw(j, cell->json);
-			else if (s == NULL)
+			if (s == NULL)
 				lb_json_null(j);
+			else if (t->cols[c].json == LB_COL_SECONDS)
+				lb_json_seconds(j, cell->ns);
 			else if (t->cols[c].json == LB_COL_NUM)
 				lb_json_raw(j, is_number(s) ? s : "null");
 			else if (t->cols[c].json == LB_COL_BOOL)

@@ -4,26 +4,28 @@
 #define LOCKBOX_TABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* How a column's cells go into JSON. */
-enum { LB_COL_TEXT, LB_COL_NUM, LB_COL_BOOL };
+enum { LB_COL_TEXT, LB_COL_NUM, LB_COL_BOOL, LB_COL_SECONDS };
 
 struct lb_table_col {
 	const char *name;	/* its heading; in JSON, the member's name in lower case */
-	int json;		/* LB_COL_: a string, a number (null when not one), true/false ("1"/"0") */
+	int json;		/* LB_COL_: a string, a number (null when not one), true/false
+				 * ("1"/"0"), a duration (the cell's NS, in seconds) */
 	int right;		/* aligned right (numbers) */
 	int trunc;		/* cut to fit a terminal's width, if any column must be */
 	const char *help;	/* what it shows, for --help */
 };
 
 /*
- * A cell: TEXT as shown (NULL: none, shown empty, null in JSON), and for
- * JSON the literal JSON (NULL: from TEXT, as the column's kind says).
- * Both malloc'd, the table's once added.
+ * A cell: TEXT as shown (NULL: none, shown empty, null in JSON), malloc'd,
+ * the table's once added; in a column of durations, NS is the one TEXT
+ * says, for JSON.
  */
 struct lb_table_cell {
 	char *text;
-	char *json;
+	int64_t ns;
 };
 
 struct lb_table {
