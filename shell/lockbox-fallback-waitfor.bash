@@ -21,7 +21,10 @@ _lockbox_now() {
 # _lockbox_duration TEXT BARE_MS: _lockbox_r is TEXT in ms, by lockbox's
 # grammar (terms NUMBER[UNIT], NUMBER with an optional fraction, units ms,
 # s or sec, m or min, h or hr, d; a bare number only alone, in BARE_MS
-# units). 1 if malformed, 2 if too long.
+# units). 1 if malformed, 2 if too long. The builtin has no copy of the
+# grammar: it reads durations with lockbox's own parser (src/lib/parse.c).
+# This one stays, as does _lockbox_fmt_ms's of lb_format_duration: the
+# fallback runs where the builtin cannot be loaded.
 _lockbox_duration() {
 	local s=$1 bare=$2 total=0 whole frac unit term n=0
 	local max=$((100 * 366 * 86400 * 1000))

@@ -86,6 +86,8 @@ _lockbox_run() {
 # directory (., .. and symlinks resolved) and its base name, so that x.lock,
 # ./x.lock and a path through a symlinked directory are one lock. The base
 # name is kept as it is: a final symlink is refused when it is opened.
+# The builtin's key is shell/locks.c's key_of; this copy stays, for the
+# fallback runs where the builtin cannot be loaded: keep the two alike.
 _lockbox_key() {
 	local path=$1 rest part cur='' dir
 	if [[ $path != /* ]]; then

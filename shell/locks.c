@@ -59,7 +59,8 @@ static int ours(size_t i)
  * no directory on the way is a symlink, else the directory's physical
  * path (as cd -P finds it, or as written when it cannot be entered). The
  * base name is kept as it is: a final symlink is refused when it is
- * opened. NULL: out of memory (said).
+ * opened. NULL: out of memory (said). lockbox-fallback.bash's
+ * _lockbox_key is the same key in bash, for a shell without the builtin.
  */
 static char *key_of(const char *arg)
 {

@@ -24,6 +24,7 @@
 #include "common.h"
 
 #include "clock.h"
+#include "exec.h"
 #include "exitcodes.h"
 #include "parse.h"
 #include "waitfor.h"
@@ -73,11 +74,11 @@ static int runnable(const char *name)
 	if (strchr(name, '/') != NULL) {
 		if (stat(name, &st) != 0) {
 			lb_sh_warn("waitfor", "cannot run '%s': %s", name, strerror(ENOENT));
-			return LB_EXIT_NOTFOUND;
+			return lb_child_exec_status(ENOENT);
 		}
 		if (S_ISDIR(st.st_mode) || access(name, X_OK) != 0) {
 			lb_sh_warn("waitfor", "cannot run '%s': %s", name, strerror(EACCES));
-			return LB_EXIT_NOEXEC;
+			return lb_child_exec_status(EACCES);
 		}
 		return 0;
 	}
@@ -89,7 +90,7 @@ static int runnable(const char *name)
 		return 0;
 	}
 	lb_sh_warn("waitfor", "cannot run '%s': %s", name, strerror(ENOENT));
-	return LB_EXIT_NOTFOUND;
+	return lb_child_exec_status(ENOENT);
 }
 
 static int attempts(const struct waitfor_opts *o, char **command)

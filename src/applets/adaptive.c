@@ -18,8 +18,10 @@
 #include "atom.h"
 #include "clock.h"
 #include "err.h"
+#include "exec.h"
 #include "exitcodes.h"
 #include "expire.h"
+#include "holders.h"
 #include "joblog.h"
 #include "opts.h"
 #include "parse.h"
@@ -185,7 +187,7 @@ static int too_soon(struct lb_runctx *r)
 {
 	char buf[32];
 
-	lb_fmt_wait(r->wait_left, buf);
+	lb_format_duration_up(r->wait_left, buf);
 	lb_joblog(LOG_INFO, r->name, "skipped-too-soon next=%s", buf);
 	if (!r->o->quiet)
 		lb_warnx("%s: too soon; next run allowed in %s", r->name, buf);
@@ -194,25 +196,18 @@ static int too_soon(struct lb_runctx *r)
 
 static int busy(struct lb_runctx *r, const struct lb_holder *h)
 {
-	char age[32], host[LB_HOST_MAX + 8] = "";
-	char myhost[LB_HOST_MAX];
+	char age[32];
 
 	if (h == NULL || !h->known) {
 		lb_joblog(LOG_INFO, r->name, "skipped-busy pid=?");
 		if (!r->o->quiet)
-			lb_warnx("%s: already running (PID ?, held without a record)", r->name);
+			poolcmd_report_running(r->name, NULL, NULL);
 		return r->o->busy_status;
-	}
-	if (gethostname(myhost, sizeof myhost - 1) == 0 && h->who.host[0] != '\0') {
-		myhost[sizeof myhost - 1] = '\0';
-		if (strcmp(myhost, h->who.host) != 0)
-			snprintf(host, sizeof host, " on %s", h->who.host);
 	}
 	lb_format_duration(lb_holder_age(&r->last, &r->last_now, &h->who), age);
 	lb_joblog(LOG_INFO, r->name, "skipped-busy pid=%d age=%s", (int)h->who.pid, age);
 	if (!r->o->quiet)
-		lb_warnx("%s: already running (PID %d%s, %s)", r->name, (int)h->who.pid,
-		    host, age);
+		poolcmd_report_running(r->name, h, age);
 	return r->o->busy_status;
 }
 
@@ -262,9 +257,9 @@ static int64_t lock_lost(struct lb_runctx *r, const struct lb_super *job)
 {
 	r->lost = 1;
 	lb_warnx("%s: the run's session on the server ended; its lock is free%s%s", r->name,
-	    r->o->on_loss ? ": sending SIG" : "", r->o->on_loss ? lb_sig_name(r->o->on_loss) : "");
+	    r->o->on_loss ? ": sending SIG" : "", r->o->on_loss ? lb_signal_name(r->o->on_loss) : "");
 	lb_joblog(LOG_WARNING, r->name, "lock-lost pid=%d signal=%s", (int)job->pid,
-	    r->o->on_loss ? lb_sig_name(r->o->on_loss) : "none");
+	    r->o->on_loss ? lb_signal_name(r->o->on_loss) : "none");
 	if (r->o->on_loss == 0)
 		return LB_NO_DEADLINE;
 	lb_super_signal(job, SIGCONT);

@@ -203,7 +203,7 @@ static void print_text(const struct view *v, int first)
 	}
 	left = next_run(v);
 	if (left > 0)
-		printf("  %-14s in %s\n", "next run", lb_fmt_wait(left, b1));
+		printf("  %-14s in %s\n", "next run", lb_format_duration_up(left, b1));
 	else
 		printf("  %-14s %s\n", "next run", "now");
 	if (v->known) {
@@ -229,98 +229,128 @@ static void print_text(const struct view *v, int first)
 	printf("  %-14s %s\n", where(v), v->shown);
 }
 
-static void json_secs(const char *key, int64_t ns, int valid)
+/* KEY: NS in seconds, or null when not VALID. */
+static void json_secs(struct lb_json *j, const char *key, int64_t ns, int valid)
 {
+	lb_json_key(j, key);
 	if (valid)
-		printf(",\"%s\":%.3f", key, (double)ns / LB_NS_PER_S);
+		lb_json_seconds(j, ns);
 	else
-		printf(",\"%s\":null", key);
+		lb_json_null(j);
 }
 
-static void json_time(const char *key, int64_t wall_ns)
+/* KEY: the wall clock time WALL_NS in ISO 8601, or null for none. */
+static void json_time(struct lb_json *j, const char *key, int64_t wall_ns)
 {
 	char b[32];
 
-	if (wall_ns > 0)
-		printf(",\"%s\":\"%s\"", key, iso(wall_ns, b));
-	else
-		printf(",\"%s\":null", key);
+	lb_json_key(j, key);
+	lb_json_string(j, wall_ns > 0 ? iso(wall_ns, b) : NULL);
 }
 
-static void json_status(int32_t s)
+static void json_status(struct lb_json *j, int32_t s)
 {
-	if (s >= 0)
-		printf(",\"last_status\":%d,\"last_outcome\":\"%s\"", (int)s,
-		    s > LB_EXIT_SIGNAL && s < LB_EXIT_SIGNAL + 65 ? "signal" : "exited");
-	else
-		printf(",\"last_status\":null,\"last_outcome\":\"%s\"",
-		    s == LB_STATUS_EXPIRED ? "expired" : "unknown");
-}
-
-static void print_json(const struct view *v, int first)
-{
-	const struct lb_atom *a = &v->a;
-	struct lb_learned l;
-	char why[160];
-	int64_t longest, median;
-	unsigned i, k;
-	size_t n;
-	int ended = v->known && !(a->flags & LB_ATOM_RUNNING);
-
-	printf("%s{\"name\":", first ? "" : ",");
-	lb_json_string(stdout, v->name);
-	printf(",\"%s\":", where(v));
-	lb_json_string(stdout, v->shown);
-	printf(",\"state\":\"%s\"", state_of(v));
-	if (v->running && v->who_known)
-		printf(",\"pid\":%d", (int)v->who.pid);
-	else
-		printf(",\"pid\":null");
-	json_secs("age_seconds", v->running && v->who_known ? view_age(v) : 0,
-	    v->running && v->who_known);
-	json_time("last_start", v->known ? a->start_wall : 0);
-	json_time("last_end", ended ? lb_atom_last_end(a) : 0);
-	if (ended)
-		json_status(a->status);
-	else
-		printf(",\"last_status\":null,\"last_outcome\":null");
-	json_secs("last_duration_seconds", a->duration, ended && a->duration >= 0);
-	json_secs("next_run_seconds", next_run(v), 1);
-	json_secs("if_elapsed_seconds", a->ifelapsed, v->known);
-	json_secs("expire_after_seconds", expire_after(v, &l), v->known);
-	if (learned(v)) {
-		printf(",\"expire_after_learned\":%s", l.why == LB_LEARN_FEW ? "false" : "true");
-		json_secs("expire_after_bound_seconds", l.bound, 1);
-		printf(",\"expire_after_why\":");
-		lb_json_string(stdout, lb_learned_text(&l, why, sizeof why));
+	lb_json_key(j, "last_status");
+	if (s >= 0) {
+		lb_json_int(j, (int)s);
+		lb_json_key(j, "last_outcome");
+		lb_json_string(j, s > LB_EXIT_SIGNAL && s < LB_EXIT_SIGNAL + 65 ? "signal" : "exited");
 	} else {
-		printf(",\"expire_after_learned\":false");
-		json_secs("expire_after_bound_seconds", 0, 0);
-		printf(",\"expire_after_why\":%s", v->known ? "\"fixed\"" : "null");
+		lb_json_null(j);
+		lb_json_key(j, "last_outcome");
+		lb_json_string(j, s == LB_STATUS_EXPIRED ? "expired" : "unknown");
 	}
-	printf(",\"starving\":%s,\"expired_in_a_row\":%u", starving(v) ? "true" : "false",
-	    v->known ? lb_atom_expired_streak(a) : 0);
-	printf(",\"runs\":%u,\"expiries\":%u", (unsigned)a->runs, (unsigned)a->expiries);
-	n = lb_atom_stats(a, &longest, &median);
-	json_secs("median_duration_seconds", median, n > 0);
-	json_secs("longest_duration_seconds", longest, n > 0);
-	printf(",\"history\":[");
-	/* oldest first */
+}
+
+/* The runs in the ring, oldest first. */
+static void json_history(struct lb_json *j, const struct lb_atom *a)
+{
+	unsigned i, k;
+
+	lb_json_key(j, "history");
+	lb_json_begin_array(j);
 	for (i = 0; i < a->nring; i++) {
 		const struct lb_run *x;
 		char b[32];
 
 		k = a->nring < LB_ATOM_RING ? i : (a->ring_next + i) % LB_ATOM_RING;
 		x = &a->ring[k];
-		printf("%s{\"start\":\"%s\"", i ? "," : "", iso(x->start_wall, b));
-		json_secs("duration_seconds", x->duration, x->duration >= 0);
+		lb_json_begin_object(j);
+		lb_json_key(j, "start");
+		lb_json_string(j, iso(x->start_wall, b));
+		json_secs(j, "duration_seconds", x->duration, x->duration >= 0);
+		lb_json_key(j, "status");
 		if (x->status >= 0)
-			printf(",\"status\":%d}", (int)x->status);
+			lb_json_int(j, (int)x->status);
 		else
-			printf(",\"status\":\"%s\"}",
-			    x->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
+			lb_json_string(j, x->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
+		lb_json_end_object(j);
 	}
-	printf("]}");
+	lb_json_end_array(j);
+}
+
+static void print_json(struct lb_json *j, const struct view *v)
+{
+	const struct lb_atom *a = &v->a;
+	struct lb_learned l;
+	char why[160];
+	int64_t longest, median;
+	size_t n;
+	int ended = v->known && !(a->flags & LB_ATOM_RUNNING);
+
+	lb_json_begin_object(j);
+	lb_json_key(j, "name");
+	lb_json_string(j, v->name);
+	lb_json_key(j, where(v));
+	lb_json_string(j, v->shown);
+	lb_json_key(j, "state");
+	lb_json_string(j, state_of(v));
+	lb_json_key(j, "pid");
+	if (v->running && v->who_known)
+		lb_json_int(j, (int)v->who.pid);
+	else
+		lb_json_null(j);
+	json_secs(j, "age_seconds", v->running && v->who_known ? view_age(v) : 0,
+	    v->running && v->who_known);
+	json_time(j, "last_start", v->known ? a->start_wall : 0);
+	json_time(j, "last_end", ended ? lb_atom_last_end(a) : 0);
+	if (ended) {
+		json_status(j, a->status);
+	} else {
+		lb_json_key(j, "last_status");
+		lb_json_null(j);
+		lb_json_key(j, "last_outcome");
+		lb_json_null(j);
+	}
+	json_secs(j, "last_duration_seconds", a->duration, ended && a->duration >= 0);
+	json_secs(j, "next_run_seconds", next_run(v), 1);
+	json_secs(j, "if_elapsed_seconds", a->ifelapsed, v->known);
+	json_secs(j, "expire_after_seconds", expire_after(v, &l), v->known);
+	lb_json_key(j, "expire_after_learned");
+	if (learned(v)) {
+		lb_json_bool(j, l.why != LB_LEARN_FEW);
+		json_secs(j, "expire_after_bound_seconds", l.bound, 1);
+		lb_json_key(j, "expire_after_why");
+		lb_json_string(j, lb_learned_text(&l, why, sizeof why));
+	} else {
+		lb_json_bool(j, 0);
+		json_secs(j, "expire_after_bound_seconds", 0, 0);
+		lb_json_key(j, "expire_after_why");
+		lb_json_string(j, v->known ? "fixed" : NULL);
+	}
+	lb_json_key(j, "starving");
+	lb_json_bool(j, starving(v));
+	lb_json_key(j, "expired_in_a_row");
+	lb_json_int(j, v->known ? lb_atom_expired_streak(a) : 0);
+	lb_json_key(j, "runs");
+	lb_json_int(j, a->runs);
+	lb_json_key(j, "expiries");
+	lb_json_int(j, a->expiries);
+	n = lb_atom_stats(a, &longest, &median);
+	json_secs(j, "median_duration_seconds", median, n > 0);
+	json_secs(j, "longest_duration_seconds", longest, n > 0);
+	json_history(j, a);
+	lb_json_end_object(j);
 }
 
 static int by_path(const void *x, const void *y)
@@ -359,6 +389,7 @@ static int list_server(const char *url, int all, struct view **v, size_t *n)
 
 int adaptive_status(char *dir, int json, int argc, char **argv)
 {
+	struct lb_json j;
 	struct view *v = NULL;
 	size_t n = 0, i, shown = 0;
 	int rc = LB_EXIT_OK, dirfd = -1, shared = 0;
@@ -417,8 +448,9 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 		if (n > 0)
 			qsort(v, n, sizeof *v, by_path);
 	}
+	lb_json_start(&j, stdout);
 	if (json)
-		printf("[");
+		lb_json_begin_array(&j);
 	for (i = 0; i < n; i++) {
 		int r = look(&v[i], argc == 0, dirfd, shared);
 
@@ -426,7 +458,7 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 			rc = LB_EXIT_FAIL;
 		if (r == 0 && v[i].name != NULL) {
 			if (json) {
-				print_json(&v[i], shown == 0);
+				print_json(&j, &v[i]);
 			} else {
 				/* names from a state file anyone may have written: printable only */
 				lb_text_clean(v[i].name);
@@ -439,8 +471,10 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 		free(v[i].path);
 		free(v[i].shown);
 	}
-	if (json)
-		printf("]\n");
+	if (json) {
+		lb_json_end_array(&j);
+		putchar('\n');
+	}
 	if (dirfd >= 0)
 		close(dirfd);
 	free(v);

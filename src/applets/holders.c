@@ -1,15 +1,19 @@
-/* How slots, mutex and locks show holders and waiters: list's table and its JSON. */
+/* Every row and sentence about a holder or waiter, for every applet: list's table and JSON, the busy message, -v's status line, adaptive's "already running". */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "clock.h"
+#include "err.h"
+#include "holders.h"
 #include "json.h"
 #include "parse.h"
 #include "pool.h"
 #include "proc.h"
-#include "slots.h"
 
 /* 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st... */
 const char *poolcmd_ordinal(unsigned n)
@@ -32,14 +36,14 @@ static void print_text(const char *s)
  */
 static void print_foreign(const struct lb_holder *x)
 {
-	char slot[16] = "-", pid[16] = "?";
+	char slot[16] = "-", pid[16] = "?", note[96];
 
 	if (x->slot != 0)
 		snprintf(slot, sizeof slot, "%u", x->slot);
 	if (x->who.pid != 0)
 		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
-	printf("%-5s %-8s %-7s another program%s", slot, pid, "?",
-	    x->in_queue ? ", in the wait queue" : "");
+	poolcmd_annotation(x, note, sizeof note);
+	printf("%-5s %-8s %-7s %s", slot, pid, "?", note);
 	if (x->who.pid != 0 && x->who.command[0] != '\0') {
 		printf(": ");
 		print_text(x->who.command);
@@ -48,36 +52,38 @@ static void print_foreign(const struct lb_holder *x)
 	}
 }
 
-/* {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
-static void print_foreign_json(const struct lb_holder *x, size_t i)
+/* Another program's lock after its "slot": {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
+static void print_foreign_json(struct lb_json *j, const struct lb_holder *x)
 {
-	printf("%s{\"slot\":", i ? "," : "");
-	if (x->slot != 0)
-		printf("%u", x->slot);
-	else
-		printf("null");
+	lb_json_key(j, "pid");
 	if (x->who.pid != 0)
-		printf(",\"pid\":%d", (int)x->who.pid);
+		lb_json_int(j, (int)x->who.pid);
 	else
-		printf(",\"pid\":null");
-	printf(",\"foreign\":true,%s\"lock\":\"%s\",\"start\":%lld,\"end\":",
-	    x->in_queue ? "\"in_queue\":true," : "", x->foreign_write ? "write" : "read", x->lock_lo);
+		lb_json_null(j);
+	lb_json_key(j, "foreign");
+	lb_json_bool(j, 1);
+	if (x->in_queue) {
+		lb_json_key(j, "in_queue");
+		lb_json_bool(j, 1);
+	}
+	lb_json_key(j, "lock");
+	lb_json_string(j, x->foreign_write ? "write" : "read");
+	lb_json_key(j, "start");
+	lb_json_int(j, x->lock_lo);
+	lb_json_key(j, "end");
 	if (x->lock_hi < 0)
-		printf("null");
+		lb_json_null(j);
 	else
-		printf("%lld", x->lock_hi);
-	printf(",\"command\":");
-	if (x->who.pid != 0)
-		lb_json_string(stdout, x->who.command);
-	else
-		printf("null");
-	printf("}");
+		lb_json_int(j, x->lock_hi);
+	lb_json_key(j, "command");
+	lb_json_string(j, x->who.pid != 0 ? x->who.command : NULL);
 }
 
 /*
  * What the COMMAND column says of a holder or waiter before its command,
- * as it does of another program's lock: "shared", "exited, kept by PID
- * 4250", "waiting 2nd, stopped, shared"; "" for a plain holder.
+ * or of another program's lock: "shared", "exited, kept by PID 4250",
+ * "waiting 2nd, stopped, shared", "another program, in the wait queue";
+ * "" for a plain holder.
  */
 void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 {
@@ -85,7 +91,11 @@ void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 	int r;
 
 	buf[0] = '\0';
-	if (x->waiting) {
+	if (lb_holder_kind(x) == LB_HOLDER_FOREIGN) {
+		snprintf(buf, size, "another program%s", x->in_queue ? ", in the wait queue" : "");
+		return;
+	}
+	if (lb_holder_kind(x) == LB_HOLDER_WAITER) {
 		r = snprintf(buf, size, "waiting %u%s%s", x->queue, poolcmd_ordinal(x->queue),
 		    x->stopped ? ", stopped" : "");
 		n = r > 0 ? (size_t)r : 0;
@@ -150,70 +160,86 @@ static void print_rows(int hosts, const struct lb_holders *h)
 	}
 }
 
-/* One holder or waiter in JSON; I its place in the array. */
-static void print_json(const struct lb_holder *x, size_t i)
+/* A waiter's or holder's members after "slot" and "pid", its PID known. */
+static void print_known_json(struct lb_json *j, const struct lb_holder *x)
 {
-	double age;
+	/* gone before we looked, with no record of its own: nothing but its PID */
+	int gone = x->gone && x->who.starttime == 0, no_age = gone || x->age_unknown;
 
-	if (x->foreign) {
-		print_foreign_json(x, i);
-		return;
-	}
-	printf("%s{\"slot\":", i ? "," : "");
-	if (x->slot != 0)
-		printf("%u", x->slot);
-	else
-		printf("null");
-	if (!x->known && x->waiting) {
-		printf(",\"waiting\":true,\"queue\":%u,\"pid\":null}", x->queue);
-		return;
-	}
-	if (!x->known) {
-		printf(",\"pid\":null}");
-		return;
-	}
-	age = (double)lb_ident_age(&x->who) / LB_NS_PER_S;
 	if (x->waiting) {
-		printf(",\"waiting\":true,\"queue\":%u,\"pid\":%d,\"waited_seconds\":%.3f,\"stopped\":%s,\"command\":",
-		    x->queue, (int)x->who.pid, age, x->stopped ? "true" : "false");
-		lb_json_string(stdout, x->who.command);
-		printf(",\"mode\":\"%s\"}", x->shared ? "shared" : "exclusive");
-		return;
+		lb_json_key(j, "waited_seconds");
+		lb_json_seconds(j, lb_ident_age(&x->who));
+		lb_json_key(j, "stopped");
+		lb_json_bool(j, x->stopped);
+	} else {
+		lb_json_key(j, "uid");
+		if (gone)
+			lb_json_null(j);
+		else
+			lb_json_int(j, x->who.uid);
+		lb_json_key(j, "age_seconds");
+		if (no_age)
+			lb_json_null(j);
+		else
+			lb_json_seconds(j, lb_ident_age(&x->who));
+		lb_json_key(j, "started");
+		if (no_age)
+			lb_json_null(j);
+		else
+			lb_json_int(j, (long long)(x->who.wall_ns / LB_NS_PER_S));
+		lb_json_key(j, "host");
+		lb_json_string(j, x->who.host);
 	}
-	if (x->gone && x->who.starttime == 0)
-		printf(",\"pid\":%d,\"uid\":null,\"age_seconds\":null,\"started\":null,\"host\":",
-		    (int)x->who.pid);
-	else if (x->age_unknown)
-		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":null,\"started\":null,\"host\":",
-		    (int)x->who.pid, x->who.uid);
-	else
-		printf(",\"pid\":%d,\"uid\":%u,\"age_seconds\":%.3f,\"started\":%lld,\"host\":",
-		    (int)x->who.pid, x->who.uid, age, (long long)(x->who.wall_ns / LB_NS_PER_S));
-	lb_json_string(stdout, x->who.host);
-	printf(",\"command\":");
-	lb_json_string(stdout, x->who.command);
-	printf(",\"mode\":\"%s\"", x->shared ? "shared" : "exclusive");
-	if (x->gone && x->keeper > 0)
-		printf(",\"exited\":true,\"kept_by\":%d", (int)x->keeper);
-	else if (x->gone)
-		printf(",\"exited\":true,\"kept_by\":null");
-	printf("}");
+	lb_json_key(j, "command");
+	lb_json_string(j, x->who.command);
+	lb_json_key(j, "mode");
+	lb_json_string(j, x->shared ? "shared" : "exclusive");
+	if (!x->waiting && x->gone) {
+		lb_json_key(j, "exited");
+		lb_json_bool(j, 1);
+		lb_json_key(j, "kept_by");
+		if (x->keeper > 0)
+			lb_json_int(j, (int)x->keeper);
+		else
+			lb_json_null(j);
+	}
 }
 
-void poolcmd_print_json(const struct lb_holders *h)
+/* One holder or waiter in JSON. */
+static void print_json(struct lb_json *j, const struct lb_holder *x)
 {
-	size_t i;
-
-	printf("[");
-	for (i = 0; i < h->n; i++)
-		print_json(&h->v[i], i);
-	printf("]");
+	lb_json_begin_object(j);
+	lb_json_key(j, "slot");
+	if (x->slot != 0)
+		lb_json_int(j, x->slot);
+	else
+		lb_json_null(j);
+	if (x->foreign) {
+		print_foreign_json(j, x);
+		lb_json_end_object(j);
+		return;
+	}
+	if (x->waiting) {
+		lb_json_key(j, "waiting");
+		lb_json_bool(j, 1);
+		lb_json_key(j, "queue");
+		lb_json_int(j, x->queue);
+	}
+	lb_json_key(j, "pid");
+	if (x->known) {
+		lb_json_int(j, (int)x->who.pid);
+		print_known_json(j, x);
+	} else {
+		lb_json_null(j);
+	}
+	lb_json_end_object(j);
 }
 
 /* The holders, then those who wait (W, NULL for none), in their order. */
 void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w)
 {
+	struct lb_json j;
 	size_t i;
 
 	if (!json) {
@@ -226,10 +252,219 @@ void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
 			print_rows(hosts, w);
 		return;
 	}
-	printf("[");
+	lb_json_start(&j, stdout);
+	lb_json_begin_array(&j);
 	for (i = 0; i < h->n; i++)
-		print_json(&h->v[i], i);
+		print_json(&j, &h->v[i]);
 	for (i = 0; w != NULL && i < w->n; i++)
-		print_json(&w->v[i], h->n + i);
-	printf("]\n");
+		print_json(&j, &w->v[i]);
+	lb_json_end_array(&j);
+	putchar('\n');
+}
+
+/*
+ * The bytes of a lock nobody was found holding, as a busy message says
+ * what it knows of it: "a read lock on bytes 0-4095".
+ */
+static void unfound_lock(char *buf, size_t size, const struct lb_holder *x)
+{
+	const char *kind = x->foreign_write ? "write" : "read";
+
+	if (x->lock_hi < 0)
+		snprintf(buf, size, "a %s lock on bytes %lld to the end", kind, x->lock_lo);
+	else if (x->lock_hi == x->lock_lo)
+		snprintf(buf, size, "a %s lock on byte %lld", kind, x->lock_lo);
+	else
+		snprintf(buf, size, "a %s lock on bytes %lld-%lld", kind, x->lock_lo, x->lock_hi);
+}
+
+/*
+ * H's processes one after another in MSG, each as ONE says it: "PID 4242
+ * (python3), PID 4250", the first eight and "...".
+ */
+static void list_holders(char *msg, size_t size, const struct lb_holders *h,
+    void (*one)(char *, size_t, const struct lb_holder *))
+{
+	char item[512];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && n < size - 16; i++) {
+		if (i == 8) {
+			r = snprintf(msg + n, size - n, ", ...");
+			n += r > 0 ? (size_t)r : 0;
+			break;
+		}
+		one(item, sizeof item, &h->v[i]);
+		r = snprintf(msg + n, size - n, "%s%s", i ? ", " : "", item);
+		n += r > 0 ? (size_t)r : 0;
+	}
+}
+
+/* Another program's process, as the kernel names it; one not found by its lock. */
+static void foreign_item(char *buf, size_t size, const struct lb_holder *x)
+{
+	char lock[96];
+
+	if (x->who.pid == 0) {
+		unfound_lock(lock, sizeof lock, x);
+		snprintf(buf, size, "PID ? (not found%s: %s)",
+		    lb_pool_lookup_short() ? " in time" : "", lock);
+	} else if (x->who.command[0] == '\0') {
+		snprintf(buf, size, "PID %d", (int)x->who.pid);
+	} else {
+		snprintf(buf, size, "PID %d (%s)", (int)x->who.pid, x->who.command);
+	}
+}
+
+/* A holder among others: its PID, "?" when not known, and whose lock it is. */
+static void busy_item(char *buf, size_t size, const struct lb_holder *x)
+{
+	if (x->foreign && x->who.pid != 0)
+		snprintf(buf, size, "%d (another program)", (int)x->who.pid);
+	else if (x->foreign)
+		snprintf(buf, size, "? (another program)");
+	else if (x->known)
+		snprintf(buf, size, "%d", (int)x->who.pid);
+	else
+		snprintf(buf, size, "?");
+}
+
+/*
+ * A holder's command and age, as a sentence names it: "backup.sh, 3m12s",
+ * "backup.sh, age unknown".
+ */
+static void command_age(char *buf, size_t size, const struct lb_holder *x)
+{
+	char age[32];
+
+	snprintf(buf, size, "%s, %s", x->who.command, x->age_unknown ? "age unknown" :
+	    lb_format_duration(lb_ident_age(&x->who), age));
+}
+
+/*
+ * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
+ * host when HOSTS (a server's holders may be on any), shared or not; and
+ * when that process has exited and the lock lives on in the children
+ * that inherited it, that it has, and which one holds on.
+ */
+static void report_holder(const char *name, const char *waited, int hosts,
+    const struct lb_holder *x)
+{
+	struct lb_ident keeper;
+	char gone[LB_COMMAND_MAX + 96] = "", what[LB_COMMAND_MAX + 48];
+
+	if (x->who.command[0] != '\0') {
+		command_age(what, sizeof what, x);
+		if (x->shared)
+			snprintf(what + strlen(what), sizeof what - strlen(what), ", shared");
+	} else {
+		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
+	}
+	if (x->gone && x->keeper > 0) {
+		lb_ident_fill(&keeper, x->keeper, NULL, 0);
+		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
+		    (int)x->keeper, keeper.command);
+	} else if (x->gone) {
+		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
+	}
+	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
+	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
+}
+
+void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max,
+    const struct lb_holders *h, const struct lb_pool *pool)
+{
+	const char *why;
+	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
+	char msg[512], age[32], waited[48] = "";
+	size_t i, foreign = 0;
+
+	if (wait > 0)
+		snprintf(waited, sizeof waited, "timed out after %s; ",
+		    lb_format_duration_ms(wait, age));
+	why = lb_pool_why(pool, &at_once);
+	if (why != NULL) {	/* not the holders: the backend says what */
+		lb_warnx("%s: %s%s", name, at_once ? "" : waited, why);
+		return;
+	}
+	if (h->n == 0) {	/* the header itself stayed locked */
+		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
+		    name, waited);
+		return;
+	}
+	for (i = 0; i < h->n; i++)
+		foreign += h->v[i].foreign != 0;
+	if (foreign == h->n) {
+		list_holders(msg, sizeof msg, h, foreign_item);
+		lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
+		return;
+	}
+	if (mutex && h->n == 1 && h->v[0].known) {
+		report_holder(name, waited, hosts, &h->v[0]);
+		return;
+	}
+	list_holders(msg, sizeof msg, h, busy_item);
+	if (max == 1)
+		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
+	else
+		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
+		    h->n == 1 ? "" : "s", msg);
+}
+
+/*
+ * "mutex: F: waiting 12s, 3rd in the queue, held by PID 4242 (backup, 3m12s)",
+ * written over itself: cut to the terminal's width, so that a carriage
+ * return brings the cursor back to its start.
+ */
+void poolcmd_status_line(void *arg, const struct lb_progress *pr)
+{
+	struct poolcmd_status *sl = arg;
+	struct winsize ws;
+	char line[512], waited[32], place[48] = "", holder[LB_COMMAND_MAX + 96] = "";
+	char what[LB_COMMAND_MAX + 48];
+	size_t cols = 80, n;
+	int r;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+		cols = ws.ws_col;
+	if (pr->place == 1)
+		snprintf(place, sizeof place, ", next in line");
+	else if (pr->place > 1)
+		snprintf(place, sizeof place, ", %u%s in the queue", pr->place, poolcmd_ordinal(pr->place));
+	if (pr->holder != NULL && pr->holder->who.command[0] != '\0') {
+		command_age(what, sizeof what, pr->holder);
+		snprintf(holder, sizeof holder, ", held by PID %d (%s)", (int)pr->holder->who.pid,
+		    what);
+	} else if (pr->holder != NULL)
+		snprintf(holder, sizeof holder, ", held by PID %d", (int)pr->holder->who.pid);
+	r = snprintf(line, sizeof line, "\r%s: %s: waiting %s%s%s", lb_prog, sl->name,
+	    lb_format_duration(lb_now(CLOCK_MONOTONIC) - sl->start, waited), place, holder);
+	n = r < 0 ? 0 : (size_t)r < sizeof line ? (size_t)r : sizeof line - 1;
+	if (n > cols)
+		n = cols;	/* the \r and cols - 1 characters */
+	/* the rest of a longer line before it goes */
+	if (n + 3 < sizeof line) {
+		memcpy(line + n, "\033[K", 3);
+		n += 3;
+	}
+	if (write(STDERR_FILENO, line, n) > 0)
+		sl->shown = 1;
+}
+
+void poolcmd_report_running(const char *name, const struct lb_holder *x, const char *age)
+{
+	char host[LB_HOST_MAX + 8] = "", myhost[LB_HOST_MAX];
+
+	if (x == NULL) {
+		lb_warnx("%s: already running (PID ?, held without a record)", name);
+		return;
+	}
+	if (gethostname(myhost, sizeof myhost - 1) == 0 && x->who.host[0] != '\0') {
+		myhost[sizeof myhost - 1] = '\0';
+		if (strcmp(myhost, x->who.host) != 0)
+			snprintf(host, sizeof host, " on %s", x->who.host);
+	}
+	lb_warnx("%s: already running (PID %d%s, %s)", name, (int)x->who.pid, host, age);
 }

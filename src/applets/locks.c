@@ -16,11 +16,12 @@
 #include "clock.h"
 #include "err.h"
 #include "exitcodes.h"
+#include "holders.h"
 #include "host.h"
+#include "json.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
-#include "slots.h"
 #include "table.h"
 
 #define USAGE \
@@ -74,7 +75,7 @@ static const struct lb_table_col columns[C_COUNT] = {
 	[C_INODE] = { "INODE", LB_COL_NUM, 1, 0, "inode number of the file" },
 	[C_MAJMIN] = { "MAJ:MIN", LB_COL_TEXT, 0, 0, "its device's numbers" },
 	[C_SLOT] = { "SLOT", LB_COL_NUM, 1, 0, "a lockbox lock file's slot" },
-	[C_AGE] = { "AGE", LB_COL_TEXT, 0, 0, "how long a lockbox holder has held, a waiter waited" },
+	[C_AGE] = { "AGE", LB_COL_SECONDS, 0, 0, "how long a lockbox holder has held, a waiter waited" },
 	[C_NOTE] = { "NOTE", LB_COL_TEXT, 0, 0, "what else is known: another program, waiting 1st..." },
 };
 
@@ -261,10 +262,7 @@ static int emit(struct lb_table *t, const struct opts *o, const struct row *r)
 		case C_AGE:
 			if (r->aged) {
 				rc |= lb_table_set(c, lb_format_duration(r->age, age));
-				if (asprintf(&c->json, "%.3f", (double)r->age / LB_NS_PER_S) < 0) {
-					c->json = NULL;
-					rc = -1;
-				}
+				c->ns = r->age;
 			}
 			break;
 		case C_NOTE:
@@ -401,7 +399,7 @@ static int holder_row(struct lb_table *t, const struct opts *o, struct names *nm
 		r.range = 1;
 		r.lo = x->lock_lo;
 		r.hi = x->lock_hi;
-		note_add(&r, "another program%s", x->in_queue ? ", in the wait queue" : "");
+		poolcmd_annotation(x, r.note, sizeof r.note);
 		if (x->who.pid <= 0)
 			note_add(&r, "its process not found%s", hv->cut ? " in time" : "");
 		return emit(t, o, &r);
@@ -601,6 +599,20 @@ static size_t terminal_width(void)
 	    ws.ws_col : 0;
 }
 
+/* {"locks":[...],"stopped_short":false}: the table, and whether it is whole. */
+static void print_json(const struct lb_table *t, int stopped_short)
+{
+	struct lb_json j;
+
+	lb_json_start(&j, stdout);
+	lb_json_begin_object(&j);
+	lb_table_json(t, &j, "locks");
+	lb_json_key(&j, "stopped_short");
+	lb_json_bool(&j, stopped_short);
+	lb_json_end_object(&j);
+	putchar('\n');
+}
+
 int locks_main(int argc, char **argv)
 {
 	struct opts o = { .form = LB_TABLE_TEXT, .headings = 1, .truncate = 1,
@@ -661,9 +673,10 @@ int locks_main(int argc, char **argv)
 	if (rc == 0) {
 		if (t.nrows == 0 && o.form == LB_TABLE_TEXT)
 			printf("nothing is held\n");
+		else if (o.form == LB_TABLE_JSON)
+			print_json(&t, hv.cut || skipped);
 		else
-			lb_table_print(&t, o.form, o.headings, o.truncate ? terminal_width() : 0, "locks",
-			    hv.cut || skipped ? "\"stopped_short\":true" : "\"stopped_short\":false");
+			lb_table_print(&t, o.form, o.headings, o.truncate ? terminal_width() : 0);
 		if (hv.cut || skipped)
 			lb_warnx("stopped short after %s: the locks found by then are shown; some of their processes, paths or holders may be missing",
 			    lb_format_duration_ms(o.timeout, took));

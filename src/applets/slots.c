@@ -20,6 +20,7 @@
 #include "exec.h"
 #include "exitcodes.h"
 #include "host.h"
+#include "holders.h"
 #include "json.h"
 #include "opts.h"
 #include "parse.h"
@@ -681,10 +682,17 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 
 static void print_count(const struct opts *o, const char *path, size_t n)
 {
+	struct lb_json j;
+
 	if (o->json) {
-		printf("{\"file\":");
-		lb_json_string(stdout, path);
-		printf(",\"held\":%zu}\n", n);
+		lb_json_start(&j, stdout);
+		lb_json_begin_object(&j);
+		lb_json_key(&j, "file");
+		lb_json_string(&j, path);
+		lb_json_key(&j, "held");
+		lb_json_int(&j, (long long)n);
+		lb_json_end_object(&j);
+		putchar('\n');
 	} else {
 		printf("%zu\n", n);
 	}

@@ -1,10 +1,7 @@
-/* The front end slots.c shares with mutex.c: run, acquire, release, check, list, create; and what holders.c and busy.c print for both. */
+/* The front end slots.c shares with mutex.c: run, acquire, release, check, list, create. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_SLOTS_H
 #define LOCKBOX_SLOTS_H
-
-#include <stddef.h>
-#include <stdint.h>
 
 /* --help's lines that slots and mutex share: the options after -v, and the end */
 #define POOLCMD_HELP_OPTIONS \
@@ -37,51 +34,5 @@ struct poolcmd {
 };
 
 int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv);
-
-/*
- * list's report: the holders H, then the waiters W (NULL: none), as a
- * table under a header line, or with JSON one array and a newline; a
- * HOST column when HOSTS. poolcmd_print_json prints one array of H's,
- * without the newline.
- */
-struct lb_holders;
-void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
-    const struct lb_holders *w);
-void poolcmd_print_json(const struct lb_holders *h);
-
-/*
- * No slot taken (busy.c): "slots: F: all 3 slots busy (PIDs 311, 312)",
- * "mutex: F: held by PID 4242 (backup.sh, 3m12s)" (MUTEX: the pool of
- * one, whose one holder is named), or what the backend says; after a
- * wait of WAIT ns (0: none) it timed out after it. H: the holders seen.
- */
-struct lb_pool;
-void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max,
-    const struct lb_holders *h, const struct lb_pool *pool);
-
-/*
- * A waiter's status line on a terminal (-v), written over itself as a
- * pool's progress callback (lb_pool_set_progress): "mutex: F: waiting
- * 12s, 3rd in the queue, held by PID 4242 (backup, 3m12s)". ARG is a
- * struct poolcmd_status; SHOWN tells whether a line is there to clear.
- */
-struct poolcmd_status {
-	const char *name;
-	int64_t start;		/* CLOCK_MONOTONIC of the first attempt */
-	int shown;
-};
-struct lb_progress;
-void poolcmd_status_line(void *arg, const struct lb_progress *pr);
-
-/*
- * What list's COMMAND column says of a holder or waiter X before its
- * command, in BUF: "shared", "exited, kept by PID 4250", "waiting 2nd,
- * stopped, shared"; "" for a plain holder.
- */
-struct lb_holder;
-void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size);
-
-/* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 23rd) */
-const char *poolcmd_ordinal(unsigned n);
 
 #endif

@@ -111,8 +111,12 @@ void lb_exec_report(char *const argv[], int fd)
 		(void)!write(fd, &err, sizeof err);
 	errno = err;
 	/* a status of its own, so it never passes for the command's */
-	lb_die(err == ENOENT ? LB_EXIT_NOTFOUND : LB_EXIT_NOEXEC,
-	    "cannot run '%s'", argv[0]);
+	lb_die(lb_child_exec_status(err), "cannot run '%s'", argv[0]);
+}
+
+int lb_child_exec_status(int exec_errno)
+{
+	return exec_errno == ENOENT ? LB_EXIT_NOTFOUND : LB_EXIT_NOEXEC;
 }
 
 int lb_fsize_fits(off_t end)

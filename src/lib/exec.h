@@ -39,6 +39,12 @@ int lb_exec_found(const char *name);
  */
 int lb_exec_path_dir(const char *dir);
 
+/*
+ * The status for a command that cannot run, by the exec's errno: 127
+ * not found (ENOENT), 126 found but not runnable; never the command's own.
+ */
+int lb_child_exec_status(int exec_errno);
+
 /* execvp(argv[0], argv); on failure reports and exits 127 (not found) or 126. */
 _Noreturn void lb_exec(char *const argv[]);
 

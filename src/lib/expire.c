@@ -24,17 +24,6 @@
 /* The least wait for the lock after SIGKILL, whatever GRACE. */
 #define KILL_WAIT	(5 * LB_NS_PER_S)
 
-const char *lb_sig_name(int sig)
-{
-	static char num[16];
-	const char *name = sig == SIGCONT ? "CONT" : lb_signal_name(sig);
-
-	if (name != NULL)
-		return name;
-	snprintf(num, sizeof num, "%d", sig);
-	return num;
-}
-
 static int same_holder(const struct lb_ident *a, const struct lb_ident *b)
 {
 	return a->pid == b->pid && a->starttime == b->starttime && a->wall_ns == b->wall_ns;
@@ -42,8 +31,8 @@ static int same_holder(const struct lb_ident *a, const struct lb_ident *b)
 
 static void refuse_signal(struct lb_runctx *r, int sig, const char *pids)
 {
-	lb_joblog(LOG_ERR, r->name, "signal-refused sig=%s pids=%s", lb_sig_name(sig), pids);
-	lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name, lb_sig_name(sig), pids);
+	lb_joblog(LOG_ERR, r->name, "signal-refused sig=%s pids=%s", lb_signal_name(sig), pids);
+	lb_warnx("%s: cannot send SIG%s to %s: not permitted", r->name, lb_signal_name(sig), pids);
 }
 
 /* The job could not be told for sure: say so, and fail rather than guess. */
@@ -51,8 +40,8 @@ static int blind(struct lb_runctx *r, const struct lb_job *job, int sig)
 {
 	errno = job->err;
 	lb_warn("%s: cannot expire the run: checking its processes for SIG%s", r->name,
-	    lb_sig_name(sig));
-	lb_joblog(LOG_ERR, r->name, "expire-error sig=%s error=%s", lb_sig_name(sig),
+	    lb_signal_name(sig));
+	lb_joblog(LOG_ERR, r->name, "expire-error sig=%s error=%s", lb_signal_name(sig),
 	    strerror(job->err));
 	return LB_EXIT_FAIL;
 }
@@ -129,9 +118,9 @@ static int expire_job(struct lb_runctx *r, struct lb_holder *h)
 				lb_run_note_sent(r, old.pid, sigs[i]);
 				sent = sigs[i];
 				lb_joblog(LOG_NOTICE, r->name, "signal sig=%s pids=%s",
-				    lb_sig_name(sigs[i]), pids);
+				    lb_signal_name(sigs[i]), pids);
 				if (r->o->verbose)
-					lb_warnx("%s: sending SIG%s to %s", r->name, lb_sig_name(sigs[i]),
+					lb_warnx("%s: sending SIG%s to %s", r->name, lb_signal_name(sigs[i]),
 					    pids);
 			}
 			if (refused[0] != '\0')
@@ -182,10 +171,10 @@ static int expire_job(struct lb_runctx *r, struct lb_holder *h)
 			if (by == 0)	/* nothing reached: freed by itself meanwhile */
 				by = sigs[i];
 			lb_joblog(LOG_NOTICE, r->name, "expired pid=%d after=%s", (int)old.pid,
-			    lb_sig_name(by));
+			    lb_signal_name(by));
 			if (r->o->verbose)
 				lb_warnx("%s: lock freed after SIG%s; taking over", r->name,
-				    lb_sig_name(by));
+				    lb_signal_name(by));
 			r->expired = 1;
 			break;
 		}

@@ -6,9 +6,6 @@
 #include "pool.h"
 #include "runstate.h"
 
-/* A signal's name without "SIG" (CONT too), else its number. */
-const char *lb_sig_name(int sig);
-
 /*
  * Expire the overdue holder *H, proven to hold still: CONT, INT, TERM,
  * KILL to every verified process of its job when holders are processes

@@ -71,7 +71,7 @@ struct lb_holders {
 
 static inline enum lb_holder_kind lb_holder_kind(const struct lb_holder *h)
 {
-	return h->waiting ? LB_HOLDER_WAITER : h->foreign ? LB_HOLDER_FOREIGN :
+	return h->foreign ? LB_HOLDER_FOREIGN : h->waiting ? LB_HOLDER_WAITER :
 	    h->session.pid != 0 ? LB_HOLDER_SESSION : LB_HOLDER_LOCAL;
 }
 

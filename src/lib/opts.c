@@ -1,4 +1,4 @@
-/* Option parsing with the house's one-line usage errors. */
+/* Option parsing with the house's one-line usage errors, and the signals' names messages use. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -136,12 +136,18 @@ static const struct {
 
 const char *lb_signal_name(int sig)
 {
+	/* a thread's own: the server's watcher names its signal too */
+	static _Thread_local char num[16];
 	size_t i;
 
+	/* CONT goes before every signal an expiry or a loss sends, and is told */
+	if (sig == SIGCONT)
+		return "CONT";
 	for (i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (names[i].sig == sig)
 			return names[i].name;
-	return NULL;
+	snprintf(num, sizeof num, "%d", sig);
+	return num;
 }
 
 /* --on-loss: none, a signal's name (TERM, SIGTERM) or number. */

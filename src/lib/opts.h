@@ -1,4 +1,4 @@
-/* Option parsing with the house's one-line usage errors. */
+/* Option parsing with the house's one-line usage errors, and the signals' names messages use. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_OPTS_H
 #define LOCKBOX_OPTS_H
@@ -28,7 +28,11 @@ int lb_opt_signal(const char *arg);	/* --on-loss: none (0), a name or a number *
  */
 void lb_say_minutes(const char *what, const char *arg);
 
-/* The name (TERM) of a signal lb_opt_signal knows by name, else NULL. */
+/*
+ * A signal as messages name it after "SIG": TERM for one lb_opt_signal
+ * knows by name, and CONT; else its number, in a buffer of the thread's
+ * own that the next call reuses.
+ */
 const char *lb_signal_name(int sig);
 unsigned lb_opt_mode(const char *arg);	/* --mode: octal, the owner's rw in it */
 

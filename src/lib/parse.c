@@ -189,3 +189,11 @@ const char *lb_format_duration(int64_t ns, char buf[32])
 		    units[i + 1].name);
 	return buf;
 }
+
+const char *lb_format_duration_up(int64_t ns, char buf[32])
+{
+	/* a forged IFELAPSED may be near INT64_MAX: no rounding up past it */
+	if (ns >= LB_NS_PER_S && ns <= INT64_MAX - LB_NS_PER_S)
+		ns = (ns + LB_NS_PER_S - 1) / LB_NS_PER_S * LB_NS_PER_S;
+	return lb_format_duration(ns, buf);
+}

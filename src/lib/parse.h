@@ -42,4 +42,7 @@ const char *lb_format_duration(int64_t ns, char buf[32]);
  * for durations a user gave, said back as given. */
 const char *lb_format_duration_ms(int64_t ns, char buf[32]);
 
+/* The same, rounded up to the second: "in 5m" right after a 5m run, not "4m59s". */
+const char *lb_format_duration_up(int64_t ns, char buf[32]);
+
 #endif

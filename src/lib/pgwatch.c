@@ -99,16 +99,6 @@ static int command_ended(pid_t cmd, uint64_t start, int pidfd)
 	return lb_proc_starttime(cmd) != start;
 }
 
-static const char *sig_name(int sig, char buf[16])
-{
-	const char *name = lb_signal_name(sig);
-
-	if (name != NULL)
-		return name;
-	snprintf(buf, 16, "%d", sig);
-	return buf;
-}
-
 /*
  * Tell the command's job of the loss (WHY): CONT, then SIG, to each once.
  * The command first, at once: the others are found by a look through all
@@ -125,7 +115,7 @@ static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
 {
 	struct lb_lock_site site = { sock->st_dev, sock->st_ino, -1 };
 	struct lb_job job;
-	char pids[512] = "", refused[256] = "", num[16];
+	char pids[512] = "", refused[256] = "";
 	size_t i, n;
 
 	/* not ended, so its PID is still its own */
@@ -153,12 +143,12 @@ static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
 	lb_job_free(&job);
 	if (pids[0] != '\0')
 		lb_warnx("%s: %s; its lock is free: sent SIG%s to PIDs %s",
-		    p->base.name, why, sig_name(p->on_loss, num), pids);
+		    p->base.name, why, lb_signal_name(p->on_loss), pids);
 	else
 		lb_warnx("%s: %s; its lock is free", p->base.name, why);
 	if (refused[0] != '\0')
 		lb_warnx("%s: cannot send SIG%s to %s: not permitted", p->base.name,
-		    sig_name(p->on_loss, num), refused);
+		    lb_signal_name(p->on_loss), refused);
 }
 
 /* what an event in the watcher's set is */

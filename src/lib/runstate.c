@@ -15,15 +15,6 @@
 #include "runstate.h"
 #include "text.h"
 
-/* A wait rounded up to the second, so "in 5m" right after a 5m run, not "4m59s". */
-const char *lb_fmt_wait(int64_t ns, char buf[32])
-{
-	/* a forged IFELAPSED may be near INT64_MAX: no rounding up past it */
-	if (ns >= LB_NS_PER_S && ns <= INT64_MAX - LB_NS_PER_S)
-		ns = (ns + LB_NS_PER_S - 1) / LB_NS_PER_S * LB_NS_PER_S;
-	return lb_format_duration(ns, buf);
-}
-
 /* Decode, reporting a corrupt area once; 1 when it must be written afresh. */
 static int load_state(struct lb_runctx *r, const unsigned char *area, size_t len, struct lb_atom *a)
 {

@@ -90,7 +90,5 @@ int lb_run_note_sent(struct lb_runctx *r, pid_t old, int sig);
 int64_t lb_holder_age(const struct lb_atom *a, const struct lb_atom_clock *now,
     const struct lb_ident *who);
 
-/* A wait rounded up to the second, so "in 5m" right after a 5m run, not "4m59s". */
-const char *lb_fmt_wait(int64_t ns, char buf[32]);
 
 #endif

@@ -210,11 +210,6 @@ int lb_child_status(int wstatus)
 	return LB_EXIT_FAIL;
 }
 
-int lb_child_exec_status(int exec_errno)
-{
-	return exec_errno == ENOENT ? LB_EXIT_NOTFOUND : LB_EXIT_NOEXEC;
-}
-
 void lb_reraise(int sig)
 {
 	sigset_t one;

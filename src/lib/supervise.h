@@ -79,9 +79,6 @@ int lb_super_sleep_until(struct lb_super *s, int64_t deadline);
 /* A wait status as a shell sees it: the exit code, or 128+n for signal n. */
 int lb_child_status(int wstatus);
 
-/* The status for a failed exec: 127 not found, 126 found but not runnable. */
-int lb_child_exec_status(int exec_errno);
-
 /*
  * End by SIG, as the signal's default action does, so that the calling
  * shell sees a process killed by it (an interactive ^C then stops the

@@ -1,4 +1,4 @@
-/* Tables of named columns, printed as aligned text, raw words or a JSON document: one printer. */
+/* Tables of named columns, printed as aligned text or raw words, or as the rows of a JSON document: one printer. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -57,7 +57,6 @@ void lb_table_free(struct lb_table *t)
 
 	for (i = 0; i < t->nrows * t->ncols; i++) {
 		free(t->cells[i].text);
-		free(t->cells[i].json);
 	}
 	free(t->cells);
 	t->cells = NULL;
@@ -207,47 +206,43 @@ static int is_number(const char *s)
 	return *p == '\0';
 }
 
-static void print_json(const struct lb_table *t, const char *key, const char *more)
+void lb_table_json(const struct lb_table *t, struct lb_json *j, const char *key)
 {
-	size_t nc = t->ncols, r, c;
-	const char *n;
+	size_t nc = t->ncols, r, c, k;
+	char name[64];
 
-	printf("{");
-	lb_json_string(stdout, key);
-	printf(":[");
+	lb_json_key(j, key);
+	lb_json_begin_array(j);
 	for (r = 0; r < t->nrows; r++) {
-		printf("%s\n{", r ? "," : "");
+		lb_json_newline(j);
+		lb_json_begin_object(j);
 		for (c = 0; c < nc; c++) {
 			const struct lb_table_cell *cell = &t->cells[r * nc + c];
 			const char *s = cell->text;
 
-			putchar(c ? ',' : '"');
-			if (c)
-				putchar('"');
-			for (n = t->cols[c].name; *n != '\0'; n++)
-				putchar(tolower((unsigned char)*n));
-			printf("\":");
-			if (cell->json != NULL)
-				fputs(cell->json, stdout);
-			else if (s == NULL)
-				fputs("null", stdout);
+			for (k = 0; t->cols[c].name[k] != '\0' && k + 1 < sizeof name; k++)
+				name[k] = (char)tolower((unsigned char)t->cols[c].name[k]);
+			name[k] = '\0';
+			lb_json_key(j, name);
+			if (s == NULL)
+				lb_json_null(j);
+			else if (t->cols[c].json == LB_COL_SECONDS)
+				lb_json_seconds(j, cell->ns);
 			else if (t->cols[c].json == LB_COL_NUM)
-				fputs(is_number(s) ? s : "null", stdout);
+				lb_json_raw(j, is_number(s) ? s : "null");
 			else if (t->cols[c].json == LB_COL_BOOL)
-				fputs(strcmp(s, "1") == 0 ? "true" : "false", stdout);
+				lb_json_bool(j, strcmp(s, "1") == 0);
 			else
-				lb_json_string(stdout, s);
+				lb_json_string(j, s);
 		}
-		putchar('}');
+		lb_json_end_object(j);
 	}
-	printf("%s]%s%s}\n", t->nrows ? "\n" : "", more != NULL ? "," : "", more != NULL ? more : "");
+	if (t->nrows > 0)
+		lb_json_newline(j);
+	lb_json_end_array(j);
 }
 
-void lb_table_print(const struct lb_table *t, int form, int headings, size_t width,
-    const char *key, const char *more)
+void lb_table_print(const struct lb_table *t, int form, int headings, size_t width)
 {
-	if (form == LB_TABLE_JSON)
-		print_json(t, key, more);
-	else
-		print_text(t, form == LB_TABLE_RAW, headings, width);
+	print_text(t, form == LB_TABLE_RAW, headings, width);
 }
