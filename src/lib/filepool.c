@@ -250,8 +250,10 @@ static enum fp_step arrive(struct filepool *p, unsigned max, int64_t deadline,
 		 * scan in hand; its ticket is taken before the header goes, so
 		 * that whoever comes next finds a queue to go behind
 		 */
-		if (r == FP_BUSY && lb_remaining(deadline) != 0)
-			r = fp_queue_join(p, deadline, ticket) == FP_TAKEN ? FP_HEAD : r;
+		if (r == FP_BUSY && lb_remaining(deadline) != 0) {
+			r = fp_queue_join(p, deadline, ticket);
+			r = r == FP_TAKEN ? FP_HEAD : r;
+		}
 		fp_header_unlock(p);
 		return r == FP_HEAD ? fp_head_wait(p, max, deadline, who, slot) : r;
 	}
