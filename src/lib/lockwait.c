@@ -15,8 +15,8 @@
 #include "clock.h"
 #include "host.h"
 #include "lockfile.h"
-#include "parse.h"
 #include "lockwait.h"
+#include "parse.h"
 #include "procfs.h"
 #include "wait.h"
 
