@@ -205,8 +205,8 @@ static int holder_running(struct filepool *p, short type, off_t start, off_t len
 
 	if (r != 1)
 		return r == 0 ? -1 : 0;
-	if (l.pid == 0)
-		lb_lock_owners(p->cfd, &l, 1);
+	/* the header is held by one process after another: each looked for anew */
+	lb_lock_owner_now(p->cfd, &l);
 	if (l.pid > 0)
 		return lb_proc_stat(l.pid, &st) == 0 && (st.state == 'R' || st.state == 'D');
 	/* an open file's lock whose process was not found: let go of during the look? */
@@ -358,10 +358,11 @@ void fp_header_unlock(struct filepool *p)
 /*
  * The start of every change: the header write-locked, the file identified
  * (an empty one gets its header), the header fields read and the progress
- * count moved on. 1 with *size set, 0 the deadline passed first, -1 error
- * (reported; the header is not left locked), or for a mutex's pool
- * LB_ID_NOT_LOCK: the file is no lockbox lock file now (cut short or
- * overwritten since it was opened), and is locked as any file instead.
+ * count moved on. FP_TAKEN with *size set, FP_BUSY the deadline passed
+ * first, FP_ERROR (reported; the header is not left locked), or for a
+ * mutex's pool FP_NOT_LOCK: the file is no lockbox lock file now (cut
+ * short or overwritten since it was opened), and is locked as any file
+ * instead.
  */
 enum fp_step fp_enter(struct filepool *p, int64_t deadline, off_t *size)
 {
@@ -767,7 +768,7 @@ static int take_shared(struct filepool *p, off_t size, const struct lb_ident *wh
 	return 1;
 }
 
-/* With the header locked: 1 taken, 0 all busy (p->held lists them), -1 error. */
+/* With the header locked: FP_TAKEN, FP_BUSY all busy (p->held lists them), FP_ERROR. */
 enum fp_step fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
 {

@@ -227,6 +227,11 @@ static void unlook(dev_t dev, ino_t ino, const struct lb_lockline *x)
 			run.looked[i--] = run.looked[--run.nlooked];
 }
 
+void lb_lookup_again(dev_t dev, ino_t ino, const struct lb_lockline *x)
+{
+	unlook(dev, ino, x);
+}
+
 static int was_looked(dev_t dev, ino_t ino, const struct lb_lockline *x)
 {
 	size_t i;

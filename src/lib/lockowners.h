@@ -64,6 +64,14 @@ void lb_lookup_holders(dev_t dev, ino_t ino, const struct lb_lockline *v, size_t
     pid_t skip, pid_t *pids);
 
 /*
+ * Forget that lock X of DEV/INO was looked for in this run, so that the
+ * next lb_lookup_holders walks for it again: for a lock that one process
+ * after another holds (a lock file's header), a look that found nobody
+ * (its holder let go during the walk) says nothing of the next holder.
+ */
+void lb_lookup_again(dev_t dev, ino_t ino, const struct lb_lockline *x);
+
+/*
  * Every file of V (N of them) looked up in one walk, now: a path to each
  * (lb_lookup_file) and the descriptors open on it, whose lock lists give
  * the processes of its locks when one is asked about. Later lookups of

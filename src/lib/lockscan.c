@@ -719,6 +719,17 @@ void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)
 	free(pids);
 }
 
+void lb_lock_owner_now(int fd, struct lb_lockinfo *l)
+{
+	struct lb_lockline x = line_of(l);
+	struct stat st;
+
+	if (l->pid != 0 || fstat(fd, &st) != 0)
+		return;
+	lb_lookup_again(st.st_dev, st.st_ino, &x);
+	lb_lookup_holders(st.st_dev, st.st_ino, &x, 1, 0, &l->pid);
+}
+
 pid_t lb_lock_keeper(int fd, const struct lb_lockinfo *l, int flock)
 {
 	struct lb_lockline x = line_of(l);

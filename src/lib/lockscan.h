@@ -84,6 +84,12 @@ int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out);
 void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n);
 
 /*
+ * The same for one lock L that processes hold in turn (a header's),
+ * looked for afresh: never "not found" from an earlier look of the run.
+ */
+void lb_lock_owner_now(int fd, struct lb_lockinfo *l);
+
+/*
  * Who holds a lock of TYPE (F_RDLCK or F_WRLCK) on byte BYTE of FD's file,
  * as the kernel's lock table shows it, its process named as
  * lb_lock_owners names one: the PID, or 0 when none is found.
