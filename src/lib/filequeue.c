@@ -111,8 +111,8 @@ int fp_queue_busy(struct filepool *p)
  * ticket byte that another waiter still holds (a count that went back)
  * is passed, at most QUEUE_SKIP of them. A ticket byte locked otherwise
  * than by a waiter (a read lock, a range) is a lock lockbox did not
- * take, reported at once. 1 joined, 0 DEADLINE passed or a foreign lock
- * (p->base.why says which), -1 error (reported).
+ * take, reported at once. FP_TAKEN joined, FP_BUSY: DEADLINE passed or
+ * a foreign lock (p->base.why says which), FP_ERROR (reported).
  */
 enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
@@ -335,9 +335,9 @@ static void queue_progress(struct filepool *p, uint64_t ticket)
  * for is stopped every QUEUE_RECHECK_MS, and at once when the one it
  * waited for went and left an earlier one ahead (which that one passed,
  * or would have been behind): a newcomer behind the last of a moving
- * queue never looks through /proc. 1 our turn, 0 deadline (p->ahead:
- * for whom), 2 stopped by ^Z (the ticket is given back first), -1 error
- * (reported).
+ * queue never looks through /proc. FP_TAKEN our turn, FP_BUSY the
+ * deadline (p->ahead: for whom), FP_STOPPED by ^Z (the ticket is given
+ * back first), FP_ERROR (reported).
  */
 enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
@@ -345,12 +345,13 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 	struct lb_wait w;
 	struct lb_wait_event ev;
 	uint64_t ahead, waiting = 0;
+	enum fp_step step = FP_ERROR;
 	int r, asked = 0;
 	pid_t pid;
 
 	r = queue_next(p, ticket, &seen, 0, &ahead, &pid);
 	if (r <= 0)
-		return r == 0 ? 1 : -1;
+		return r == 0 ? FP_TAKEN : FP_ERROR;	/* nobody ahead: our turn */
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 		lb_warn("%s: cannot wait", p->name);
 		lb_wait_done(&w);
@@ -364,7 +365,6 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 		}
 		if (!asked && lb_wait_on_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
 			lb_warn("%s: cannot wait", p->name);
-			r = -1;
 			break;
 		}
 		asked = 1;
@@ -373,21 +373,21 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 		if (r == 1 && ev.kind == LB_EV_RECHECK)
 			queue_progress(p, ticket);
 		if (r == 1 && ev.kind == LB_EV_STOP) {
-			r = 2;
+			step = FP_STOPPED;
 			break;
 		}
 		if (r == 1 && ev.kind == LB_EV_LOCK && ev.err != 0) {
 			errno = ev.err;
 			lb_warn("%s: cannot wait in the queue", p->name);
-			r = -1;
 			break;
 		}
 		if (r != 1) {
-			if (r < 0)
+			if (r < 0) {
 				lb_warn("%s: cannot wait", p->name);
-			else {
+			} else {	/* the deadline */
 				p->behind = 1;
 				p->ahead_stopped = queue_stopped(p, &seen, ahead, 1, &p->ahead);
+				step = FP_BUSY;
 			}
 			break;
 		}
@@ -397,12 +397,12 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 		}
 		r = queue_next(p, ticket, &seen, 1, &ahead, &pid);
 		if (r <= 0) {
-			r = r == 0 ? 1 : -1;
+			step = r == 0 ? FP_TAKEN : FP_ERROR;
 			break;
 		}
 	}
 	lb_wait_done(&w);
-	return r;
+	return step;
 }
 
 void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place)
