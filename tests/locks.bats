@@ -337,13 +337,13 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	one_read
 	local read=$READ_MS
 	((took <= 25 * read)) || fail "lockbox locks took $took ms, one read of /proc/locks $read ms"
-	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,SLOT,PATH -l -p "$HOLD_PID"
-	assert_equal "${#lines[@]}" 200
-	assert_line "$HOLD_PID 1 $T/d/f17.lock"
 	# (the table is read a page at a time while the host's locks change: a
 	# line at a page's edge may be missed or repeated, as by any reader; on
 	# a busy host, where other runs lock and unlock all along, a few in a
 	# hundred)
+	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,SLOT,PATH -l -p "$HOLD_PID"
+	((${#lines[@]} >= 194 && ${#lines[@]} <= 206)) || fail "${#lines[@]} rows of the 200 lock files"
+	assert_line --regexp "^$HOLD_PID 1 $(re_quote "$T/d")/f[0-9]+\.lock\$"
 	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,PATH -p "$LOCKHOLD_PID"
 	local n
 	n=$(grep -c "^$LOCKHOLD_PID $T/big\$" <<<"$output")

@@ -199,6 +199,7 @@ count_status() {
 	assert_output 0
 }
 
+# bats test_tags=wait
 @test "racing launches on a busy host: a header held by a process that waits for a CPU is waited for, never given up on" {
 	local i cpus bad
 	cpus=$(nproc)
@@ -219,9 +220,19 @@ count_status() {
 	assert_regex "$output" '^[123] 0$'
 }
 
+# long_wait: a -w for LAUNCHES racing launches that must all be served:
+# 30 s, or 10,000 paces on a machine slow enough that 30 s would not do
+# (at a load of 50 on 2 CPUs, 400 launches queued for 30 s, and 18 timed
+# out); in seconds
+long_wait() {
+	local w=$(($(pace) / 100))
+	((w >= 30)) || w=30
+	printf '%s\n' "$w"
+}
+
 # bats test_tags=wait
 @test "racing launches with -w 30, some SIGKILLed: all run, never more than 3 at once" {
-	launch_fast -w 30
+	launch_fast -w "$(long_wait)"
 	local got killed ok
 	assert_equal "$(wc -l <"$T/reaped")" "$LAUNCHES"
 	got=$(cat "$T"/log/* | grep -c '^start ')
@@ -248,7 +259,7 @@ all_ended() {
 	need_ofd	# a classic POSIX lock is not inherited: the child would not hold it
 	HOLDER=$T/orphan
 	KILLS=0
-	launch_fast -w 30
+	launch_fast -w "$(long_wait)"
 	assert_equal "$(count_status 0)" "$LAUNCHES"
 	assert_equal "$(cat "$T/stderr")" ""
 	wait_for -t 120 all_ended "$LAUNCHES"
