@@ -195,9 +195,10 @@ static int held_as_any(struct filepool *p)
  * wait (its disk): a holder that has not got through for HEADER_STUCK
  * on a host with many more runnable processes than CPUs (1). Or nobody
  * holds it now, let go of since the wait ended (-1): tried again. Stopped,
- * gone, asleep or not found: 0.
+ * gone, asleep or not found (by DEADLINE, 0: on the whole host): 0.
  */
-static int holder_running(struct filepool *p, short type, off_t start, off_t len)
+static int holder_running(struct filepool *p, short type, off_t start, off_t len,
+    int64_t deadline)
 {
 	struct lb_lockinfo l;
 	struct lb_proc_stat st;
@@ -205,10 +206,20 @@ static int holder_running(struct filepool *p, short type, off_t start, off_t len
 
 	if (r != 1)
 		return r == 0 ? -1 : 0;
-	/* the header is held by one process after another: each looked for anew */
-	lb_lock_owner_now(p->cfd, &l);
-	if (l.pid > 0)
-		return lb_proc_stat(l.pid, &st) == 0 && (st.state == 'R' || st.state == 'D');
+	/*
+	 * the header is held by one process after another: each looked for
+	 * anew, on the whole host, once each HEADER_STUCK without progress
+	 * (a waiter: up to its deadline)
+	 */
+	lb_lock_owner_now(p->cfd, &l, deadline);
+	if (l.pid > 0) {
+		if (lb_proc_stat(l.pid, &st) != 0)
+			return 0;
+		/* exiting: its locks are going with it (tried again) */
+		if (st.state == 'Z' || st.state == 'X')
+			return -1;
+		return st.state == 'R' || st.state == 'D';
+	}
 	/* an open file's lock whose process was not found: let go of during the look? */
 	return lb_lock_conflict(p->cfd, type, start, len, &l) == 0 ? -1 : 0;
 }
@@ -314,7 +325,7 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		 * behind it; or on a busy host a holder that waits for a CPU
 		 * (or for its disk), which is waited for while it does
 		 */
-		if (holder_running(p, type, start, len) != 0 ||
+		if (holder_running(p, type, start, len, waits ? deadline : 0) != 0 ||
 		    fp_read_count(p, progress) != gen) {
 			/* (the look took a while: others may have got through meanwhile) */
 			stuck_at = lb_deadline_after(header_stuck());

@@ -227,9 +227,22 @@ static void unlook(dev_t dev, ino_t ino, const struct lb_lockline *x)
 			run.looked[i--] = run.looked[--run.nlooked];
 }
 
-void lb_lookup_again(dev_t dev, ino_t ino, const struct lb_lockline *x)
+pid_t lb_lookup_holder_now(dev_t dev, ino_t ino, const struct lb_lockline *x,
+    int64_t deadline)
 {
+	int64_t described = run.deadline;
+	pid_t pid = 0;
+	size_t i;
+
+	/* neither "not found" nor an earlier holder of it is kept: a walk finds the one now */
 	unlook(dev, ino, x);
+	for (i = first_found(dev, ino, x); i < run.nfound &&
+	    cmp_lock(run.found[i].dev, run.found[i].ino, &run.found[i].x, dev, ino, x) == 0; i++)
+		run.found[i].pid = -1;
+	run.deadline = deadline;
+	lb_lookup_holders(dev, ino, x, 1, 0, &pid);
+	run.deadline = described;
+	return pid;
 }
 
 static int was_looked(dev_t dev, ino_t ino, const struct lb_lockline *x)

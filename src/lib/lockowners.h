@@ -64,12 +64,15 @@ void lb_lookup_holders(dev_t dev, ino_t ino, const struct lb_lockline *v, size_t
     pid_t skip, pid_t *pids);
 
 /*
- * Forget that lock X of DEV/INO was looked for in this run, so that the
- * next lb_lookup_holders walks for it again: for a lock that one process
- * after another holds (a lock file's header), a look that found nobody
- * (its holder let go during the walk) says nothing of the next holder.
+ * As lb_lookup_holders for one lock X, for a decision rather than a
+ * message (whether the holder of a lock file's header runs, or is stuck):
+ * looked for afresh, since one process after another holds such a lock
+ * and a look that found nobody says nothing of the next holder; and up
+ * to DEADLINE (0: the whole host), not the run's, which bounds what is
+ * looked up to describe a refusal. The holder's PID, or 0.
  */
-void lb_lookup_again(dev_t dev, ino_t ino, const struct lb_lockline *x);
+pid_t lb_lookup_holder_now(dev_t dev, ino_t ino, const struct lb_lockline *x,
+    int64_t deadline);
 
 /*
  * Every file of V (N of them) looked up in one walk, now: a path to each

@@ -719,15 +719,13 @@ void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)
 	free(pids);
 }
 
-void lb_lock_owner_now(int fd, struct lb_lockinfo *l)
+void lb_lock_owner_now(int fd, struct lb_lockinfo *l, int64_t deadline)
 {
 	struct lb_lockline x = line_of(l);
 	struct stat st;
 
-	if (l->pid != 0 || fstat(fd, &st) != 0)
-		return;
-	lb_lookup_again(st.st_dev, st.st_ino, &x);
-	lb_lookup_holders(st.st_dev, st.st_ino, &x, 1, 0, &l->pid);
+	if (l->pid == 0 && fstat(fd, &st) == 0)
+		l->pid = lb_lookup_holder_now(st.st_dev, st.st_ino, &x, deadline);
 }
 
 pid_t lb_lock_keeper(int fd, const struct lb_lockinfo *l, int flock)

@@ -84,10 +84,11 @@ int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out);
 void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n);
 
 /*
- * The same for one lock L that processes hold in turn (a header's),
- * looked for afresh: never "not found" from an earlier look of the run.
+ * The same for one lock L that processes hold in turn (a header's), to
+ * decide whether its holder runs: looked for afresh, up to DEADLINE (0:
+ * the whole host; see lb_lookup_holder_now).
  */
-void lb_lock_owner_now(int fd, struct lb_lockinfo *l);
+void lb_lock_owner_now(int fd, struct lb_lockinfo *l, int64_t deadline);
 
 /*
  * Who holds a lock of TYPE (F_RDLCK or F_WRLCK) on byte BYTE of FD's file,
