@@ -320,16 +320,18 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 # The bounds below are ratios to one read of /proc/locks taken in the same
 # test, so that they hold on a loaded machine; a run that spends its time
 # re-reading the table for every file, or walking /proc more than once,
-# is many reads over them.
+# is many reads over them. 5,000 other locks, not more: CI runs suites
+# side by side, and every lock held here makes each of their reads of
+# the table longer (bench/locks measures 20,000, alone).
 
 # bats test_tags=lockkind
-@test "locks with 20,000 other locks and 200 lock files: one read of /proc/locks, one walk of /proc, within 25 reads' time" {
+@test "locks with 5,000 other locks and 200 lock files: one read of /proc/locks, one walk of /proc, within 25 reads' time" {
 	need_locks
 	need_lockhold
 	mkdir "$T/d"
 	hold_files "$T/d" 200
 	: >"$T/big"
-	hold_many "$T/big" 20000
+	hold_many "$T/big" 5000
 	one_read
 	ms "$LOCKBOX" locks
 	local took=$MS
@@ -347,7 +349,7 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,PATH -p "$LOCKHOLD_PID"
 	local n
 	n=$(grep -c "^$LOCKHOLD_PID $T/big\$" <<<"$output")
-	((n >= 19000 && n <= 21000)) || fail "$n lines of the 20,000 locks"
+	((n >= 4750 && n <= 5250)) || fail "$n lines of the 5,000 locks"
 	if command -v strace >/dev/null; then
 		ASAN_OPTIONS=detect_leaks=0 run -0 strace -f -e trace=openat -o "$T/trace" "$LOCKBOX" locks -o PID
 		run -0 grep -c '"/proc/locks"' "$T/trace"
@@ -362,17 +364,17 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	run -0 python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d["stopped_short"] is True and len(d["locks"]) < 20000, len(d["locks"])
+assert d["stopped_short"] is True and len(d["locks"]) < 5000, len(d["locks"])
 print("ok")' <<<"$output"
 	assert_output ok
 }
 
 # bats test_tags=lockkind,wait
-@test "mutex -w 1 with 20,000 other locks: 75 by its deadline, the holder named; a busy mutex at once; one walk of /proc" {
+@test "mutex -w 1 with 5,000 other locks: 75 by its deadline, the holder named; a busy mutex at once; one walk of /proc" {
 	need_locks
 	need_lockhold
 	: >"$T/big"
-	hold_many "$T/big" 20000
+	hold_many "$T/big" 5000
 	local big=$LOCKHOLD_PID
 	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
 	local holder=$SPAWN_PID
