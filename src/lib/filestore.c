@@ -45,6 +45,8 @@
 #define QUICK_CHUNK	64
 /* tries of a flock(2) lock that a holder's end is about to free (path_lock) */
 #define PATH_TRIES	3
+/* looks for a header's holder, each a walk of /proc, before it is called not found */
+#define HOLDER_LOOKS	3
 /* how often a mutex's wait for the header looks again at what holds it (held_as_any) */
 #define AS_ANY_RECHECK	(250 * LB_NS_PER_MS)
 
@@ -202,17 +204,23 @@ static int holder_running(struct filepool *p, short type, off_t start, off_t len
 {
 	struct lb_lockinfo l;
 	struct lb_proc_stat st;
-	int r = lb_lock_conflict(p->cfd, type, start, len, &l);
+	int r, looks;
 
-	if (r != 1)
-		return r == 0 ? -1 : 0;
 	/*
-	 * the header is held by one process after another: each looked for
-	 * anew, on the whole host, once each HEADER_STUCK without progress
-	 * (a waiter: up to its deadline)
+	 * The header is held by one process after another: each looked for
+	 * anew, on the whole host, once each HEADER_STUCK without progress (a
+	 * waiter: up to its deadline). A look that finds nobody may have met
+	 * one holder letting go and the next taking it while it walked (the
+	 * lookers' read locks come and go by the hundred on a busy pool, and
+	 * move no count): a few looks, then "not found".
 	 */
-	lb_lock_owner_now(p->cfd, &l, deadline);
-	if (l.pid > 0) {
+	for (looks = 0; looks < HOLDER_LOOKS; looks++) {
+		r = lb_lock_conflict(p->cfd, type, start, len, &l);
+		if (r != 1)
+			return r == 0 ? -1 : 0;	/* let go of since: tried again */
+		lb_lock_owner_now(p->cfd, &l, deadline);
+		if (l.pid <= 0)
+			continue;
 		if (lb_proc_stat(l.pid, &st) != 0)
 			return 0;
 		/* exiting: its locks are going with it (tried again) */
@@ -220,8 +228,7 @@ static int holder_running(struct filepool *p, short type, off_t start, off_t len
 			return -1;
 		return st.state == 'R' || st.state == 'D';
 	}
-	/* an open file's lock whose process was not found: let go of during the look? */
-	return lb_lock_conflict(p->cfd, type, start, len, &l) == 0 ? -1 : 0;
+	return 0;
 }
 
 /*
