@@ -400,10 +400,13 @@ Try 'lockbox mutex --help'."
 		child=$(cat "$T/child")
 		track_pid "$child"
 		run -75 --separate-stderr "$LOCKBOX" mutex "$f" true
+		# the child that keeps it is named when a refusal's bounded look at
+		# the processes finds it in time (on a host of hundreds of busy
+		# processes it may not: list, below, looks without that bound)
 		if [[ $f == "$F" ]]; then
-			assert_stderr_regex "^mutex: $(re_quote "$f"): held by PID $gone \\(sh, $AGE_RE\\), which has exited: its children keep the lock \\(PID $child, sleep\\)\$"
+			assert_stderr_regex "^mutex: $(re_quote "$f"): held by PID $gone \\(sh, $AGE_RE\\), which has exited: its children keep the lock( \\(PID $child, sleep\\))?\$"
 		else
-			assert_stderr "mutex: $f: held by PID $gone (?), which has exited: its children keep the lock (PID $child, sleep)"
+			assert_stderr_regex "^mutex: $(re_quote "$f"): held by PID $gone \\(\\?\\), which has exited: its children keep the lock( \\(PID $child, sleep\\))?\$"
 		fi
 		run -0 "$LOCKBOX" mutex "$f" list
 		assert_regex "${lines[1]}" "^[-1] +$gone +[^ ]+ +exited, kept by PID $child: "

@@ -8,6 +8,16 @@
 
 load test_helper
 
+# lockbox locks stops looking after 5 s by default: the cases that want
+# the whole table give it 10,000 of lockbox's own paces (at least 5 s),
+# which an instrumented build on a busy host needs (a sanitizers' build
+# at a load of 40 stopped short at 5 s)
+locks_timeout() {
+	local s=$(($(pace) / 100))
+	((s >= 5)) || s=5
+	printf '%ss\n' "$s"
+}
+
 # A holder age as lockbox prints it: 850ms, 42s, 3m12s.
 AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
@@ -21,7 +31,7 @@ MARK_AND_HOLD='echo "$$" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600'
 
 # rows_json [ARG...]: lockbox locks -J ARG..., checked to be one JSON document
 rows_json() {
-	run -0 --separate-stderr "$LOCKBOX" locks -J "$@"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -J "$@"
 	valid_json <<<"$output"
 }
 
@@ -145,7 +155,7 @@ print("ok")' - "$T" "$flock_pid" "$posix_pid" "$LOCKHOLD_PID" "$ofd_py" "$plain_
 		"$holder" "$waiter" <<<"$output"
 	assert_output ok
 	# the text table: a heading, and the same rows
-	run -0 --separate-stderr "$LOCKBOX" locks -u
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -u
 	assert_stderr ""
 	assert_line --index 0 --regexp '^COMMAND +PID TYPE +MODE +START +END SLOT AGE +NOTE +PATH$'
 	assert_line --regexp "^lockhold +$LOCKHOLD_PID (OFDLCK|POSIX) +WRITE +100 +149 .* $(re_quote "$T/ofd")\$"
@@ -163,11 +173,11 @@ print("ok")' - "$T" "$flock_pid" "$posix_pid" "$LOCKHOLD_PID" "$ofd_py" "$plain_
 	spawn flock "$evil" sh -c "$MARK_AND_HOLD" sh "$T/mark"
 	local pid=$SPAWN_PID
 	wait_for test -s "$T/mark"
-	run -0 --separate-stderr "$LOCKBOX" locks -u -p "$pid"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -u -p "$pid"
 	assert_equal "${#lines[@]}" 2
 	assert_line --index 1 --regexp "$(re_quote "$T")/evil\\\\n1  4242 sshd 9d\\\\x1b\\[31mred\$"
 	refute_output --partial $'\e'
-	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,PATH -p "$pid"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,PATH -p "$pid"
 	assert_output "$pid $T/evil\\n1\\x20\\x204242\\x20sshd\\x209d\\x1b[31mred"
 	rows_json -p "$pid"
 	# shellcheck disable=SC2016 # python's
@@ -191,24 +201,24 @@ print("ok")' "$output" "$evil" "$pid"
 	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
 	local holder=$SPAWN_PID
 	wait_for test -s "$T/held"
-	run -0 --separate-stderr "$LOCKBOX" locks -p "$fl" -o pid,TYPE,path
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -p "$fl" -o pid,TYPE,path
 	assert_line --index 0 --regexp '^ *PID TYPE  PATH$'
 	assert_line --index 1 --regexp "^ *$fl FLOCK $(re_quote "$T/plain")\$"
 	assert_equal "${#lines[@]}" 2
-	run -0 --separate-stderr "$LOCKBOX" locks -n -r -p "$fl" -o +BLOCKER,INODE,MAJ:MIN,SIZE,M
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -n -r -p "$fl" -o +BLOCKER,INODE,MAJ:MIN,SIZE,M
 	assert_output --regexp "^flock $fl FLOCK WRITE 0 EOF +$(re_quote "$T/plain")  $(stat -c %i "$T/plain") [0-9]+:[0-9]+ 5 0\$"
-	run -0 --separate-stderr "$LOCKBOX" locks -n -p "$fl" --output-all
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -n -p "$fl" --output-all
 	assert_equal "${#lines[@]}" 1
 	# -l: lockbox lock files only
-	run -0 --separate-stderr "$LOCKBOX" locks -l -r -n -o PID,SLOT,PATH
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -l -r -n -o PID,SLOT,PATH
 	assert_line "$holder 1 $F"
 	refute_line --partial "$T/plain"
 	# one PID that holds nothing, as text, raw and JSON
-	run -0 --separate-stderr "$LOCKBOX" locks -p "$$"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -p "$$"
 	assert_output "nothing is held"
-	run -0 --separate-stderr "$LOCKBOX" locks -r -p "$$"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -p "$$"
 	assert_output "COMMAND PID TYPE MODE START END SLOT AGE NOTE PATH"
-	run -0 --separate-stderr "$LOCKBOX" locks -r -n -p "$$"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -p "$$"
 	assert_output ""
 	rows_json -p "$$"
 	assert_output '{"locks":[],"stopped_short":false}'
@@ -269,11 +279,11 @@ hold_marked_root() {
 	local pid
 	pid=$(cat "$d/pid")
 	track_pid "$pid"
-	run -0 --separate-stderr as_nobody "$LOCKBOX" locks -r -n -o PID,SLOT,PATH -p "$pid"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,SLOT,PATH -p "$pid"
 	assert_output "$pid 1 $d/in/x.lock"
 	# the directory closed to that user: the file cannot be looked at, and its row says so
 	chmod 0700 "$d/in"
-	run -0 --separate-stderr as_nobody "$LOCKBOX" locks -r -n -o PID,NOTE,PATH -p "$pid"
+	run -0 --separate-stderr as_nobody "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,NOTE,PATH -p "$pid"
 	assert_stderr ""
 	# its slot's lock and its flock(2) lock, each as the kernel shows it
 	assert_equal "${#lines[@]}" 2
@@ -281,9 +291,9 @@ hold_marked_root() {
 	assert_equal "${lines[1]}" "${lines[0]}"
 	# root's lock files are not this user's to see; root sees both
 	hold_marked_root "$d/root.lock"
-	run -0 --separate-stderr as_nobody "$LOCKBOX" locks -l -r -n -o PATH
+	run -0 --separate-stderr as_nobody "$LOCKBOX" locks --timeout "$(locks_timeout)" -l -r -n -o PATH
 	refute_output --partial "$d/root.lock"
-	run -0 --separate-stderr "$LOCKBOX" locks -l -r -n -o PATH
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -l -r -n -o PATH
 	assert_line "$d/root.lock"
 	assert_line "$d/in/x.lock"
 }
@@ -313,7 +323,7 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	assert_output 1
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 60 "$F" true
 	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
-	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,NOTE -p "$LOCKHOLD_PID"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,NOTE -p "$LOCKHOLD_PID"
 	assert_output "$LOCKHOLD_PID another\\x20program,\\x20in\\x20the\\x20wait\\x20queue"
 }
 
@@ -333,7 +343,7 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	: >"$T/big"
 	hold_many "$T/big" 5000
 	one_read
-	ms "$LOCKBOX" locks
+	ms "$LOCKBOX" locks --timeout "$(locks_timeout)"
 	local took=$MS
 	((MS_STATUS == 0))
 	one_read
@@ -343,15 +353,15 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	# line at a page's edge may be missed or repeated, as by any reader; on
 	# a busy host, where other runs lock and unlock all along, a few in a
 	# hundred)
-	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,SLOT,PATH -l -p "$HOLD_PID"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,SLOT,PATH -l -p "$HOLD_PID"
 	((${#lines[@]} >= 194 && ${#lines[@]} <= 206)) || fail "${#lines[@]} rows of the 200 lock files"
 	assert_line --regexp "^$HOLD_PID 1 $(re_quote "$T/d")/f[0-9]+\.lock\$"
-	run -0 --separate-stderr "$LOCKBOX" locks -r -n -o PID,PATH -p "$LOCKHOLD_PID"
+	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,PATH -p "$LOCKHOLD_PID"
 	local n
 	n=$(grep -c "^$LOCKHOLD_PID $T/big\$" <<<"$output")
 	((n >= 4750 && n <= 5250)) || fail "$n lines of the 5,000 locks"
 	if command -v strace >/dev/null; then
-		ASAN_OPTIONS=detect_leaks=0 run -0 strace -f -e trace=openat -o "$T/trace" "$LOCKBOX" locks -o PID
+		ASAN_OPTIONS=detect_leaks=0 run -0 strace -f -e trace=openat -o "$T/trace" "$LOCKBOX" locks --timeout "$(locks_timeout)" -o PID
 		run -0 grep -c '"/proc/locks"' "$T/trace"
 		assert_output 1
 		run -0 grep -c '"/proc", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY' "$T/trace"
