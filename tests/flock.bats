@@ -690,8 +690,12 @@ ts_general() {
 		run "-$st" --separate-stderr bash -c 'cd "$3" && exec 4<>"$2" && "$1" mutex --nonblocking --exclusive --conflict-exit-code 123 4' \
 			sh "$LOCKBOX" "$TS_LOCK" "$T"
 		assert [ ! -e "$T/4" ]
-		# timeout, and time-check: it waits for the general lock, and gets it as that goes
-		spawn "$LOCKBOX" mutex --timeout 5 --conflict-exit-code 5 "$TS_LOCK" echo "After timeout."
+		# timeout, and time-check: it waits for the general lock, and gets it
+		# as that goes (5 s there; here 5 s or 5,000 paces, for a loaded
+		# host and an instrumented build)
+		local wait_s=$(($(pace) / 200))
+		((wait_s >= 5)) || wait_s=5
+		spawn "$LOCKBOX" mutex --timeout "$wait_s" --conflict-exit-code 5 "$TS_LOCK" echo "After timeout."
 		local waiter=$SPAWN_PID out=$SPAWN_OUT
 		if [[ $api == fcntl ]]; then
 			wait_for waiting_on "$TS_LOCK" 1
@@ -808,7 +812,9 @@ overwrite_head() {
 		redirect) exec 9>"$lock" && exec 9>&- ;;
 		esac
 		run -75 --separate-stderr "$LOCKBOX" mutex "$lock" touch "$T/ran"
-		assert_stderr_regex "^mutex: $(re_quote "$lock"): held by PID $holder \\(sleep, $AGE_RE\\)\$"
+		# (the holder's slot lock is its too, when the refusal's bounded
+		# look finds its process in time; on a busy host it may be "?")
+		assert_stderr_regex "^mutex: $(re_quote "$lock"): (held by PID $holder \\(sleep, $AGE_RE\\)|held \\(PIDs $holder, \\?\\))\$"
 		run -0 "$LOCKBOX" mutex "$lock" check
 		assert_output 1
 		run -0 "$LOCKBOX" mutex "$lock" held
