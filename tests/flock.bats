@@ -171,7 +171,8 @@ slot=1"
 	track_pid "$a"
 	wait_for test -e "$T/held"
 	run -75 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
-	assert_stderr "slots: $T/e: locked by another program: PID $a (sleep)"
+	# (named when the refusal's bounded look finds the process in time)
+	assert_stderr_regex "^slots: $(re_quote "$T/e"): locked by another program: PID ($a \\(sleep\\)|\\? \\(not found in time: [^)]*\\))\$"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"
@@ -826,7 +827,7 @@ overwrite_head() {
 		# the library too, its builtin or the binary
 		# shellcheck disable=SC2016 # expanded by the child shell
 		run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$lock"
-		assert_stderr_regex "held by PID $holder "
+		assert_stderr_regex "held by PID $holder |held \\(PIDs $holder, \\?\\)"
 		stop_pid "$holder"
 		assert [ ! -e "$T/ran" ]
 		# free again: taken, as any file or as a lock file
@@ -1009,8 +1010,10 @@ peers() {
 			[[ $kind == plain ]] && printf 'data\n' >"$lock"
 			peer_hold "$peer" "$lock"
 			run -75 --separate-stderr "$LOCKBOX" mutex "$lock" touch "$T/ran"
-			assert_stderr_regex "PID [0-9]+"
-			run -0 --separate-stderr "$LOCKBOX" mutex "$lock" held
+			assert_stderr_regex "PID [0-9?]+"
+			# (held reads the kernel's table, a page at a time: on a busy
+			# host a line at a page's edge may be missed once)
+			wait_for "$LOCKBOX" mutex "$lock" held
 			stop_pid "$PEER_PID"
 			rm -f "$T/peer.held"
 			assert [ ! -e "$T/ran" ]

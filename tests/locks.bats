@@ -353,8 +353,14 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	# line at a page's edge may be missed or repeated, as by any reader; on
 	# a busy host, where other runs lock and unlock all along, a few in a
 	# hundred)
-	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,SLOT,PATH -l -p "$HOLD_PID"
-	((${#lines[@]} >= 194 && ${#lines[@]} <= 206)) || fail "${#lines[@]} rows of the 200 lock files"
+	# the most rows of three reads
+	local rows=0 _
+	for _ in 1 2 3; do
+		run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,SLOT,PATH -l -p "$HOLD_PID"
+		((${#lines[@]} <= rows)) || rows=${#lines[@]}
+		((rows < 194)) || break
+	done
+	((rows >= 194 && rows <= 206)) || fail "$rows rows of the 200 lock files"
 	assert_line --regexp "^$HOLD_PID 1 $(re_quote "$T/d")/f[0-9]+\.lock\$"
 	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,PATH -p "$LOCKHOLD_PID"
 	local n
