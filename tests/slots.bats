@@ -6,6 +6,8 @@
 
 load test_helper
 # bats file_tags=lockkind
+# a holder's age as list shows it
+AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 # busy_pids PID...: "PID 7" or "PIDs 7, 9" as the busy messages list them.
 busy_pids() {
@@ -532,7 +534,7 @@ older_than() {
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $s \\(sleep, [0-9]+m?s\\)\$"
 	run -0 "$LOCKBOX" mutex "$F" list
-	assert_regex "${lines[1]}" "^1 +$s +[0-9]+m?s +sleep\$"
+	assert_regex "${lines[1]}" "^1 +$s +$AGE_RE +sleep\$"
 	run -0 "$LOCKBOX" mutex "$F" check
 	assert_output 1
 	assert [ ! -e "$T/ran" ]
