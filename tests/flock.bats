@@ -619,7 +619,7 @@ on_pty() {
 	reap "$ahead"
 	run -0 cat -v "$T/pty.out"
 	# each rewrite: a carriage return, the line, the rest of the old one erased
-	assert_regex "$output" "\\^Mmutex: $(re_quote "$F"): waiting [0-9]+ms, 2nd in the queue\\^\\[\\[K"
+	assert_regex "$output" "\\^Mmutex: $(re_quote "$F"): waiting [0-9.]+m?s, 2nd in the queue\\^\\[\\[K"
 	assert_regex "$output" "\\^Mmutex: $(re_quote "$F"): waiting [0-9.]+m?s, (2nd in the queue|next in line, held by PID $holder \\(sh, $AGE_RE\\))\\^\\[\\[K"
 	assert_regex "$output" "\\^M\\^\\[\\[Kmutex: $(re_quote "$F"): took slot 1 of 1\\^M"
 	assert_line "ran^M"
