@@ -527,12 +527,12 @@ older_than() {
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
 	assert_stderr "slots: $F: held (PID $m)"
 	run -0 "$LOCKBOX" slots "$F" list
-	assert_regex "${lines[1]}" "^1 +$m +[0-9]+m?s +sleep\$"
+	assert_regex "${lines[1]}" "^1 +$m +$AGE_RE +sleep\$"
 	stop_pid "$m"
 	spawn_sleeper slots "$F" 1
 	local s=$SLEEPER_PID
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
-	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $s \\(sleep, [0-9]+m?s\\)\$"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $s \\(sleep, $AGE_RE\\)\$"
 	run -0 "$LOCKBOX" mutex "$F" list
 	assert_regex "${lines[1]}" "^1 +$s +$AGE_RE +sleep\$"
 	run -0 "$LOCKBOX" mutex "$F" check
@@ -549,9 +549,9 @@ older_than() {
 	local m=$SLEEPER_PID f
 	f=$(re_quote "$F")
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
-	assert_stderr_regex "^mutex: $f: held by PID $m \\(sleep, [0-9]+m?s\\)\$"
+	assert_stderr_regex "^mutex: $f: held by PID $m \\(sleep, $AGE_RE\\)\$"
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
-	assert_stderr_regex "^mutex: $f: timed out after 300ms; held by PID $m \\(sleep, [0-9]+m?s\\)\$"
+	assert_stderr_regex "^mutex: $f: timed out after 300ms; held by PID $m \\(sleep, $AGE_RE\\)\$"
 	assert [ ! -e "$T/ran" ]
 }
 
