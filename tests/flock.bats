@@ -14,8 +14,6 @@ lists_waiter() {
 	"$LOCKBOX" mutex "$1" list 2>/dev/null | grep -qE "^- +$2 "
 }
 
-# A holder age as lockbox prints it: 850ms, 42s, 3m12s.
-AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 need_flock() {
 	command -v flock >/dev/null || skip "needs flock(1) (util-linux)"
@@ -703,9 +701,7 @@ ts_general() {
 		# timeout, and time-check: it waits for the general lock, and gets it
 		# as that goes (5 s there; here 5 s or 5,000 paces, for a loaded
 		# host and an instrumented build)
-		local wait_s=$(($(pace) / 200))
-		((wait_s >= 5)) || wait_s=5
-		spawn "$LOCKBOX" mutex --timeout "$wait_s" --conflict-exit-code 5 "$TS_LOCK" echo "After timeout."
+		spawn "$LOCKBOX" mutex --timeout "$(paces_or 5000 5)" --conflict-exit-code 5 "$TS_LOCK" echo "After timeout."
 		local waiter=$SPAWN_PID out=$SPAWN_OUT
 		if [[ $api == fcntl ]]; then
 			wait_for waiting_on "$TS_LOCK" 1

@@ -13,13 +13,9 @@ load test_helper
 # which an instrumented build on a busy host needs (a sanitizers' build
 # at a load of 40 stopped short at 5 s)
 locks_timeout() {
-	local s=$(($(pace) / 100))
-	((s >= 5)) || s=5
-	printf '%ss\n' "$s"
+	printf '%ss\n' "$(paces_or 10000 5)"
 }
 
-# A holder age as lockbox prints it: 850ms, 42s, 3m12s.
-AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 need_locks() {
 	[[ -r /proc/locks ]] || skip "no /proc/locks"

@@ -12,8 +12,6 @@ json_names() {
 	"$LOCKBOX" mutex --json "$1" list 2>/dev/null | grep -qF -- "$2"
 }
 
-# A holder age as lockbox prints it: 850ms, 42s, 3m12s.
-AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 # hold_sleep APPLET ARG...: `APPLET ARG... sleep 600` in the background,
 # once the lock is held; its PID (the sleep's, exec'd in place) in HOLD_PID.

@@ -12,7 +12,6 @@
 
 load test_helper
 
-AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 setup() {
 	[[ -n ${LOCKBOX_PG_URL:-} ]] ||

@@ -65,7 +65,6 @@ need_builtin() {
 	[[ -n $(builtin_so) ]] || skip "this build has no loadable builtin (configure found no bash headers?)"
 }
 
-AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 # both FUNCTION: run a scenario once per mode; F and the scripts per mode.
 both() {

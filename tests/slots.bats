@@ -6,8 +6,6 @@
 
 load test_helper
 # bats file_tags=lockkind
-# a holder's age as list shows it
-AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
 
 # busy_pids PID...: "PID 7" or "PIDs 7, 9" as the busy messages list them.
 busy_pids() {

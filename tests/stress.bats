@@ -225,9 +225,7 @@ count_status() {
 # (at a load of 50 on 2 CPUs, 400 launches queued for 30 s, and 18 timed
 # out); in seconds
 long_wait() {
-	local w=$(($(pace) / 100))
-	((w >= 30)) || w=30
-	printf '%s\n' "$w"
+	paces_or 10000 30
 }
 
 # bats test_tags=wait

@@ -45,6 +45,18 @@ pace() {
 	printf '%s\n' "$max"
 }
 
+# paces_or N SECONDS: SECONDS, or N of lockbox's paces where the machine
+# is slow enough that these come to more; in whole seconds
+paces_or() {
+	local s=$(($(pace) * $1 / 1000000))
+	((s >= $2)) || s=$2
+	printf '%s\n' "$s"
+}
+
+# A holder's age as list and the busy message print it: 850ms, 42s, 3m12s
+# shellcheck disable=SC2034 # used by the test files
+AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
+
 # within_paces U0 PACE K: the time since U0 (EPOCHREALTIME's digits, in
 # microseconds) is at most K paces, the pace the larger of PACE (taken
 # before) and one taken now: a bound that grows with the load.
