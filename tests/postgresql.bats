@@ -407,16 +407,20 @@ count_lock_held() {
 # bats test_tags=wait
 @test "a wait's lock_timeout ends with the wait: the session that then holds the slot keeps none" {
 	hold mutex "$U"
+	local waiter key w
+	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $(backend_of "$HOLD_PID")")
+	# the wait must outlast this case's steps up to the handoff, on a
+	# busy machine too
+	w=$(paces_or 2000 3)
 	# shellcheck disable=SC2016 # expanded by the child shell
-	spawn env LOCKBOX_TEST_PG_COUNT_STUCK=60 "$LOCKBOX" mutex -w 3 "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
-	local waiter=$SPAWN_PID key
+	spawn env LOCKBOX_TEST_PG_COUNT_STUCK=60 "$LOCKBOX" mutex -w "$w" "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
+	waiter=$SPAWN_PID
 	wait_for queued "$waiter" 1
-	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
 	# another session keeps the count lock for longer than the wait's
-	# lock_timeout (3 s and a second): the waiter, handed the slot, must
-	# wait for it to count the holders, however long its wait was
+	# lock_timeout (the wait and a second): the waiter, handed the slot,
+	# must wait for it to count the holders, however long its wait was
 	spawn psql "$LOCKBOX_PG_URL" -XAtq -c "BEGIN" -c "SELECT pg_advisory_xact_lock($key, -1)" \
-		-c "SELECT pg_sleep(5.5)" -c "COMMIT"
+		-c "SELECT pg_sleep($w + 2.5)" -c "COMMIT"
 	wait_for count_lock_held "$key"
 	stop_pid "$HOLD_PID"
 	reap "$waiter"
