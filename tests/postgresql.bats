@@ -349,13 +349,17 @@ hold() {
 @test "a waiter whose server goes away and stays away past the deadline: 75, naming the server" {
 	need_cluster
 	hold mutex "$U"
-	spawn "$LOCKBOX" mutex -w 5 "$U" touch "$T/ran"
-	local waiter=$SPAWN_PID
+	# the wait must outlast the steps up to the server's stop, on a busy
+	# machine too
+	local w waiter
+	w=$(paces_or 2000 5)
+	spawn "$LOCKBOX" mutex -w "$w" "$U" touch "$T/ran"
+	waiter=$SPAWN_PID
 	wait_for queued "$waiter" 1
 	pg_down "$LOCKBOX_PG_DIR"
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 75
-	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): timed out after 5s; the server is unreachable: .*refused"
+	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): timed out after $AGE_RE; the server is unreachable: .*refused"
 	pg_up "$LOCKBOX_PG_DIR"
 	assert [ ! -e "$T/ran" ]
 }
