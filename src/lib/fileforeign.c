@@ -114,10 +114,12 @@ static size_t add_flocks(struct filepool *p, struct lb_lockinfo **v, size_t n,
  *    the grant and the waiter letting it go, and the waiter runs lockbox.
  * 0, or -1 (reported).
  */
+#define UNLOCKED_ASKS	8
+
 int fp_find_foreign(struct filepool *p, int records)
 {
 	struct lb_lockinfo *v, *m;
-	size_t n, i, k, nflocks;
+	size_t n, i, k, nflocks, asked;
 	unsigned s;
 	struct lb_lockline *flocks = NULL;
 	int r = split_lines(p, &v, &n, &flocks, &nflocks);
@@ -142,12 +144,18 @@ int fp_find_foreign(struct filepool *p, int records)
 			v[k++] = v[i];
 	}
 	/*
-	 * A held slot without a record is another program's too, though this
-	 * read of the table may have missed its line (a lock taken or dropped
-	 * anywhere on the host between two reads shifts the lines after it):
-	 * the kernel names its lock when asked about that byte alone.
+	 * A held slot that no lock read here covers, and whose record does
+	 * not name a holder: this read of the table may have missed the
+	 * line of the lock that holds it (a lock taken or dropped anywhere
+	 * on the host between two reads shifts the lines after it), and the
+	 * kernel names that lock when asked about the byte alone. It is
+	 * another program's when lockbox never takes its shape (lockf(3) on
+	 * the whole file, which also keeps the header's lock from this look)
+	 * or, with the records read under the header's lock, when the slot
+	 * has no record. Without that lock only a few slots are asked: each
+	 * question is a walk of the file's lock list.
 	 */
-	for (i = 0; records && i < p->held.n; i++) {
+	for (i = 0, asked = 0; i < p->held.n; i++) {
 		long long at = (long long)lb_slot_offset(p->held.v[i]);
 		struct lb_lockinfo l, *grown;
 		size_t j;
@@ -156,7 +164,12 @@ int fp_find_foreign(struct filepool *p, int records)
 			continue;
 		for (j = 0; j < k && !(v[j].lo <= at && (v[j].hi < 0 || at <= v[j].hi)); j++)
 			;
-		if (j < k || lb_lock_conflict(p->cfd, F_WRLCK, (off_t)at, 1, &l) != 1)
+		if (j < k)
+			continue;
+		if (!records && asked++ == UNLOCKED_ASKS)
+			break;
+		if (lb_lock_conflict(p->cfd, F_WRLCK, (off_t)at, 1, &l) != 1 ||
+		    (!records && lb_lock_is_lockbox(&l)))
 			continue;
 		grown = realloc(v, (k + 1) * sizeof *v);
 		if (grown == NULL)
