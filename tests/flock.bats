@@ -265,7 +265,7 @@ Try 'lockbox mutex --help'."
 	assert_stderr_regex "^mutex: invalid duration 'forever': "
 	# -n after -w: no wait (the last counts, as in flock(1))
 	hold_marked "$T/held" "$LOCKBOX" mutex "$F"
-	run -75 --separate-stderr timeout 10 "$LOCKBOX" mutex -w 60 -n "$F" true
+	run -75 --separate-stderr within 10 "$LOCKBOX" mutex -w 60 -n "$F" true
 	run -5 --separate-stderr "$LOCKBOX" mutex -E 5 --nb "$F" true
 }
 

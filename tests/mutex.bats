@@ -582,11 +582,11 @@ header_waited_for() {
 	valid_json <<<"$output"
 	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
 	# at once: a stuck lockbox process would be waited on for 5 s, then 125
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert_stderr "mutex: $F: locked by another program: PID $FOREIGN_PID (python3)"
 	assert [ ! -e "$T/ran" ]
 	# a wait waits for it as for any holder, to its own end
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" mutex -w 300ms "$F" touch "$T/ran"
 	assert_stderr "mutex: $F: timed out after 300ms; locked by another program: PID $FOREIGN_PID (python3)"
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$FOREIGN_PID"

@@ -352,7 +352,7 @@ hold() {
 	# the wait must outlast the steps up to the server's stop, on a busy
 	# machine too
 	local w waiter
-	w=$(paces_or 2000 5)
+	w=$(paces_or 300 5)
 	spawn "$LOCKBOX" mutex -w "$w" "$U" touch "$T/ran"
 	waiter=$SPAWN_PID
 	wait_for queued "$waiter" 1
@@ -415,7 +415,7 @@ count_lock_held() {
 	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $(backend_of "$HOLD_PID")")
 	# the wait must outlast this case's steps up to the handoff, on a
 	# busy machine too
-	w=$(paces_or 2000 3)
+	w=$(paces_or 300 3)
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn env LOCKBOX_TEST_PG_COUNT_STUCK=60 "$LOCKBOX" mutex -w "$w" "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
 	waiter=$SPAWN_PID

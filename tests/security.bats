@@ -12,17 +12,17 @@ load test_helper
 # PATH with 125 and "APPLET: PATH: MESSAGE", without blocking.
 refused() {
 	local msg=$1 path=$2
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" 2 touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" slots "$path" 2 touch "$T/ran"
 	assert_stderr "slots: $path: $msg"
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots -w 5 "$path" 2 touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" slots -w 5 "$path" 2 touch "$T/ran"
 	assert_stderr "slots: $path: $msg"
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" check
-	assert_stderr "slots: $path: $msg"
-	assert_output ""
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots --json "$path" list
+	run -125 --separate-stderr within 10 "$LOCKBOX" slots "$path" check
 	assert_stderr "slots: $path: $msg"
 	assert_output ""
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" mutex "$path" touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" slots --json "$path" list
+	assert_stderr "slots: $path: $msg"
+	assert_output ""
+	run -125 --separate-stderr within 10 "$LOCKBOX" mutex "$path" touch "$T/ran"
 	assert_stderr "mutex: $path: $msg"
 	assert [ ! -e "$T/ran" ]
 }
@@ -47,16 +47,16 @@ magic_file() {
 # runs its command. The caller checks that nothing was written.
 locked_unwritten() {
 	local msg=$1 path=$2
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" 2 touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" slots "$path" 2 touch "$T/ran"
 	assert_stderr "slots: $path: $msg"
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" slots -w 5 "$path" 2 touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" slots -w 5 "$path" 2 touch "$T/ran"
 	assert_stderr "slots: $path: $msg"
 	assert [ ! -e "$T/ran" ]
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$path" check
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots "$path" check
 	assert_output 0
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots --json "$path" list
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots --json "$path" list
 	assert_output "[]"
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" mutex "$path" touch "$T/ran"
+	run -0 --separate-stderr within 10 "$LOCKBOX" mutex "$path" touch "$T/ran"
 	assert_stderr ""
 	assert [ -e "$T/ran" ]
 	rm "$T/ran"
@@ -165,25 +165,25 @@ locked_unwritten() {
 	for fill in zero ff text; do
 		lf=$T/lock.$fill
 		magic_file "$lf" "$fill"
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
 		assert_output 1
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" check
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" check
 		assert_output 0
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" list
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" list
 		assert_output "SLOT  PID      AGE     COMMAND"
 		# and again with a holder in it, the header rewritten to garbage
 		start_holder "$lf" 3
 		magic_file "$T/fresh" "$fill"
 		dd if="$T/fresh" of="$lf" bs=16 skip=1 seek=1 count=255 conv=notrunc status=none
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" check
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" check
 		assert_output 1
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" list
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" list
 		assert_regex "${lines[1]}" "^1 +$HOLDER_PID "
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
 		assert_output 2
-		run -75 --separate-stderr timeout 10 "$LOCKBOX" slots "$lf" 1 true
+		run -75 --separate-stderr within 10 "$LOCKBOX" slots "$lf" 1 true
 		assert_stderr "slots: $lf: held (PID $HOLDER_PID)"
-		run -0 --separate-stderr timeout 10 "$LOCKBOX" slots -w 10 "$lf" 2 true
+		run -0 --separate-stderr within 10 "$LOCKBOX" slots -w 10 "$lf" 2 true
 		stop_pid "$HOLDER_PID"
 	done
 }
@@ -195,9 +195,9 @@ locked_unwritten() {
 		head -c 4080 /dev/zero
 		head -c 2048 /dev/zero | tr '\0' '\377'
 	} >"$F"
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" check
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots "$F" check
 	assert_output 0
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
 	assert_output 1
 	# records copied from a live holder's file name a live PID, yet no
 	# lock backs them
@@ -207,7 +207,7 @@ locked_unwritten() {
 	assert_output 0
 	run -0 "$LOCKBOX" slots "$T/copy" list
 	assert_output "SLOT  PID      AGE     COMMAND"
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$T/copy" 1 sh -c "$SHOW_SLOT"
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots "$T/copy" 1 sh -c "$SHOW_SLOT"
 	assert_output 1
 }
 
@@ -286,14 +286,14 @@ locked_unwritten() {
 	# lockbox's lookers read-lock only the header's first 64 bytes: a read
 	# lock on all of it is another program's
 	lockhold -r "$F" 0 4096
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" slots "$F" 3 touch "$T/ran"
 	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
 	assert [ ! -e "$T/ran" ]
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
-	run -0 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" check
+	run -0 --separate-stderr at_once "$LOCKBOX" slots "$F" check
 	assert_output 2
-	run -0 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" list
+	run -0 --separate-stderr at_once "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 3
 	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
 	assert_regex "${lines[2]}" "^- +$LOCKHOLD_PID +\\? +another program: lockhold\$"
@@ -311,7 +311,7 @@ locked_unwritten() {
 	run -0 "$LOCKBOX" slots --mode 0644 "$lf" 2 true
 	# lockf(3)'s shared lock, from a read-only open, as the other user
 	foreign_lockf -u sh "$lf"
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$lf" 2 touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" slots "$lf" 2 touch "$T/ran"
 	assert_stderr "slots: $lf: locked by another program: PID $FOREIGN_PID (python3)"
 	assert [ ! -e "$T/ran" ]
 	run -0 --separate-stderr "$LOCKBOX" slots "$lf" check
@@ -332,7 +332,7 @@ locked_unwritten() {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 2
 	assert_regex "${lines[1]}" "^1 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" mutex "$F" touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
 	assert [ ! -e "$T/ran" ]
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
@@ -347,7 +347,7 @@ locked_unwritten() {
 	assert_output 1
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_regex "${lines[1]}" "^1 +$FOREIGN_PID +\\? +another program: python3\$"
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 1 touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" slots "$F" 1 touch "$T/ran"
 	assert_stderr "slots: $F: locked by another program: PID $FOREIGN_PID (python3)"
 }
 
@@ -365,7 +365,7 @@ stuck_header() {
 	stuck_header
 	local t0 t1
 	t0=$SECONDS
-	run -125 --separate-stderr timeout 30 "$LOCKBOX" slots "$F" 2 touch "$T/ran"
+	run -125 --separate-stderr within 30 "$LOCKBOX" slots "$F" 2 touch "$T/ran"
 	t1=$SECONDS
 	assert_stderr "slots: $F: header locked for 5s by a stuck process (stopped?); giving up"
 	assert [ ! -e "$T/ran" ]
@@ -382,16 +382,16 @@ stuck_header() {
 # bats test_tags=lockkind
 @test "a header locked by a stopped process: check and list still answer" {
 	stuck_header
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" check
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots "$F" check
 	assert_output 1
-	run -0 --separate-stderr timeout 10 "$LOCKBOX" slots "$F" list
+	run -0 --separate-stderr within 10 "$LOCKBOX" slots "$F" list
 	assert_regex "${lines[1]}" "^$HOLDER_SLOT +$HOLDER_PID "
 }
 
 # bats test_tags=lockkind,privilege,wait
 @test "a header locked by a stopped process: a short -w times out, blaming the header" {
 	stuck_header
-	run -75 --separate-stderr timeout 30 "$LOCKBOX" slots -w 2 "$F" 2 touch "$T/ran"
+	run -75 --separate-stderr within 30 "$LOCKBOX" slots -w 2 "$F" 2 touch "$T/ran"
 	assert [ ! -e "$T/ran" ]
 	# one slot of two is held: "all 2 slots busy" would be false
 	assert_stderr "slots: $F: timed out after 2s; the lock file's header stayed locked (a stopped process?)"
@@ -421,7 +421,7 @@ shared_pool() {
 	local p u0
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
-	run -75 --separate-stderr timeout 60 "$LOCKBOX" slots "$pool" 100 touch "$T/ran"
+	run -75 --separate-stderr within 60 "$LOCKBOX" slots "$pool" 100 touch "$T/ran"
 	# shellcheck disable=SC2154 # set by run --separate-stderr
 	assert_regex "$stderr" "another program"
 	assert [ ! -e "$T/ran" ]
@@ -438,13 +438,13 @@ shared_pool() {
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
 	msg="the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
-	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
 	assert_stderr "mutex: $F: $msg"
 	assert_output ""
-	run -75 --separate-stderr timeout 20 "$LOCKBOX" slots -w 10 "$F" 1 echo GOT
+	run -75 --separate-stderr within 20 "$LOCKBOX" slots -w 10 "$F" 1 echo GOT
 	assert_stderr "slots: $F: $msg"
 	# -q silences it, -E picks the status
-	run -3 --separate-stderr timeout 20 "$LOCKBOX" mutex -q -E 3 -w 10 "$F" echo GOT
+	run -3 --separate-stderr within 20 "$LOCKBOX" mutex -q -E 3 -w 10 "$F" echo GOT
 	assert_stderr ""
 	# the library's -w too (it needs open file description locks)
 	if ofd_build; then
@@ -453,13 +453,13 @@ shared_pool() {
 		assert_stderr_regex "blocked by a read lock lockbox did not take \\(PID $LOCKHOLD_PID, lockhold\\)"
 	fi
 	# no spinning waiter kept the header: others are answered at once
-	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex "$F" true
+	run -75 --separate-stderr within 20 "$LOCKBOX" mutex "$F" true
 	assert_stderr_regex "^mutex: $(re_quote "$F"): held by PID $HOLDER_PID "
 	# six runs, none waited out its -w 10
 	within_paces "$u0" "$p" 500
 	# a free lock is taken with -w too: nobody has to queue
 	stop_pid "$HOLDER_PID"
-	run -0 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	run -0 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
 	assert_output GOT
 }
 
@@ -473,7 +473,7 @@ shared_pool() {
 	lockhold_ro "$F" 4294967297 0
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
-	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
 	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
 	within_paces "$u0" "$p" 500
 	stop_pid "$HOLDER_PID"
@@ -489,7 +489,7 @@ shared_pool() {
 	local p u0
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
-	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
 	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
 	# behind a head that queued before the lock came
 	stop_pid "$LOCKHOLD_PID"
@@ -497,7 +497,7 @@ shared_pool() {
 	local head=$SPAWN_PID
 	wait_for waiting_on "$F" 1
 	lockhold_ro "$F" 4294967295 1
-	run -75 --separate-stderr timeout 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
+	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
 	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
 	within_paces "$u0" "$p" 1000
 	stop_pid "$HOLDER_PID"
@@ -1127,12 +1127,12 @@ records_sha() {
 @test "adaptive --log: a FIFO, a symlink, a directory or a device is refused at once, 125" {
 	local target=$T/target
 	mkfifo "$T/fifo"
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
 	assert_stderr "adaptive: $T/fifo: not a regular file"
 	# with a reader, the FIFO opens, and is refused all the same
 	# shellcheck disable=SC2016 # for the reader's own sh
 	spawn sh -c 'exec cat <"$1" >/dev/null' sh "$T/fifo"
-	run -125 --separate-stderr timeout 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
+	run -125 --separate-stderr within 10 "$LOCKBOX" adaptive -d "$T/state" --log "$T/fifo" x touch "$T/ran"
 	assert_stderr "adaptive: $T/fifo: not a regular file"
 	stop_pid "$SPAWN_PID"
 	ln -s "$target" "$T/link"

@@ -732,7 +732,7 @@ EOF2
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" list
 	assert_equal "${#lines[@]}" 2
 	assert_regex "${lines[1]}" "^- +$FOREIGN_PID +\\? +another program: python3\$"
-	run -75 --separate-stderr timeout 4 "$LOCKBOX" slots "$F" 3 touch "$T/ran"
+	run -75 --separate-stderr at_once "$LOCKBOX" slots "$F" 3 touch "$T/ran"
 	assert_stderr "slots: $F: locked by another program: PID $FOREIGN_PID (python3)"
 	assert [ ! -e "$T/ran" ]
 }

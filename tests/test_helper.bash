@@ -53,6 +53,19 @@ paces_or() {
 	printf '%s\n' "$s"
 }
 
+# within SECONDS CMD...: CMD, killed (status 124) unless it ends within
+# SECONDS, or 100 times as many of lockbox's paces where the machine is
+# slow enough that these come to more
+within() {
+	timeout "$(paces_or $(($1 * 100)) "$1")" "${@:2}"
+}
+
+# at_once CMD...: within 4 s (a refusal that names the holder, without
+# waiting for anything)
+at_once() {
+	within 4 "$@"
+}
+
 # A holder's age as list and the busy message print it: 850ms, 42s, 3m12s
 # shellcheck disable=SC2034 # used by the test files
 AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'
