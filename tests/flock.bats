@@ -175,7 +175,7 @@ slot=1"
 	wait_for test -e "$T/held"
 	run -75 --separate-stderr "$LOCKBOX" slots "$T/e" 2 touch "$T/ran"
 	# (named when the refusal's bounded look finds the process in time)
-	assert_stderr_regex "^slots: $(re_quote "$T/e"): locked by another program: PID ($a \\(sleep\\)|\\? \\(not found in time: [^)]*\\))\$"
+	assert_stderr_regex "^slots: $(re_quote "$T/e"): locked by another program: PID $(named_re "$a" sleep)\$"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$T/e" create
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex "$1"' sh "$T/e"

@@ -338,13 +338,20 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	hold_files "$T/d" 200
 	: >"$T/big"
 	hold_many "$T/big" 5000
-	one_read
-	ms "$LOCKBOX" locks --timeout "$(locks_timeout)"
-	local took=$MS
-	((MS_STATUS == 0))
-	one_read
-	# and ten of lockbox's own paces, which an instrumented build needs
-	local read=$READ_MS slack=$(($(pace) / 100))
+	# and ten of lockbox's own paces, which an instrumented build needs;
+	# the best of three tries, each beside its own read, as a busy host
+	# may stall any one of them (a run that reads the table for every
+	# file is over the bound in all three)
+	local took read slack _
+	for _ in 1 2 3; do
+		one_read
+		ms "$LOCKBOX" locks --timeout "$(locks_timeout)"
+		took=$MS
+		((MS_STATUS == 0))
+		one_read
+		read=$READ_MS slack=$(($(pace) / 100))
+		((took > 25 * read + slack)) || break
+	done
 	((took <= 25 * read + slack)) || fail "lockbox locks took $took ms, one read of /proc/locks $read ms, 10 paces $slack ms"
 	# (the table is read a page at a time while the host's locks change: a
 	# line at a page's edge may be missed or repeated, as by any reader; on
@@ -412,7 +419,7 @@ print("ok")' <<<"$output"
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 1 "$F" true
 	assert_stderr_regex "^mutex: $(re_quote "$F"): timed out after 1s; held by PID $holder \\(sh, $AGE_RE\\)\$"
 	run -75 --separate-stderr "$LOCKBOX" mutex "$T/other.lock" true
-	assert_stderr_regex "^mutex: $(re_quote "$T/other.lock"): locked by another program: PID ($LOCKHOLD_PID \\(lockhold\\)|\\? \\(not found in time: a write lock on byte 4096\\))\$"
+	assert_stderr_regex "^mutex: $(re_quote "$T/other.lock"): locked by another program: PID $(named_re "$LOCKHOLD_PID" lockhold)\$"
 	if command -v strace >/dev/null; then
 		ASAN_OPTIONS=detect_leaks=0 run -75 strace -f -e trace=openat -o "$T/trace" "$LOCKBOX" mutex -w 1 "$T/other.lock" true
 		# (none where the table names the process: a classic POSIX lock)

@@ -538,6 +538,8 @@ pending() {
 	: >"$T/sig.count"
 	wait_for test -s "$T/sig"
 	assert_equal "$(cat "$T/sig")" 1
+	# the watcher says so once it has sent it
+	wait_for grep -q "sent SIG" "$SPAWN_ERR"
 	stop_pid "$holder"
 	assert_regex "$(cat "$SPAWN_ERR")" "^mutex: $(re_quote "$U"): the server ended the session; its lock is free: sent SIG$sig to PIDs $holder\$"
 }

@@ -226,7 +226,7 @@ locked_unwritten() {
 	run -0 "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
 	assert_output 2
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): locked by another program: PID $(named_re "$LOCKHOLD_PID" lockhold)\$"
 	assert [ ! -e "$T/ran" ]
 	stop_pid "$LOCKHOLD_PID"
 	run -0 "$LOCKBOX" slots "$F" 1 sh -c "$SHOW_SLOT"
@@ -287,10 +287,10 @@ locked_unwritten() {
 	# lock on all of it is another program's
 	lockhold -r "$F" 0 4096
 	run -75 --separate-stderr at_once "$LOCKBOX" slots "$F" 3 touch "$T/ran"
-	assert_stderr "slots: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): locked by another program: PID $(named_re "$LOCKHOLD_PID" lockhold)\$"
 	assert [ ! -e "$T/ran" ]
 	run -75 --separate-stderr at_once "$LOCKBOX" mutex "$F" touch "$T/ran"
-	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): locked by another program: PID $(named_re "$LOCKHOLD_PID" lockhold)\$"
 	run -0 --separate-stderr at_once "$LOCKBOX" slots "$F" check
 	assert_output 2
 	run -0 --separate-stderr at_once "$LOCKBOX" slots "$F" list
@@ -333,7 +333,7 @@ locked_unwritten() {
 	assert_equal "${#lines[@]}" 2
 	assert_regex "${lines[1]}" "^1 +$LOCKHOLD_PID +\\? +another program: lockhold\$"
 	run -75 --separate-stderr at_once "$LOCKBOX" mutex "$F" touch "$T/ran"
-	assert_stderr "mutex: $F: locked by another program: PID $LOCKHOLD_PID (lockhold)"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): locked by another program: PID $(named_re "$LOCKHOLD_PID" lockhold)\$"
 	assert [ ! -e "$T/ran" ]
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SHOW_SLOT"
 	assert_output 2

@@ -470,6 +470,14 @@ re_quote() {
 	printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'
 }
 
+# named_re PID COMMAND: a regex of how a refusal names another program's
+# process: "PID (COMMAND)", or, where its lock does not name its process
+# (an open file description's) and a busy host kept the refusal's bounded
+# look from finding it, "? (not found in time: LOCK)"
+named_re() {
+	printf '(%s \\(%s\\)|\\? \\(not found in time: [^)]*\\))' "$1" "$(re_quote "$2")"
+}
+
 # ended PID: a child of this shell has ended: a zombie, or reaped
 # already (no such process, or the PID is another's now).
 ended() {
@@ -478,6 +486,21 @@ ended() {
 	stat=${stat##*) }
 	read -ra fields <<<"$stat"
 	[[ ${fields[0]} == Z || ${fields[1]} != "$BASHPID" ]]
+}
+
+# show_process PID: what a process that should have ended is doing: each
+# thread's state, kernel wait channel and system call, its children, and
+# what the last spawned command wrote to stderr
+show_process() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		printf '# thread %s: %s, in %s, syscall %s\n' "${t##*/}" \
+			"$(awk '$1 == "State:" { print $2 }' "$t/status" 2>/dev/null)" \
+			"$(cat "$t/wchan" 2>/dev/null)" "$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+	done
+	printf '# children: %s\n' "$(cat /proc/"$1"/task/*/children 2>/dev/null)"
+	[[ -s ${SPAWN_ERR:-} ]] && sed 's/^/# stderr: /' "$SPAWN_ERR"
+	return 0
 }
 
 # reap [-t SECONDS] PID: wait for a background process of ours, up to
@@ -489,7 +512,10 @@ reap() {
 		limit=$2
 		shift 2
 	fi
-	wait_for -t "$limit" ended "$1" || return 1
+	if ! wait_for -t "$limit" ended "$1"; then
+		show_process "$1"
+		return 1
+	fi
 	wait "$1" || st=$?
 	# shellcheck disable=SC2034 # for the test files
 	REAP_STATUS=$st
