@@ -594,6 +594,101 @@ static struct lb_locktab *read_table(size_t chunk, int64_t deadline, int indexed
 	return t;
 }
 
+/* A line of the table, by what it says past its ordinal ("12:"), which a second read may shift. */
+struct said {
+	const char *line, *words;
+	size_t len, nwords;
+};
+
+static int by_words(const void *a, const void *b)
+{
+	const struct said *x = a, *y = b;
+	int c = memcmp(x->words, y->words, x->nwords < y->nwords ? x->nwords : y->nwords);
+
+	return c != 0 ? c : (x->nwords > y->nwords) - (x->nwords < y->nwords);
+}
+
+/* The lines of TEXT (LEN bytes), sorted by what they say; malloc'd, *N of them, or NULL. */
+static struct said *lines_said(const char *text, size_t len, size_t *n)
+{
+	const char *line, *end, *colon, *stop = text + len;
+	struct said *v = NULL, *grown;
+	size_t cap = 0;
+
+	*n = 0;
+	for (line = text; line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		colon = memchr(line, ':', (size_t)(end - line));
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(v, cap * sizeof *v);
+			if (grown == NULL) {
+				free(v);
+				return NULL;
+			}
+			v = grown;
+		}
+		v[*n].line = line;
+		v[*n].len = (size_t)(end - line);
+		v[*n].words = colon != NULL ? colon + 1 : line;
+		v[*n].nwords = (size_t)(end - v[*n].words);
+		(*n)++;
+	}
+	if (*n > 1)
+		qsort(v, *n, sizeof *v, by_words);
+	return v != NULL ? v : malloc(1);
+}
+
+/*
+ * The table is handed out a read at a time (a page at most), and a lock
+ * taken or dropped anywhere on the host between two reads shifts the
+ * lines after it: a line at a boundary is missed, or read twice. What a
+ * run keeps for its looks (a refusal's holders, their names) is read
+ * twice, the second time CHUNK2 bytes a read, which puts the boundaries
+ * elsewhere: T gets, at its end, each line the second read showed more
+ * often than T has it. 0, or -1 with errno (T as it was).
+ */
+static int add_missed(struct lb_locktab *t, size_t chunk2)
+{
+	size_t len, na, nb, i = 0, j, k, add = 0;
+	int cut, rc = -1;
+	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut), *extra = NULL, *grown;
+	struct said *a = lines_said(t->text, t->len, &na), *b = NULL;
+
+	if (text == NULL || a == NULL || (b = lines_said(text, len, &nb)) == NULL ||
+	    (extra = malloc(len + 1)) == NULL)
+		goto out;
+	for (j = 0; j < nb; j = k) {
+		/* b[j..k) say one thing; a[i..] says it as often, or less */
+		for (k = j + 1; k < nb && by_words(&b[k], &b[j]) == 0; k++)
+			;
+		while (i < na && by_words(&a[i], &b[j]) < 0)
+			i++;
+		while (i < na && j < k && by_words(&a[i], &b[j]) == 0)
+			i++, j++;
+		for (; j < k; j++) {
+			memcpy(extra + add, b[j].line, b[j].len);
+			add += b[j].len;
+		}
+	}
+	if (add > 0) {
+		if ((grown = realloc(t->text, t->len + add + 1)) == NULL)
+			goto out;
+		memcpy(grown + t->len, extra, add);
+		t->text = grown;
+		t->len += add;
+		t->text[t->len] = '\0';
+	}
+	rc = 0;
+out:
+	free(text);
+	free(extra);
+	free(a);
+	free(b);
+	return rc;
+}
+
 struct lb_locktab *lb_locktab_get(size_t chunk)
 {
 	struct lb_locktab *t;
@@ -601,8 +696,18 @@ struct lb_locktab *lb_locktab_get(size_t chunk)
 
 	if (kept != NULL)
 		return kept;
-	t = read_table(chunk, keep ? keep_until : 0, keep);
-	if (t != NULL && keep) {
+	if (!keep)
+		return read_table(chunk, 0, 0);
+	t = read_table(chunk, keep_until, 0);
+	if (t != NULL && !t->cut && add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
+		free_table(t);
+		return NULL;
+	}
+	if (t != NULL && index_table(t) != 0) {
+		free_table(t);
+		return NULL;
+	}
+	if (t != NULL) {
 		t->kept = 1;
 		kept = t;
 	}
