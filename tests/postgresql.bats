@@ -350,9 +350,11 @@ hold() {
 	need_cluster
 	hold mutex "$U"
 	# the wait must outlast the steps up to the server's stop, on a busy
-	# machine too
+	# machine too; at most 30 s, which reap's bound outlasts (one slow
+	# start makes the pace a second)
 	local w waiter
 	w=$(paces_or 300 5)
+	((w <= 30)) || w=30
 	spawn "$LOCKBOX" mutex -w "$w" "$U" touch "$T/ran"
 	waiter=$SPAWN_PID
 	wait_for queued "$waiter" 1
@@ -414,8 +416,10 @@ count_lock_held() {
 	local waiter key w
 	key=$(sql "SELECT classid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $(backend_of "$HOLD_PID")")
 	# the wait must outlast this case's steps up to the handoff, on a
-	# busy machine too
+	# busy machine too; at most 30 s, as above (and the count lock's
+	# bound of 60 s outlasts the session that keeps it)
 	w=$(paces_or 300 3)
+	((w <= 30)) || w=30
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn env LOCKBOX_TEST_PG_COUNT_STUCK=60 "$LOCKBOX" mutex -w "$w" "$U" sh -c 'echo ran >"$1"' sh "$T/ran"
 	waiter=$SPAWN_PID
