@@ -367,7 +367,7 @@ struct keeping {
 	ino_t ino;
 	table_keep_fn *keep;
 	size_t size, n, cap, tested;
-	int seen, pinned;
+	int seen, pinned, once;
 	void *v;
 };
 
@@ -477,7 +477,7 @@ out:
  * One read of /proc/locks: the lines about the file that K->keep keeps,
  * into K, in the table's order. 1 when the table says something of the
  * file, 0 when it does not, -1 with errno; 2 when there is no table to
- * read; 3 for a table read once for the run that says something of it.
+ * read. K->once is set when reading it again tells nothing more.
  */
 static int table_read(struct keeping *k, size_t chunk)
 {
@@ -491,8 +491,8 @@ static int table_read(struct keeping *k, size_t chunk)
 		return 2;
 	k->pinned = t->pinned;
 	r = lb_locktab_each(t, k->dev, k->ino, keep_line, k) != 0 ? -1 : k->seen;
-	if (t->kept && r == 1)
-		r = 3;
+	/* a table read once for the run, or in one piece: no second read tells more */
+	k->once = t->kept || t->pieces == 1;
 	lb_locktab_done(t);
 	return r;
 }
@@ -537,8 +537,8 @@ static int table_scan(int fd, table_keep_fn *keep, size_t size, void **v, size_t
 		if (i == 0 && r >= 0 && r != 2) {
 			all = k.v;
 			nall = k.n;
-			seen = r != 0;
-			if (r == 3)
+			seen = r;
+			if (k.once)
 				break;
 			continue;
 		}

@@ -45,16 +45,18 @@ static ssize_t read_start(const char *path, char *buf, size_t size)
  * bytes at a time (0: as much as fits), until DEADLINE (0: none) once
  * SLURP_MIN bytes are read (then *CUT is set and what was read is kept
  * to its last whole line),
- * NUL-terminated, malloc'd, its length in *LEN; NULL with errno.
+ * NUL-terminated, malloc'd, its length in *LEN, the reads that gave it in
+ * *PIECES; NULL with errno.
  */
-static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len, int *cut)
+static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len, int *cut,
+    int *pieces)
 {
 	size_t cap = 64 * 1024, n = 0;
 	char *buf = malloc(cap), *grown;
 	ssize_t r = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
 
-	*cut = 0;
+	*cut = *pieces = 0;
 	if (fd < 0 || buf == NULL) {
 		saved = errno;
 		if (fd >= 0)
@@ -77,6 +79,7 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len
 		if (r <= 0)
 			break;
 		n += (size_t)r;
+		(*pieces)++;
 		/* a table of ordinary length is read whole, however busy the host */
 		if (n >= SLURP_MIN && deadline != 0 && lb_remaining(deadline) == 0) {
 			*cut = 1;
@@ -499,7 +502,7 @@ int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
 	char path[96], head[4096], *text;
 	size_t len;
 	ssize_t r;
-	int cut, rc;
+	int cut, pieces, rc;
 
 	fd_path(path, sizeof path, pid, "fdinfo", fd);
 	r = read_start(path, head, sizeof head);
@@ -509,7 +512,7 @@ int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
 	if ((size_t)r < sizeof head - 1)
 		return strstr(head, "\nlock:") == NULL ? 0 :
 		    fdinfo_lines(head, head + r, dev, ino, fn, arg);
-	text = slurp(path, 0, 0, &len, &cut);
+	text = slurp(path, 0, 0, &len, &cut, &pieces);
 	if (text == NULL)
 		return -1;
 	rc = fdinfo_lines(text, text + len, dev, ino, fn, arg);
@@ -586,7 +589,7 @@ static struct lb_locktab *read_table(size_t chunk, int64_t deadline, int indexed
 
 	if (t == NULL)
 		return NULL;
-	t->text = slurp("/proc/locks", chunk, deadline, &t->len, &t->cut);
+	t->text = slurp("/proc/locks", chunk, deadline, &t->len, &t->cut, &t->pieces);
 	if (t->text == NULL || (indexed && index_table(t) != 0)) {
 		free_table(t);
 		return NULL;
@@ -647,13 +650,14 @@ static struct said *lines_said(const char *text, size_t len, size_t *n)
  * run keeps for its looks (a refusal's holders, their names) is read
  * twice, the second time CHUNK2 bytes a read, which puts the boundaries
  * elsewhere: T gets, at its end, each line the second read showed more
- * often than T has it. 0, or -1 with errno (T as it was).
+ * often than T has it (a table read in one piece has no boundary, and is
+ * not read again). 0, or -1 with errno (T as it was).
  */
 static int add_missed(struct lb_locktab *t, size_t chunk2)
 {
 	size_t len, na, nb, i = 0, j, k, add = 0;
-	int cut, rc = -1;
-	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut), *extra = NULL, *grown;
+	int cut, pieces, rc = -1;
+	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut, &pieces), *extra = NULL, *grown;
 	struct said *a = lines_said(t->text, t->len, &na), *b = NULL;
 
 	if (text == NULL || a == NULL || (b = lines_said(text, len, &nb)) == NULL ||
@@ -699,7 +703,7 @@ struct lb_locktab *lb_locktab_get(size_t chunk)
 	if (!keep)
 		return read_table(chunk, 0, 0);
 	t = read_table(chunk, keep_until, 0);
-	if (t != NULL && !t->cut && add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
+	if (t != NULL && !t->cut && t->pieces > 1 && add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
 		free_table(t);
 		return NULL;
 	}

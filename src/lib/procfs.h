@@ -123,6 +123,7 @@ struct lb_locktab {
 	char *text;		/* the table, NUL-terminated */
 	size_t len;
 	int cut;		/* the read stopped at its deadline: lines are missing */
+	int pieces;		/* the reads it took (one has no boundary to miss a line at) */
 	int kept;		/* the run's own (lb_locktab_pin, lb_locktab_keep_from) */
 	int pinned;		/* read at the start of a run that looks at many files */
 	struct lb_locktab_line *idx;	/* its lines by file, when indexed */
