@@ -367,7 +367,7 @@ struct keeping {
 	ino_t ino;
 	table_keep_fn *keep;
 	size_t size, n, cap, tested;
-	int seen, pinned, once;
+	int seen, pinned;
 	void *v;
 };
 
@@ -399,7 +399,6 @@ static int keep_line(const char *line, const char *end, void *arg)
 	char *grown;
 	int seen = 0;
 
-	memset(&one, 0, sizeof one);	/* lines are compared whole (table_scan) */
 	if (!k->keep(line, end, k->dev, k->ino, &one, &k->seen))
 		return 0;
 	if (k->pinned && k->tested < PINNED_TESTS &&
@@ -420,145 +419,42 @@ static int keep_line(const char *line, const char *end, void *arg)
 	return 0;
 }
 
-/* The size of the kept lines being sorted, compared whole (keep_line zeroes their padding) */
-static _Thread_local size_t line_size;
-
-static int by_bytes(const void *a, const void *b)
-{
-	return memcmp(a, b, line_size);
-}
-
-/* A sorted copy of N lines of SIZE bytes, or NULL. */
-static char *sorted_copy(const void *v, size_t n, size_t size)
-{
-	char *c = malloc(n ? n * size : 1);
-
-	if (c != NULL && n > 0) {
-		memcpy(c, v, n * size);
-		line_size = size;
-		qsort(c, n, size, by_bytes);
-	}
-	return c;
-}
-
 /*
- * Add to ALL (*N lines, in the order the table listed them) the lines of
- * a later read W (M lines) that it shows more often than ALL has them,
- * at the end: each line then counts as often as the read that showed it
- * most. *SAME tells whether W showed just ALL's lines. 0, or -1 with errno.
- */
-static int add_read(void **all, size_t *n, const void *w, size_t m, size_t size, int *same)
-{
-	char *a = sorted_copy(*all, *n, size), *b = sorted_copy(w, m, size), *grown = NULL;
-	size_t i = 0, j = 0, k = *n;
-	int c, rc = -1;
-
-	if (a == NULL || b == NULL || (grown = realloc(*all, (*n + m ? *n + m : 1) * size)) == NULL)
-		goto out;
-	*all = grown;
-	*same = *n == m;
-	while (j < m) {
-		c = i == *n ? 1 : memcmp(a + i * size, b + j * size, size);
-		if (c > 0)
-			memcpy(grown + k++ * size, b + j * size, size);
-		*same &= c == 0;
-		i += c <= 0;
-		j += c >= 0;
-	}
-	*n = k;
-	rc = 0;
-out:
-	free(a);
-	free(b);
-	return rc;
-}
-
-/*
- * One read of /proc/locks: the lines about the file that K->keep keeps,
- * into K, in the table's order. 1 when the table says something of the
- * file, 0 when it does not, -1 with errno; 2 when there is no table to
- * read. K->once is set when reading it again tells nothing more.
- */
-static int table_read(struct keeping *k, size_t chunk)
-{
-	struct lb_locktab *t = lb_locktab_get(chunk);
-	int r;
-
-	k->v = NULL;
-	k->n = k->cap = 0;
-	k->seen = 0;
-	if (t == NULL)
-		return 2;
-	k->pinned = t->pinned;
-	r = lb_locktab_each(t, k->dev, k->ino, keep_line, k) != 0 ? -1 : k->seen;
-	/* a table read once for the run, or in one piece: no second read tells more */
-	k->once = t->kept || t->pieces == 1;
-	lb_locktab_done(t);
-	return r;
-}
-
-/*
- * The kernel hands /proc/locks out a read at a time (a page at most), and
- * a lock taken or dropped anywhere on the host between two reads shifts
- * the lines after it: a line at a boundary is missed, or read twice. A
- * second read, of another size, puts the boundaries elsewhere; where the
- * two disagree on the file's lines, a third. Each line counts as often as
- * the read that showed it most: a lock seen in any read was there during
- * the look. The run's own table (lb_locktab_pin) is read once.
- */
-#define TABLE_READS	3
-
-/*
- * The lines about FD's file that KEEP keeps, in *V (malloc'd, *N of them,
- * SIZE bytes each). 1 when the table says something of the file, 0 when
- * it does not (*V NULL), -1 with errno; *UNREADABLE set when there is no
- * table to read.
+ * One look at /proc/locks (read twice where it spans pages: see
+ * lb_locktab_get): the lines about FD's file that KEEP keeps, in
+ * *V (malloc'd, *N of them, SIZE bytes each). 1 when the table says
+ * something of the file, 0 when it does not (*V NULL), -1 with errno;
+ * *UNREADABLE set when there is no table to read.
  */
 static int table_scan(int fd, table_keep_fn *keep, size_t size, void **v, size_t *n,
     int *unreadable)
 {
-	/* near a page each, as scan_table_stable's */
-	static const size_t chunk[TABLE_READS] = { 0, 3677, 3259 };
 	struct stat st;
 	struct keeping k = { .fd = fd, .keep = keep, .size = size };
-	void *all = NULL;
-	size_t nall = 0;
-	int r = 0, seen = 0, same = 0, i;
+	struct lb_locktab *t;
+	int r;
 
 	*v = NULL;
 	*n = 0;
 	*unreadable = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
+	t = lb_locktab_get(0);
+	if (t == NULL) {
+		*unreadable = 1;
+		return 0;
+	}
 	k.dev = st.st_dev;
 	k.ino = st.st_ino;
-	for (i = 0; i < TABLE_READS && !same; i++) {
-		r = table_read(&k, chunk[i]);
-		if (i == 0 && r >= 0 && r != 2) {
-			all = k.v;
-			nall = k.n;
-			seen = r;
-			if (k.once)
-				break;
-			continue;
-		}
-		if (r < 0 || r >= 2) {
-			free(k.v);
-			break;
-		}
-		seen |= r;
-		r = add_read(&all, &nall, k.v, k.n, size, &same);
+	k.pinned = t->pinned;
+	r = lb_locktab_each(t, st.st_dev, st.st_ino, keep_line, &k);
+	lb_locktab_done(t);
+	if (r != 0 || !k.seen) {
 		free(k.v);
-		if (r < 0)
-			break;
+		return r != 0 ? -1 : 0;
 	}
-	if (r < 0 || !seen) {
-		*unreadable = r == 2 && i == 0;
-		free(all);
-		return r < 0 ? -1 : 0;
-	}
-	*v = all;
-	*n = nall;
+	*v = k.v;
+	*n = k.n;
 	return 1;
 }
 

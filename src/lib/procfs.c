@@ -646,12 +646,14 @@ static struct said *lines_said(const char *text, size_t len, size_t *n)
 /*
  * The table is handed out a read at a time (a page at most), and a lock
  * taken or dropped anywhere on the host between two reads shifts the
- * lines after it: a line at a boundary is missed, or read twice. What a
- * run keeps for its looks (a refusal's holders, their names) is read
- * twice, the second time CHUNK2 bytes a read, which puts the boundaries
- * elsewhere: T gets, at its end, each line the second read showed more
- * often than T has it (a table read in one piece has no boundary, and is
- * not read again). 0, or -1 with errno (T as it was).
+ * lines after it: a line at a boundary is missed, or read twice. A look
+ * at a file's locks (a check, a list, a refusal's holders and their
+ * names) reads it twice, the second time CHUNK2 bytes a read, which puts
+ * the boundaries elsewhere: T gets, at its end, each line the second
+ * read showed more often than T has it, so that each line counts as
+ * often as the read that showed it most (a lock seen in either read was
+ * there during the look). A table read in one piece has no boundary,
+ * and is not read again. 0, or -1 with errno (T as it was).
  */
 static int add_missed(struct lb_locktab *t, size_t chunk2)
 {
@@ -700,18 +702,20 @@ struct lb_locktab *lb_locktab_get(size_t chunk)
 
 	if (kept != NULL)
 		return kept;
-	if (!keep)
-		return read_table(chunk, 0, 0);
-	t = read_table(chunk, keep_until, 0);
-	if (t != NULL && !t->cut && t->pieces > 1 && add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
+	t = read_table(chunk, keep ? keep_until : 0, 0);
+	if (t == NULL)
+		return NULL;
+	/* a look's table is read twice; a read of a chosen size is one pass of several (lockscan.c) */
+	if ((keep || chunk == 0) && !t->cut && t->pieces > 1 &&
+	    add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
 		free_table(t);
 		return NULL;
 	}
-	if (t != NULL && index_table(t) != 0) {
+	if (keep && index_table(t) != 0) {
 		free_table(t);
 		return NULL;
 	}
-	if (t != NULL) {
+	if (keep) {
 		t->kept = 1;
 		kept = t;
 	}

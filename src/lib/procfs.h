@@ -132,7 +132,9 @@ struct lb_locktab {
 
 /*
  * The lock table for a look at the host's locks: the one this run keeps
- * (see below), or one read now, CHUNK bytes a read (0: as much as fits).
+ * (see below), or one read now, CHUNK bytes a read (0: as much as fits;
+ * then, and for the table a run keeps, read twice where it spans pages,
+ * for the lines a shift between two reads hides).
  * NULL with errno when /proc/locks cannot be read. Give it back with
  * lb_locktab_done.
  */
