@@ -643,53 +643,81 @@ static struct said *lines_said(const char *text, size_t len, size_t *n)
 	return v != NULL ? v : malloc(1);
 }
 
+static int by_place(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+
+	return (x > y) - (x < y);
+}
+
 /*
  * The table is handed out a read at a time (a page at most), and a lock
  * taken or dropped anywhere on the host between two reads shifts the
  * lines after it: a line at a boundary is missed, or read twice. A look
  * at a file's locks (a check, a list, a refusal's holders and their
  * names) reads it twice, the second time CHUNK2 bytes a read, which puts
- * the boundaries elsewhere: T gets, at its end, each line the second
- * read showed more often than T has it, so that each line counts as
- * often as the read that showed it most (a lock seen in either read was
- * there during the look). A table read in one piece has no boundary,
+ * the boundaries elsewhere, and a shift seldom meets the same line in
+ * both: a line that one read did not show counts as often as the other
+ * showed it (at the end of T), and one both showed as often as the read
+ * that showed it fewer times. A table read in one piece has no boundary,
  * and is not read again. 0, or -1 with errno (T as it was).
  */
 static int add_missed(struct lb_locktab *t, size_t chunk2)
 {
-	size_t len, na, nb, i = 0, j, k, add = 0;
-	int cut, pieces, rc = -1;
-	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut, &pieces), *extra = NULL, *grown;
+	size_t len, na, nb, i = 0, j = 0, ia, jb, add = 0, ndrop = 0, n = 0, d = 0;
+	int cut, pieces, c, rc = -1;
+	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut, &pieces), *extra = NULL, *out = NULL;
 	struct said *a = lines_said(t->text, t->len, &na), *b = NULL;
+	const char **drop = NULL, *line, *end, *stop = t->text + t->len;
 
 	if (text == NULL || a == NULL || (b = lines_said(text, len, &nb)) == NULL ||
-	    (extra = malloc(len + 1)) == NULL)
+	    (extra = malloc(len + 1)) == NULL || (drop = malloc((na ? na : 1) * sizeof *drop)) == NULL)
 		goto out;
-	for (j = 0; j < nb; j = k) {
-		/* b[j..k) say one thing; a[i..] says it as often, or less */
-		for (k = j + 1; k < nb && by_words(&b[k], &b[j]) == 0; k++)
+	while (i < na || j < nb) {
+		/* a[i..ia) and b[j..jb) say one thing (either may be empty) */
+		c = i == na ? 1 : j == nb ? -1 : by_words(&a[i], &b[j]);
+		for (ia = i; c <= 0 && ia < na && by_words(&a[ia], &a[i]) == 0; ia++)
 			;
-		while (i < na && by_words(&a[i], &b[j]) < 0)
-			i++;
-		while (i < na && j < k && by_words(&a[i], &b[j]) == 0)
-			i++, j++;
-		for (; j < k; j++) {
-			memcpy(extra + add, b[j].line, b[j].len);
-			add += b[j].len;
+		for (jb = j; c >= 0 && jb < nb && by_words(&b[jb], &b[j]) == 0; jb++)
+			;
+		if (ia == i) {
+			for (; j < jb; j++) {
+				memcpy(extra + add, b[j].line, b[j].len);
+				add += b[j].len;
+			}
 		}
+		for (i += jb > j && ia - i > jb - j ? jb - j : ia - i; i < ia; i++)
+			drop[ndrop++] = a[i].line;
+		i = ia;
+		j = jb;
 	}
-	if (add > 0) {
-		if ((grown = realloc(t->text, t->len + add + 1)) == NULL)
+	if (add > 0 || ndrop > 0) {
+		if ((out = malloc(t->len + add + 1)) == NULL)
 			goto out;
-		memcpy(grown + t->len, extra, add);
-		t->text = grown;
-		t->len += add;
-		t->text[t->len] = '\0';
+		if (ndrop > 1)
+			qsort(drop, ndrop, sizeof *drop, by_place);
+		for (line = t->text; line < stop; line = end) {
+			end = memchr(line, '\n', (size_t)(stop - line));
+			end = end != NULL ? end + 1 : stop;
+			if (d < ndrop && drop[d] == line) {
+				d++;
+				continue;
+			}
+			memcpy(out + n, line, (size_t)(end - line));
+			n += (size_t)(end - line);
+		}
+		memcpy(out + n, extra, add);
+		n += add;
+		out[n] = '\0';
+		free(t->text);
+		t->text = out;
+		t->len = n;
 	}
 	rc = 0;
 out:
 	free(text);
 	free(extra);
+	free(drop);
 	free(a);
 	free(b);
 	return rc;
