@@ -46,7 +46,7 @@ static ssize_t read_start(const char *path, char *buf, size_t size)
  * SLURP_MIN bytes are read (then *CUT is set and what was read is kept
  * to its last whole line),
  * NUL-terminated, malloc'd, its length in *LEN, the reads that gave it in
- * *PIECES; NULL with errno.
+ * *PIECES (PIECES may be NULL); NULL with errno.
  */
 static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len, int *cut,
     int *pieces)
@@ -54,9 +54,9 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len
 	size_t cap = 64 * 1024, n = 0;
 	char *buf = malloc(cap), *grown;
 	ssize_t r = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), saved, reads = 0;
 
-	*cut = *pieces = 0;
+	*cut = 0;
 	if (fd < 0 || buf == NULL) {
 		saved = errno;
 		if (fd >= 0)
@@ -79,7 +79,7 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len
 		if (r <= 0)
 			break;
 		n += (size_t)r;
-		(*pieces)++;
+		reads++;
 		/* a table of ordinary length is read whole, however busy the host */
 		if (n >= SLURP_MIN && deadline != 0 && lb_remaining(deadline) == 0) {
 			*cut = 1;
@@ -98,7 +98,17 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len
 	}
 	buf[n] = '\0';
 	*len = n;
+	if (pieces != NULL)
+		*pieces = reads;
 	return buf;
+}
+
+/* Where the line at LINE ends in a text that ends at STOP: past its newline, or STOP. */
+static const char *line_end(const char *line, const char *stop)
+{
+	const char *nl = memchr(line, '\n', (size_t)(stop - line));
+
+	return nl != NULL ? nl + 1 : stop;
 }
 
 /* "/proc/PID/NAME", or "/proc/self/NAME" for PID 0. */
@@ -487,8 +497,7 @@ static int fdinfo_lines(const char *text, const char *stop, dev_t dev, ino_t ino
 	int seen = 0, r = 0;
 
 	for (line = text; r == 0 && line < stop; line = end) {
-		end = memchr(line, '\n', (size_t)(stop - line));
-		end = end != NULL ? end + 1 : stop;
+		end = line_end(line, stop);
 		if ((size_t)(end - line) > 5 && memcmp(line, "lock:", 5) == 0 &&
 		    lb_procfs_lock_any(line + 5, end, dev, ino, &x, &seen) && !x.blocked)
 			r = fn(&x, arg);
@@ -502,7 +511,7 @@ int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
 	char path[96], head[4096], *text;
 	size_t len;
 	ssize_t r;
-	int cut, pieces, rc;
+	int cut, rc;
 
 	fd_path(path, sizeof path, pid, "fdinfo", fd);
 	r = read_start(path, head, sizeof head);
@@ -512,7 +521,7 @@ int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
 	if ((size_t)r < sizeof head - 1)
 		return strstr(head, "\nlock:") == NULL ? 0 :
 		    fdinfo_lines(head, head + r, dev, ino, fn, arg);
-	text = slurp(path, 0, 0, &len, &cut, &pieces);
+	text = slurp(path, 0, 0, &len, &cut, NULL);
 	if (text == NULL)
 		return -1;
 	rc = fdinfo_lines(text, text + len, dev, ino, fn, arg);
@@ -554,8 +563,7 @@ static int index_table(struct lb_locktab *t)
 	ino_t ino;
 
 	for (line = t->text; line < stop; line = end) {
-		end = memchr(line, '\n', (size_t)(stop - line));
-		end = end != NULL ? end + 1 : stop;
+		end = line_end(line, stop);
 		if (line_file(line, end, &dev, &ino) != 0)
 			continue;
 		if (t->nidx == cap) {
@@ -620,8 +628,7 @@ static struct said *lines_said(const char *text, size_t len, size_t *n)
 
 	*n = 0;
 	for (line = text; line < stop; line = end) {
-		end = memchr(line, '\n', (size_t)(stop - line));
-		end = end != NULL ? end + 1 : stop;
+		end = line_end(line, stop);
 		colon = memchr(line, ':', (size_t)(end - line));
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 256;
@@ -665,8 +672,8 @@ static int by_place(const void *a, const void *b)
 static int add_missed(struct lb_locktab *t, size_t chunk2)
 {
 	size_t len, na, nb, i = 0, j = 0, ia, jb, add = 0, ndrop = 0, n = 0, d = 0;
-	int cut, pieces, c, rc = -1;
-	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut, &pieces), *extra = NULL, *out = NULL;
+	int cut, c, rc = -1;
+	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut, NULL), *extra = NULL, *out = NULL;
 	struct said *a = lines_said(t->text, t->len, &na), *b = NULL;
 	const char **drop = NULL, *line, *end, *stop = t->text + t->len;
 
@@ -697,8 +704,7 @@ static int add_missed(struct lb_locktab *t, size_t chunk2)
 		if (ndrop > 1)
 			qsort(drop, ndrop, sizeof *drop, by_place);
 		for (line = t->text; line < stop; line = end) {
-			end = memchr(line, '\n', (size_t)(stop - line));
-			end = end != NULL ? end + 1 : stop;
+			end = line_end(line, stop);
 			if (d < ndrop && drop[d] == line) {
 				d++;
 				continue;
@@ -810,8 +816,7 @@ int lb_locktab_each(const struct lb_locktab *t, dev_t dev, ino_t ino,
 		line = at;
 		while (line > t->text && line[-1] != '\n')
 			line--;
-		end = memchr(at + nlen, '\n', (size_t)(stop - at - nlen));
-		end = end != NULL ? end + 1 : stop;
+		end = line_end(at + nlen, stop);
 		if (line_file(line, end, &d, &i) == 0 && d == dev && i == ino)
 			r = fn(line, end, arg);
 	}
@@ -825,8 +830,7 @@ int lb_locktab_each_line(const struct lb_locktab *t,
 	int r = 0;
 
 	for (line = t->text; r == 0 && line < stop; line = end) {
-		end = memchr(line, '\n', (size_t)(stop - line));
-		end = end != NULL ? end + 1 : stop;
+		end = line_end(line, stop);
 		r = fn(line, end, arg);
 	}
 	return r;
