@@ -172,8 +172,15 @@ static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
 static int scan_table_stable(int fd, const struct stat *st, const struct lb_slotset *expect,
     struct lb_slotset *out)
 {
-	/* near a page each: every read is a walk of the table up to where it starts */
-	static const size_t chunk[SCAN_PASSES] = { 0, 3677, 3259, 2939 };
+	/*
+	 * Near a page each: every read is a walk of the table up to where it
+	 * starts. The first pass's reads are as large as the kernel gives
+	 * (a page), not 0, which would have the table read a second time and
+	 * merged (lb_locktab_get): what one read misses is settled here, by
+	 * EXPECT's tests or by the next pass, and every read of the table
+	 * holds up the lock calls of the whole host while it runs.
+	 */
+	static const size_t chunk[SCAN_PASSES] = { 65536, 3677, 3259, 2939 };
 	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 }, unseen = { NULL, 0, 0 };
 	struct flock c;
 	int pass, r, seen = 0, cut = 0;
