@@ -17,15 +17,16 @@ locks_timeout() {
 }
 
 # locks_lines N ARG...: run lockbox locks ARG..., again up to twice while
-# it prints fewer than N lines: it reads the table once, a page a read,
+# it prints other than N lines: it reads the table once, a page a read,
 # and on a busy host a lock taken or dropped between two reads hides the
-# line at the boundary (from lslocks too)
+# line at the boundary, or shows it twice (from lslocks too). As the
+# user LOCKS_AS names (as_nobody), when set.
 locks_lines() {
 	local want=$1 _
 	shift
 	for _ in 1 2 3; do
-		run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" "$@"
-		((${#lines[@]} < want)) || break
+		run -0 --separate-stderr ${LOCKS_AS:+"$LOCKS_AS"} "$LOCKBOX" locks --timeout "$(locks_timeout)" "$@"
+		((${#lines[@]} != want)) || break
 	done
 }
 
@@ -291,7 +292,7 @@ hold_marked_root() {
 	assert_output "$pid 1 $d/in/x.lock"
 	# the directory closed to that user: the file cannot be looked at, and its row says so
 	chmod 0700 "$d/in"
-	run -0 --separate-stderr as_nobody "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,NOTE,PATH -p "$pid"
+	LOCKS_AS=as_nobody locks_lines 2 -r -n -o PID,NOTE,PATH -p "$pid"
 	assert_stderr ""
 	# its slot's lock and its flock(2) lock, each as the kernel shows it
 	assert_equal "${#lines[@]}" 2

@@ -7,9 +7,14 @@
 load test_helper
 # bats file_tags=lockkind
 
-# json_names F TEXT: mutex F's list in JSON has TEXT in it.
+# json_names LOCKFILE STRING...: list --json shows every STRING, in one run
 json_names() {
-	"$LOCKBOX" mutex --json "$1" list 2>/dev/null | grep -qF -- "$2"
+	local out s
+	out=$("$LOCKBOX" mutex --json "$1" list 2>/dev/null) || return 1
+	shift
+	for s in "$@"; do
+		[[ $out == *"$s"* ]] || return 1
+	done
 }
 
 
@@ -275,10 +280,9 @@ $w/bin:"
 	assert_regex "${lines[3]}" "^- +$args +$AGE_RE +waiting 2nd: sh -c : \"\\\$@\" sh a b c\$"
 	# (the kernel's table is read a page at a time while a busy host's
 	# locks change: a waiter's mark at a page's edge may be missed once)
-	wait_for json_names "$F" "\"waiting\":true,\"queue\":1,\"pid\":$plain,"
-	run -0 "$LOCKBOX" mutex --json "$F" list
-	assert_output --partial ",\"command\":\"touch\",\"mode\":\"exclusive\"}"
-	assert_output --partial ",\"command\":\"sh -c : \\\"\$@\\\" sh a b c\",\"mode\":\"exclusive\"}"
+	wait_for json_names "$F" "\"waiting\":true,\"queue\":1,\"pid\":$plain," \
+		",\"command\":\"touch\",\"mode\":\"exclusive\"}" \
+		",\"command\":\"sh -c : \\\"\$@\\\" sh a b c\",\"mode\":\"exclusive\"}"
 	# ps and /proc show it too: the waiter's command line, while it waits
 	run -0 ps -o args= -p "$plain"
 	assert_output --regexp "waiting: touch\$"

@@ -164,6 +164,13 @@ concurrency() {
 			END { print max + 0, bad + 0 }'
 }
 
+# odd_ends: say how each launch that neither ran nor was refused nor
+# killed ended, and every message but the busy one
+odd_ends() {
+	awk '$2 != 0 && $2 != 75 && $2 != 137 { n[$2]++ } END { for (s in n) printf "# %d launches ended %s\n", n[s], s }' "$T/reaped" >&3
+	grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy " "$T/stderr" | sort | uniq -c | head -n 20 | sed 's/^/# /' >&3 || true
+}
+
 count_status() {
 	awk -v s="$1" '$2 == s { n++ } END { print n + 0 }' "$T/reaped"
 }
@@ -179,10 +186,7 @@ count_status() {
 	echo "# ran $got (killed $killed, kills sent $(wc -l <"$T/killed")), refused $refused of $LAUNCHES" >&3
 	# every launch either ran or was refused; nothing else went wrong
 	# (else say what: each other status, and every other message)
-	if ((ok + killed + refused != LAUNCHES)); then
-		awk '$2 != 0 && $2 != 75 && $2 != 137 { n[$2]++ } END { for (s in n) printf "# %d launches ended %s\n", n[s], s }' "$T/reaped" >&3
-		grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy " "$T/stderr" | sort | uniq -c | head -n 20 | sed 's/^/# /' >&3 || true
-	fi
+	((ok + killed + refused == LAUNCHES)) || odd_ends
 	assert_equal $((ok + killed + refused)) "$LAUNCHES"
 	assert_equal $((got + refused)) "$LAUNCHES"
 	assert [ "$got" -gt 0 ]
@@ -211,9 +215,7 @@ count_status() {
 	LOCKBOX_TEST_HEADER_STUCK=20ms launch_fast
 	kill_tracked
 	bad=$(awk '$2 != 0 && $2 != 75 && $2 != 137 { n++ } END { print n + 0 }' "$T/reaped")
-	if ((bad > 0)); then
-		grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy " "$T/stderr" | sort | uniq -c | head -n 10 | sed 's/^/# /' >&3 || true
-	fi
+	((bad == 0)) || odd_ends
 	assert_equal "$bad" 0
 	intervals >"$T/intervals"
 	run -0 concurrency <"$T/intervals"
