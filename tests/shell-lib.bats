@@ -527,6 +527,8 @@ first_last() {
 	local -a sh
 	lib=$("$LOCKBOX" --shell-lib)
 	ln -s "$(command -v bash)" "$T/sh"
+	# the script writes its child's PID into $T
+	export T
 	cat >"$T/posix.sh" <<'EOF'
 # the script's own EXIT trap, set before the first acquire: taken over, still run
 if [ -n "${OWN-}" ]; then trap 'printf "own trap\n"' EXIT; fi

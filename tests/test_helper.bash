@@ -160,14 +160,35 @@ track_pid() {
 	printf '%s %s\n' "$1" "$(proc_starttime "$1")" >>"$PIDFILE"
 }
 
+# descendants PID...: the processes the PIDs started that still run (their
+# children, theirs, ...), one a line, from /proc
+descendants() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '
+		{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); kids[f[2]] = kids[f[2]] " " $1 }
+		END {
+			n = split(roots, q, " ")
+			for (i = 1; i <= n; i++) {
+				m = split(kids[q[i]], c, " ")
+				for (j = 1; j <= m; j++) { print c[j]; q[++n] = c[j] }
+			}
+		}'
+}
+
 kill_tracked() {
-	local pid st
+	local pid st ours=()
 	[[ -f ${PIDFILE:-} ]] || return 0
 	while read -r pid st; do
 		if [[ -n $st && $(proc_starttime "$pid") == "$st" ]]; then
-			kill -KILL "$pid" 2>/dev/null || true
+			ours+=("$pid")
 		fi
 	done <"$PIDFILE"
+	# with what they started, found before any is killed: a tool that runs
+	# its command as a child (flock(1), a shell that waits for its job)
+	# would leave it behind, holding the lock file open for its 600 s
+	if ((${#ours[@]} > 0)); then
+		# shellcheck disable=SC2046 # one PID a word
+		kill -KILL "${ours[@]}" $(descendants "${ours[@]}") 2>/dev/null || true
+	fi
 	# reap our own children; wait returns at once for anyone else's
 	while read -r pid st; do
 		wait "$pid" 2>/dev/null || true

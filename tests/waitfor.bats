@@ -391,7 +391,7 @@ EOF
 @test "an attempt that succeeds after TERM: 0" {
 	# shellcheck disable=SC2016 # expanded by the attempt's sh
 	spawn "$LOCKBOX" waitfor 1m 10ms sh -c '
-		trap "exit 0" TERM
+		trap "kill \$c; exit 0" TERM
 		sleep 30 & c=$!
 		echo $$ >"$1.tmp" && mv "$1.tmp" "$1"
 		wait $c; exit 5' sh "$T/pid"
