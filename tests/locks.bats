@@ -200,11 +200,11 @@ print("ok")' - "$T" "$flock_pid" "$posix_pid" "$LOCKHOLD_PID" "$ofd_py" "$plain_
 	spawn flock "$evil" sh -c "$MARK_AND_HOLD" sh "$T/mark"
 	local pid=$SPAWN_PID
 	wait_for test -s "$T/mark"
-	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -u -p "$pid"
+	locks_lines 2 -u -p "$pid"
 	assert_equal "${#lines[@]}" 2
 	assert_line --index 1 --regexp "$(re_quote "$T")/evil\\\\n1  4242 sshd 9d\\\\x1b\\[31mred\$"
 	refute_output --partial $'\e'
-	run -0 --separate-stderr "$LOCKBOX" locks --timeout "$(locks_timeout)" -r -n -o PID,PATH -p "$pid"
+	locks_lines 1 -r -n -o PID,PATH -p "$pid"
 	assert_output "$pid $T/evil\\n1\\x20\\x204242\\x20sshd\\x209d\\x1b[31mred"
 	rows_json -p "$pid"
 	# shellcheck disable=SC2016 # python's
