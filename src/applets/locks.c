@@ -419,6 +419,7 @@ static int holder_row(struct lb_table *t, const struct opts *o, struct names *nm
 		if (!x->known && i >= 0)
 			r.pid = hv->locks[locks[i]].pid;
 	}
+	poolcmd_annotation(x, r.note, sizeof r.note);
 	if (x->known) {
 		r.pid = x->who.pid;
 		r.command = x->who.command;
@@ -429,7 +430,6 @@ static int holder_row(struct lb_table *t, const struct opts *o, struct names *nm
 		if (!x->waiting)
 			note_add(&r, "no record of its holder");
 	}
-	poolcmd_annotation(x, r.note, sizeof r.note);
 	return emit(t, o, &r);
 }
 
