@@ -40,18 +40,75 @@ static ssize_t read_start(const char *path, char *buf, size_t size)
 /* what a read with a deadline reads in any case: some thousand lines of /proc/locks */
 #define SLURP_MIN	(64 * 1024)
 
+/* at most this many lines a read of the lock table is looked at for, as repeated from the read before */
+#define REPEATS_MAX	16
+
+static const char *line_end(const char *line, const char *stop);
+
+/* The line of TEXT that ends just before AT (a line's start), or NULL. */
+static const char *line_before(const char *text, const char *at)
+{
+	const char *p = at - 1;
+
+	if (at <= text)
+		return NULL;
+	while (p > text && p[-1] != '\n')
+		p--;
+	return p;
+}
+
+/* Whether the lock table's lines A and B say the same past their ordinals ("12:"). */
+static int same_words(const char *a, const char *b, const char *stop)
+{
+	const char *ae = line_end(a, stop), *be = line_end(b, stop), *aw, *bw;
+
+	aw = memchr(a, ':', (size_t)(ae - a));
+	bw = memchr(b, ':', (size_t)(be - b));
+	aw = aw != NULL ? aw : a;
+	bw = bw != NULL ? bw : b;
+	return ae - aw == be - bw && memcmp(aw, bw, (size_t)(ae - aw)) == 0;
+}
+
+/*
+ * The bytes at AT, where a read of the lock table began, that repeat the
+ * lines just before it. Each read starts at a line's place in the
+ * kernel's list: a lock taken ahead of that place since the read before
+ * moves the lines back by one, and the read's first line is the last
+ * line of the read before, numbered anew. The most lines that so repeat,
+ * up to REPEATS_MAX (two locks whose lines say the same, side by side at
+ * a read's edge, are taken for one).
+ */
+static size_t repeated(const char *text, const char *at, const char *stop)
+{
+	const char *before[REPEATS_MAX], *after[REPEATS_MAX], *p;
+	size_t nb = 0, na = 0, j, i;
+
+	for (p = at; nb < REPEATS_MAX && (p = line_before(text, p)) != NULL;)
+		before[nb++] = p;
+	for (p = at; na < REPEATS_MAX && p < stop; p = line_end(p, stop))
+		after[na++] = p;
+	for (j = nb < na ? nb : na; j > 0; j--) {
+		for (i = 0; i < j && same_words(before[j - 1 - i], after[i], stop); i++)
+			;
+		if (i == j)
+			return (size_t)(line_end(after[j - 1], stop) - at);
+	}
+	return 0;
+}
+
 /*
  * The whole of the /proc file PATH (it has no size to stat), read CHUNK
  * bytes at a time (0: as much as fits), until DEADLINE (0: none) once
  * SLURP_MIN bytes are read (then *CUT is set and what was read is kept
  * to its last whole line),
  * NUL-terminated, malloc'd, its length in *LEN, the reads that gave it in
- * *PIECES (PIECES may be NULL); NULL with errno.
+ * *PIECES (PIECES may be NULL); NULL with errno. With REPEATS (the lock
+ * table), the lines a read repeats from the read before are left out.
  */
-static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len, int *cut,
-    int *pieces)
+static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats, size_t *len,
+    int *cut, int *pieces)
 {
-	size_t cap = 64 * 1024, n = 0;
+	size_t cap = 64 * 1024, n = 0, drop;
 	char *buf = malloc(cap), *grown;
 	ssize_t r = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), saved, reads = 0;
@@ -78,7 +135,11 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, size_t *len
 			continue;
 		if (r <= 0)
 			break;
-		n += (size_t)r;
+		/* (a read that began a line, after one that ended one) */
+		drop = repeats && n > 0 && buf[n - 1] == '\n' ?
+		    repeated(buf, buf + n, buf + n + (size_t)r) : 0;
+		memmove(buf + n, buf + n + drop, (size_t)r - drop);
+		n += (size_t)r - drop;
 		reads++;
 		/* a table of ordinary length is read whole, however busy the host */
 		if (n >= SLURP_MIN && deadline != 0 && lb_remaining(deadline) == 0) {
@@ -521,7 +582,7 @@ int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
 	if ((size_t)r < sizeof head - 1)
 		return strstr(head, "\nlock:") == NULL ? 0 :
 		    fdinfo_lines(head, head + r, dev, ino, fn, arg);
-	text = slurp(path, 0, 0, &len, &cut, NULL);
+	text = slurp(path, 0, 0, 0, &len, &cut, NULL);
 	if (text == NULL)
 		return -1;
 	rc = fdinfo_lines(text, text + len, dev, ino, fn, arg);
@@ -597,7 +658,7 @@ static struct lb_locktab *read_table(size_t chunk, int64_t deadline, int indexed
 
 	if (t == NULL)
 		return NULL;
-	t->text = slurp("/proc/locks", chunk, deadline, &t->len, &t->cut, &t->pieces);
+	t->text = slurp("/proc/locks", chunk, deadline, 1, &t->len, &t->cut, &t->pieces);
 	if (t->text == NULL || (indexed && index_table(t) != 0)) {
 		free_table(t);
 		return NULL;
@@ -673,7 +734,7 @@ static int add_missed(struct lb_locktab *t, size_t chunk2)
 {
 	size_t len, na, nb, i = 0, j = 0, ia, jb, add = 0, ndrop = 0, n = 0, d = 0;
 	int cut, c, rc = -1;
-	char *text = slurp("/proc/locks", chunk2, 0, &len, &cut, NULL), *extra = NULL, *out = NULL;
+	char *text = slurp("/proc/locks", chunk2, 0, 1, &len, &cut, NULL), *extra = NULL, *out = NULL;
 	struct said *a = lines_said(t->text, t->len, &na), *b = NULL;
 	const char **drop = NULL, *line, *end, *stop = t->text + t->len;
 
