@@ -43,7 +43,13 @@ static ssize_t read_start(const char *path, char *buf, size_t size)
 /* at most this many lines a read of the lock table is looked at for, as repeated from the read before */
 #define REPEATS_MAX	16
 
-static const char *line_end(const char *line, const char *stop);
+/* Where the line at LINE ends in a text that ends at STOP: past its newline, or STOP. */
+static const char *line_end(const char *line, const char *stop)
+{
+	const char *nl = memchr(line, '\n', (size_t)(stop - line));
+
+	return nl != NULL ? nl + 1 : stop;
+}
 
 /* The line of TEXT that ends just before AT (a line's start), or NULL. */
 static const char *line_before(const char *text, const char *at)
@@ -162,14 +168,6 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats
 	if (pieces != NULL)
 		*pieces = reads;
 	return buf;
-}
-
-/* Where the line at LINE ends in a text that ends at STOP: past its newline, or STOP. */
-static const char *line_end(const char *line, const char *stop)
-{
-	const char *nl = memchr(line, '\n', (size_t)(stop - line));
-
-	return nl != NULL ? nl + 1 : stop;
 }
 
 /* "/proc/PID/NAME", or "/proc/self/NAME" for PID 0. */
