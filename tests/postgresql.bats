@@ -46,6 +46,13 @@ queued() {
 	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") >= $2))
 }
 
+# queued_on OBJID: the one lock request waiting on the server is on that
+# slot (a waiter of several slots withdraws it for a moment each time it
+# looks at the others again)
+queued_on() {
+	[[ $(sql "SELECT string_agg(objid::text, ',') FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == "$1" ]]
+}
+
 none_queued() {
 	(($(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 0))
 }
@@ -269,7 +276,7 @@ hold() {
 	local waiter=$SPAWN_PID
 	# one connection, one request: on the lowest slot (no slot has a waiter yet)
 	wait_for queued "$waiter" 1
-	assert_equal "$(sql "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")" 1
+	wait_for queued_on 1
 	# the second holder goes first: the waiter, looking again, gets its slot
 	stop_pid "$HOLD_PID"
 	reap "$waiter"
