@@ -113,7 +113,7 @@ int lb_scan_moved(const char *path, pid_t *pids, size_t max, size_t *n)
 	free(abs);
 	m = (struct moved){ ds.st_dev, stat(path, &now) == 0 ? now.st_ino : 0, deleted, pids,
 	    max, n };
-	t = lb_locktab_get(0);
+	t = lb_locktab_get();
 	if (t != NULL)
 		lb_locktab_each_line(t, moved_line, &m);
 	lb_locktab_done(t);

@@ -65,7 +65,7 @@ static int held_slots(const char *line, const char *end, void *arg)
 static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
 {
 	struct scan s = { st->st_dev, st->st_ino, 0, out };
-	struct lb_locktab *t = lb_locktab_get(chunk);
+	struct lb_locktab *t = lb_locktab_pass(chunk);
 	int rc, cut;
 
 	if (t == NULL)
@@ -174,13 +174,12 @@ static int scan_table_stable(int fd, const struct stat *st, const struct lb_slot
 {
 	/*
 	 * Near a page each: every read is a walk of the table up to where it
-	 * starts. The first pass's reads are as large as the kernel gives
-	 * (a page), not 0, which would have the table read a second time and
-	 * merged (lb_locktab_get): what one read misses is settled here, by
-	 * EXPECT's tests or by the next pass, and every read of the table
-	 * holds up the lock calls of the whole host while it runs.
+	 * starts. Each pass reads the table once (lb_locktab_pass): what one
+	 * read misses is settled here, by EXPECT's tests or by the next pass,
+	 * and every read of the table holds up the lock calls of the whole
+	 * host while it runs.
 	 */
-	static const size_t chunk[SCAN_PASSES] = { 65536, 3677, 3259, 2939 };
+	static const size_t chunk[SCAN_PASSES] = { 0, 3677, 3259, 2939 };
 	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 }, unseen = { NULL, 0, 0 };
 	struct flock c;
 	int pass, r, seen = 0, cut = 0;
@@ -446,7 +445,7 @@ static int table_scan(int fd, table_keep_fn *keep, size_t size, void **v, size_t
 	*unreadable = 0;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	t = lb_locktab_get(0);
+	t = lb_locktab_get();
 	if (t == NULL) {
 		*unreadable = 1;
 		return 0;

@@ -788,7 +788,8 @@ out:
 	return rc;
 }
 
-struct lb_locktab *lb_locktab_get(size_t chunk)
+/* The run's table, or one read now, CHUNK bytes a read; a LOOK's (and a kept one) read twice. */
+static struct lb_locktab *get(size_t chunk, int look)
 {
 	struct lb_locktab *t;
 	int keep = keep_from != 0 && lb_now(CLOCK_MONOTONIC) >= keep_from;
@@ -798,8 +799,7 @@ struct lb_locktab *lb_locktab_get(size_t chunk)
 	t = read_table(chunk, keep ? keep_until : 0, 0);
 	if (t == NULL)
 		return NULL;
-	/* a look's table is read twice; a read of a chosen size is one pass of several (lockscan.c) */
-	if ((keep || chunk == 0) && !t->cut && t->pieces > 1 &&
+	if ((keep || look) && !t->cut && t->pieces > 1 &&
 	    add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
 		free_table(t);
 		return NULL;
@@ -813,6 +813,16 @@ struct lb_locktab *lb_locktab_get(size_t chunk)
 		kept = t;
 	}
 	return t;
+}
+
+struct lb_locktab *lb_locktab_get(void)
+{
+	return get(0, 1);
+}
+
+struct lb_locktab *lb_locktab_pass(size_t chunk)
+{
+	return get(chunk, 0);
 }
 
 void lb_locktab_done(struct lb_locktab *t)

@@ -132,13 +132,15 @@ struct lb_locktab {
 
 /*
  * The lock table for a look at the host's locks: the one this run keeps
- * (see below), or one read now, CHUNK bytes a read (0: as much as fits;
- * then, and for the table a run keeps, read twice where it spans pages,
- * for the lines a shift between two reads hides).
- * NULL with errno when /proc/locks cannot be read. Give it back with
- * lb_locktab_done.
+ * (see below), or one read now, as much as fits a read, and read twice
+ * where it spans pages, for the lines a shift between two reads hides.
+ * lb_locktab_pass: one read now, CHUNK bytes a read (0: as much as fits),
+ * for a caller that settles misses with passes of its own (the run's
+ * kept table, when there is one). NULL with errno when /proc/locks cannot
+ * be read. Give either back with lb_locktab_done.
  */
-struct lb_locktab *lb_locktab_get(size_t chunk);
+struct lb_locktab *lb_locktab_get(void);
+struct lb_locktab *lb_locktab_pass(size_t chunk);
 void lb_locktab_done(struct lb_locktab *t);
 
 /*
@@ -156,8 +158,8 @@ int lb_locktab_each_line(const struct lb_locktab *t,
 /*
  * One table for the rest of a run. lb_locktab_pin reads it now, up to
  * DEADLINE (0: none; past it the table is cut short, t->cut), indexed by
- * file, and every later lb_locktab_get returns it: one read of the table
- * a run, however many files are looked at. lb_locktab_keep_from keeps the
+ * file, and every later lb_locktab_get or lb_locktab_pass returns it:
+ * one read of the table a run, however many files are looked at. lb_locktab_keep_from keeps the
  * first table read at or after FROM (CLOCK_MONOTONIC ns) the same way,
  * read up to DEADLINE (0: none, the whole table): a refusal's
  * description, once the wait is over, reads the table once.
