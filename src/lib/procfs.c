@@ -63,15 +63,20 @@ static const char *line_before(const char *text, const char *at)
 	return p;
 }
 
-/* Whether the lock table's lines A and B say the same past their ordinals ("12:"). */
+/* What the lock table's line [LINE, END) says past its ordinal ("12:"), which a shift renumbers. */
+static const char *past_ordinal(const char *line, const char *end)
+{
+	const char *colon = memchr(line, ':', (size_t)(end - line));
+
+	return colon != NULL ? colon + 1 : line;
+}
+
+/* Whether the lock table's lines A and B say the same past their ordinals. */
 static int same_words(const char *a, const char *b, const char *stop)
 {
-	const char *ae = line_end(a, stop), *be = line_end(b, stop), *aw, *bw;
+	const char *ae = line_end(a, stop), *be = line_end(b, stop);
+	const char *aw = past_ordinal(a, ae), *bw = past_ordinal(b, be);
 
-	aw = memchr(a, ':', (size_t)(ae - a));
-	bw = memchr(b, ':', (size_t)(be - b));
-	aw = aw != NULL ? aw : a;
-	bw = bw != NULL ? bw : b;
 	return ae - aw == be - bw && memcmp(aw, bw, (size_t)(ae - aw)) == 0;
 }
 
@@ -681,14 +686,13 @@ static int by_words(const void *a, const void *b)
 /* The lines of TEXT (LEN bytes), sorted by what they say; malloc'd, *N of them, or NULL. */
 static struct said *lines_said(const char *text, size_t len, size_t *n)
 {
-	const char *line, *end, *colon, *stop = text + len;
+	const char *line, *end, *stop = text + len;
 	struct said *v = NULL, *grown;
 	size_t cap = 0;
 
 	*n = 0;
 	for (line = text; line < stop; line = end) {
 		end = line_end(line, stop);
-		colon = memchr(line, ':', (size_t)(end - line));
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 256;
 			grown = realloc(v, cap * sizeof *v);
@@ -700,7 +704,7 @@ static struct said *lines_said(const char *text, size_t len, size_t *n)
 		}
 		v[*n].line = line;
 		v[*n].len = (size_t)(end - line);
-		v[*n].words = colon != NULL ? colon + 1 : line;
+		v[*n].words = past_ordinal(line, end);
 		v[*n].nwords = (size_t)(end - v[*n].words);
 		(*n)++;
 	}
