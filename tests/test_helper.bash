@@ -23,7 +23,8 @@ export LOCKBOX LOCKBOX_BUILDDIR LOCKHOLD
 # Generous, for a loaded machine: a bound that only a real hang exceeds.
 WAIT_LIMIT=${LOCKBOX_TEST_WAIT_LIMIT:-30}
 # The same for reap, whose process may first have to finish a wait of its
-# own (-w 60 at most in these tests)
+# own (-w 60 at most where a test reaps one that times out; a longer -w
+# is there only to outlast the test's own steps, and is ended earlier)
 REAP_LIMIT=${LOCKBOX_TEST_REAP_LIMIT:-$((WAIT_LIMIT * 4))}
 
 # pace [US]: how long one short run of the binary takes on this machine
