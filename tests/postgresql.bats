@@ -161,6 +161,33 @@ hold() {
 	assert [ "$output" -gt "$fence" ]
 }
 
+@test "back to back: a run is not refused by the session of the run before, which the server ends a moment after its command" {
+	local i busy=0 child
+	for i in $(seq 100); do
+		"$LOCKBOX" mutex "$U" true 2>"$T/err" || { busy=$((busy + 1)); cat "$T/err" >&2; }
+	done
+	assert_equal "$busy" 0
+	# the moment made to last: a child of the command keeps the connection,
+	# and the lock; the next run, its holder gone from this host, looks again
+	# (queued on the server) and takes the lock when the child ends
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" mutex "$U" sh -c 'sleep 600 </dev/null >/dev/null 2>&1 3>&- & echo $!'
+	child=$output
+	track_pid "$child"
+	spawn "$LOCKBOX" mutex "$U" true
+	wait_for queued "$SPAWN_PID" 1
+	kill "$child"
+	reap "$SPAWN_PID"
+	assert_equal "$REAP_STATUS" 0
+	# a child that stays keeps the lock: refused after the look, naming the holder
+	# shellcheck disable=SC2016 # expanded by the child shell
+	run -0 "$LOCKBOX" mutex "$U" sh -c 'sleep 600 </dev/null >/dev/null 2>&1 3>&- & echo "$! $$"'
+	read -r child pid <<<"$output"
+	track_pid "$child"
+	run -75 "$LOCKBOX" mutex "$U" true
+	assert_output --partial "held by PID $pid "
+}
+
 @test "LOCKBOX_FENCE rises with each holder of a slot; a holder of another slot may hold a larger one meanwhile" {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	local show='echo "$LOCKBOX_SLOT $LOCKBOX_FENCE" >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 600'

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,8 @@
 #define COUNT_STUCK	(5 * LB_NS_PER_S)
 /* new connections after the deadline, for a server that keeps ending them */
 #define LATE_CONNECTS	3
+/* how long a busy answer is looked at again when its holder has ended here (ending_here) */
+#define ENDING_GRACE	(2 * LB_NS_PER_S)
 
 /* what the steps of an acquisition return besides 1, 0 and -1 */
 enum {
@@ -528,6 +531,41 @@ static int acquire_round(struct pgpool *p, unsigned max, int64_t deadline, int *
 }
 
 static int pg_holders(struct lb_pool *pool, struct lb_holders *out);
+static int parse_appname(const char *s, struct lb_ident *who);
+
+/*
+ * A holder's session outlives its command by a moment: the command's exit
+ * closes the connection, and the server lets go of the session's locks
+ * when its backend reads the end of it, some milliseconds later (more on
+ * a busy host). A caller that starts right after another's command ended
+ * (two lines of one script) would be refused by a process that is gone.
+ * So a busy answer is worth another look when no holder is left (the
+ * lock went as we looked), or when one holder names this host (as we
+ * name ourselves) and a PID that no process has here. Such a PID may be
+ * a process of another host of the same name, or one whose children keep
+ * the connection: then the look costs a wait of ENDING_GRACE, no more.
+ * Who holds the lock is still the server's to say. 1 when it is worth a
+ * look, 0 when not, -1 (reported).
+ */
+static int ending_here(struct lb_pool *pool)
+{
+	struct lb_holders h = { 0 };
+	struct lb_ident self;
+	size_t i;
+	int rc = 0;
+
+	if (pg_holders(pool, &h) != 0)
+		return -1;
+	memset(&self, 0, sizeof self);
+	parse_appname(pp(pool)->appname, &self);
+	if (h.n == 0)
+		rc = 1;
+	for (i = 0; i < h.n && rc == 0; i++)
+		rc = h.v[i].known && strcmp(h.v[i].who.host, self.host) == 0 &&
+		    kill(h.v[i].who.pid, 0) != 0 && errno == ESRCH;
+	lb_holders_free(&h);
+	return rc;
+}
 
 /*
  * Acquire with one connection, which becomes the holder's: take a slot,
@@ -540,10 +578,11 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	struct pgpool *p = pp(pool);
-	int r, tries = 0, late = 0;
+	int r, tries = 0, late = 0, looked = 0;
 
 	describe_self(p, who);
 	p->retrying = 1;
+again:
 	do {
 		if (p->conn == NULL) {
 			if (lb_remaining(deadline) == 0 && p->connected && late++ >= LATE_CONNECTS) {
@@ -562,6 +601,14 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 			r = AGAIN;
 		}
 	} while (r == AGAIN);
+	if (r == 0 && p->base.why[0] == '\0' && !looked++) {
+		r = ending_here(pool);
+		if (r == 1) {
+			deadline = lb_deadline_after(ENDING_GRACE);
+			tries = 0;
+			goto again;
+		}
+	}
 	p->retrying = 0;
 	if (r == 1)
 		*slot = p->slot;
