@@ -161,6 +161,7 @@ hold() {
 	assert [ "$output" -gt "$fence" ]
 }
 
+# bats test_tags=wait
 @test "back to back: a run is not refused by the session of the run before, which the server ends a moment after its command" {
 	local i busy=0 child
 	for i in $(seq 100); do
