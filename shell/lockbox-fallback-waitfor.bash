@@ -23,8 +23,9 @@ _lockbox_now() {
 # s or sec, m or min, h or hr, d; a bare number only alone, in BARE_MS
 # units). 1 if malformed, 2 if too long. The builtin has no copy of the
 # grammar: it reads durations with lockbox's own parser (src/lib/parse.c).
-# This one stays, as does _lockbox_fmt_ms's of lb_format_duration: the
-# fallback runs where the builtin cannot be loaded.
+# This one stays, as do _lockbox_fmt_ms's of lb_format_duration and
+# _lockbox_fmt_given's of lb_format_duration_ms: the fallback runs where
+# the builtin cannot be loaded.
 _lockbox_duration() {
 	local s=$1 bare=$2 total=0 whole frac unit term n=0
 	local max=$((100 * 366 * 86400 * 1000))
@@ -93,6 +94,21 @@ _lockbox_fmt_ms() {
 	else
 		_lockbox_r=$((sec / secs[i]))${names[i]}$((sec % secs[i] / secs[i + 1]))${names[i + 1]}
 	fi
+}
+
+# _lockbox_fmt_given MS: the same, but a duration under a minute keeps its
+# milliseconds ("1.5s"): a duration the caller gave, said back as given.
+_lockbox_fmt_given() {
+	local ms=$(($1 % 1000))
+	if (($1 < 1000 || $1 >= 60000 || ms == 0)); then
+		_lockbox_fmt_ms "$1"
+		return 0
+	fi
+	printf -v ms '%03d' "$ms"
+	while [[ $ms == *0 ]]; do
+		ms=${ms%0}
+	done
+	_lockbox_r=$(($1 / 1000)).${ms}s
 }
 
 _lockbox_waitfor_usage() {
@@ -272,7 +288,7 @@ _lockbox_waitfor() {
 				_lockbox_warn "waitfor: attempt $_lockbox_wf_n $_lockbox_wf_what; out of time"
 			fi
 			if ((!_lockbox_wf_quiet)); then
-				_lockbox_fmt_ms "$_lockbox_wf_timeout"
+				_lockbox_fmt_given "$_lockbox_wf_timeout"
 				_lockbox_wf_s=s
 				if ((_lockbox_wf_n == 1)); then
 					_lockbox_wf_s=

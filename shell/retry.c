@@ -119,7 +119,7 @@ static int attempts(const struct waitfor_opts *o, char **command)
 				lb_sh_warn("waitfor", "attempt %u exited %d; out of time", n, status);
 			if (!o->quiet)
 				lb_sh_warn("waitfor", "gave up after %s (%u attempt%s); last status %d",
-				    lb_format_duration(o->timeout, when), n, n == 1 ? "" : "s", status);
+				    lb_format_duration_ms(o->timeout, when), n, n == 1 ? "" : "s", status);
 			return status;
 		}
 		wake = left < o->interval ? left : o->interval;

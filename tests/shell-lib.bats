@@ -503,7 +503,7 @@ first_last() {
 @test "waitfor in the library: min, sec and hr, -v on a bare TIMEOUT, and -V, as the applet has them" {
 	local lib args
 	lib=$("$LOCKBOX" --shell-lib)
-	for args in "-v 0.01 0.2sec false" "0.01min 0.2sec false" "-v 0.0001hr 0 false" "-V" "--version"; do
+	for args in "-v 0.01 0.2sec false" "0.01min 0.2sec false" "-v 0.0001hr 0 false" "1050ms 350ms false" "-V" "--version"; do
 		# shellcheck disable=SC2086 # split into arguments on purpose
 		run --separate-stderr "$LOCKBOX" waitfor $args
 		# the count of attempts depends on the machine's load: the first and last lines, less it
