@@ -615,6 +615,9 @@ again:
 	/* busy: the holders, unless something else kept the slot (why) */
 	if (r == 0 && p->base.why[0] == '\0' && busy != NULL && pg_holders(pool, busy) != 0)
 		r = -1;
+	if (r == 0 && p->base.why[0] == '\0' && busy != NULL && busy->n == 0)
+		snprintf(p->base.why, sizeof p->base.why,
+		    "held, and let go as its holders were looked for; try again");
 	return r == STUCK ? 0 : r;
 }
 
