@@ -70,7 +70,7 @@ static int moved_line(const char *line, const char *end, void *arg)
 	if (*m->n >= m->max)
 		return 1;
 	/* a lock on this file system, not on the file at the path now, named by its process */
-	if (lb_procfs_lock_parse(line, end, &dev, &ino, &x) != 1 || dev != m->dev ||
+	if (lb_lockline_parse(line, end, &dev, &ino, &x) != 1 || dev != m->dev ||
 	    (m->now != 0 && ino == m->now))
 		return 0;
 	/* (a lockbox waiter's mark in the queue holds nothing) */
@@ -152,7 +152,7 @@ static int add_line(const char *line, const char *end, void *arg)
 	dev_t dev;
 	ino_t ino;
 
-	if (lb_procfs_lock_parse(line, end, &dev, &ino, &x) != 1)
+	if (lb_lockline_parse(line, end, &dev, &ino, &x) != 1)
 		return 0;	/* a lease, or what a later kernel adds */
 	if (m->hv->nlocks == m->cap) {
 		m->cap = m->cap ? 2 * m->cap : 256;

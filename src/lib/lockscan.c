@@ -49,7 +49,7 @@ static int held_slots(const char *line, const char *end, void *arg)
 	struct scan *s = arg;
 	struct lb_lockinfo l;
 
-	if (!lb_procfs_lock_line(line, end, s->dev, s->ino, &l, &s->seen) || !l.write ||
+	if (!lb_lockline_held(line, end, s->dev, s->ino, &l, &s->seen) || !l.write ||
 	    !((l.hi < 0 || l.hi >= LB_HDR_SIZE) && l.lo < (long long)SLOTS_END))
 		return 0;
 	return add_range(s->out, l.lo, l.hi);
@@ -408,7 +408,7 @@ static int keep_line(const char *line, const char *end, void *arg)
 	if (!k->keep(line, end, k->dev, k->ino, &one, &k->seen))
 		return 0;
 	if (k->pinned && k->tested < PINNED_TESTS &&
-	    lb_procfs_lock_any(line, end, k->dev, k->ino, &x, &seen) && !x.blocked &&
+	    lb_lockline_any(line, end, k->dev, k->ino, &x, &seen) && !x.blocked &&
 	    x.kind != LB_LOCK_FLOCK) {
 		k->tested++;
 		if (gone_since(k->fd, &x))
@@ -468,7 +468,7 @@ static int table_scan(int fd, table_keep_fn *keep, size_t size, void **v, size_t
 static int keep_fcntl(const char *line, const char *end, dev_t dev, ino_t ino, void *out,
     int *seen)
 {
-	return lb_procfs_lock_line(line, end, dev, ino, out, seen);
+	return lb_lockline_held(line, end, dev, ino, out, seen);
 }
 
 int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
@@ -545,7 +545,7 @@ static int keep_flock(const char *line, const char *end, dev_t dev, ino_t ino, v
 {
 	struct lb_lockline *x = out;
 
-	return lb_procfs_lock_any(line, end, dev, ino, x, seen) && x->kind == LB_LOCK_FLOCK;
+	return lb_lockline_any(line, end, dev, ino, x, seen) && x->kind == LB_LOCK_FLOCK;
 }
 
 /* A scan whose table cannot be read is an error; one that does not show the file, none. */
@@ -567,7 +567,7 @@ int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n)
 static int keep_any(const char *line, const char *end, dev_t dev, ino_t ino, void *out,
     int *seen)
 {
-	return lb_procfs_lock_any(line, end, dev, ino, out, seen);
+	return lb_lockline_any(line, end, dev, ino, out, seen);
 }
 
 int lb_scan_lines(int fd, struct lb_lockline **v, size_t *n)
