@@ -149,7 +149,8 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats
 		/* (a read that began a line, after one that ended one) */
 		drop = repeats && n > 0 && buf[n - 1] == '\n' ?
 		    repeated(buf, buf + n, buf + n + (size_t)r) : 0;
-		memmove(buf + n, buf + n + drop, (size_t)r - drop);
+		if (drop > 0)
+			memmove(buf + n, buf + n + drop, (size_t)r - drop);
 		n += (size_t)r - drop;
 		reads++;
 		/* a table of ordinary length is read whole, however busy the host */
