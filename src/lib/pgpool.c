@@ -544,27 +544,23 @@ static int parse_appname(const char *s, struct lb_ident *who);
  * name ourselves) and a PID that no process has here. Such a PID may be
  * a process of another host of the same name, or one whose children keep
  * the connection: then the look costs a wait of ENDING_GRACE, no more.
- * Who holds the lock is still the server's to say. 1 when it is worth a
- * look, 0 when not, -1 (reported).
+ * Who holds the lock is still the server's to say. 1 when the holders H
+ * are worth a look again, else 0.
  */
-static int ending_here(struct lb_pool *pool)
+static int ending_here(struct pgpool *p, const struct lb_holders *h)
 {
-	struct lb_holders h = { 0 };
 	struct lb_ident self;
 	size_t i;
-	int rc = 0;
 
-	if (pg_holders(pool, &h) != 0)
-		return -1;
+	if (h->n == 0)
+		return 1;
 	memset(&self, 0, sizeof self);
-	parse_appname(pp(pool)->appname, &self);
-	if (h.n == 0)
-		rc = 1;
-	for (i = 0; i < h.n && rc == 0; i++)
-		rc = h.v[i].known && strcmp(h.v[i].who.host, self.host) == 0 &&
-		    kill(h.v[i].who.pid, 0) != 0 && errno == ESRCH;
-	lb_holders_free(&h);
-	return rc;
+	parse_appname(p->appname, &self);
+	for (i = 0; i < h->n; i++)
+		if (h->v[i].known && strcmp(h->v[i].who.host, self.host) == 0 &&
+		    kill(h->v[i].who.pid, 0) != 0 && errno == ESRCH)
+			return 1;
+	return 0;
 }
 
 /*
@@ -578,6 +574,7 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	struct pgpool *p = pp(pool);
+	struct lb_holders seen = { NULL, 0 };
 	int r, tries = 0, late = 0, looked = 0;
 
 	describe_self(p, who);
@@ -602,8 +599,9 @@ again:
 		}
 	} while (r == AGAIN);
 	if (r == 0 && p->base.why[0] == '\0' && !looked++) {
-		r = ending_here(pool);
+		r = pg_holders(pool, &seen) != 0 ? -1 : ending_here(p, &seen);
 		if (r == 1) {
+			lb_holders_free(&seen);
 			deadline = lb_deadline_after(ENDING_GRACE);
 			tries = 0;
 			goto again;
@@ -612,9 +610,18 @@ again:
 	p->retrying = 0;
 	if (r == 1)
 		*slot = p->slot;
-	/* busy: the holders, unless something else kept the slot (why) */
-	if (r == 0 && p->base.why[0] == '\0' && busy != NULL && pg_holders(pool, busy) != 0)
-		r = -1;
+	/*
+	 * busy: the holders (those just looked at, unless the look again ran
+	 * after), unless something else kept the slot (why)
+	 */
+	if (r == 0 && p->base.why[0] == '\0' && busy != NULL) {
+		if (seen.n > 0)
+			*busy = seen;
+		else if (pg_holders(pool, busy) != 0)
+			r = -1;
+	} else {
+		lb_holders_free(&seen);
+	}
 	if (r == 0 && p->base.why[0] == '\0' && busy != NULL && busy->n == 0)
 		snprintf(p->base.why, sizeof p->base.why,
 		    "held, and let go as its holders were looked for; try again");
