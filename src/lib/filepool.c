@@ -17,11 +17,11 @@
  *              queued: join the queue as its head, still under the
  *              header. arrive lets the header go in every case.
  *   turn       (queued) wait for the ticket ahead to go (fp_queue_turn),
- *              no header held; then fp_enter, fp_take_slot, and the
- *              header let go here.
- *   head       every slot busy: fp_head_wait watches the held slots with
- *              no header held; at each wake-up it takes the header, scans,
- *              claims, and lets the header go itself.
+ *              no header held; then fp_try_take (filestore.c): fp_enter,
+ *              fp_take_slot, and the header let go there.
+ *   head       (FP_HEAD, from arrive or the turn: every slot busy, at
+ *              the queue's head) fp_head_wait watches the held slots with
+ *              no header held; at each wake-up fp_try_take again.
  *   take       fp_take_slot, always under the header: the slot's lock,
  *              then its record.
  *   leave      the ticket is given back (fp_queue_leave) however it ended.
@@ -207,8 +207,9 @@ static int describe(struct filepool *p, struct lb_holders *out)
 /*
  * A caller's arrival: a slot taken at once or, for one who waits, a place
  * in the queue: at its back (*TICKET) when others wait, at its head
- * (head_wait) when nobody does. FP_TAKEN, FP_BUSY (or DEADLINE passed),
- * FP_STOPPED, FP_QUEUED behind others, FP_NOT_LOCK or FP_ERROR.
+ * when nobody does. FP_TAKEN, FP_BUSY (or DEADLINE passed), FP_QUEUED
+ * behind others, FP_HEAD (every slot busy, p->held lists them),
+ * FP_NOT_LOCK or FP_ERROR.
  */
 static enum fp_step arrive(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, uint64_t *ticket)
@@ -255,7 +256,7 @@ static enum fp_step arrive(struct filepool *p, unsigned max, int64_t deadline,
 			r = r == FP_TAKEN ? FP_HEAD : r;
 		}
 		fp_header_unlock(p);
-		return r == FP_HEAD ? fp_head_wait(p, max, deadline, who, slot) : r;
+		return r;
 	}
 	fp_header_unlock(p);
 	r = fp_queue_join(p, deadline, ticket);
@@ -309,7 +310,6 @@ static enum fp_step acquire_slot(struct filepool *p, unsigned max, int64_t deadl
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
 	uint64_t ticket;
-	off_t size;
 	enum fp_step r;
 
 	p->behind = 0;
@@ -319,14 +319,10 @@ static enum fp_step acquire_slot(struct filepool *p, unsigned max, int64_t deadl
 		if (r == FP_QUEUED) {
 			r = fp_queue_turn(p, ticket, deadline);
 			if (r == FP_TAKEN)
-				r = fp_enter(p, deadline, &size);
-			if (r == FP_TAKEN) {
-				r = fp_take_slot(p, size, max, who, NULL, slot);
-				fp_header_unlock(p);
-				if (r == FP_BUSY)
-					r = fp_head_wait(p, max, deadline, who, slot);
-			}
+				r = fp_try_take(p, max, deadline, who, NULL, slot);
 		}
+		if (r == FP_HEAD)
+			r = fp_head_wait(p, max, deadline, who, slot);
 		if (ticket != UINT64_MAX)
 			fp_queue_leave(p, ticket);
 		if (r != FP_STOPPED)

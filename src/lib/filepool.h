@@ -26,7 +26,7 @@ enum fp_step {
 	FP_STOPPED = 2,		/* ^Z: the place in the queue given up, to queue again after */
 	FP_QUEUED = 3,		/* behind others in the queue, a ticket held */
 	FP_BECAME_LOCK = 4,	/* any file became a lock file: its lock given back, take a slot */
-	FP_HEAD = 5,		/* every slot busy, nobody queued: the head of the queue now */
+	FP_HEAD = 5,		/* every slot busy, and the head of the queue: wait for one */
 };
 
 /* wake-ups remembered between a head's attempts */
@@ -104,6 +104,9 @@ unsigned char *fp_record(struct filepool *p, unsigned slot);
 uint32_t fp_state(struct filepool *p, unsigned slot);
 int fp_scan(struct filepool *p, int locked);
 enum fp_step fp_take_slot(struct filepool *p, off_t size, unsigned max,
+    const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
+/* the head's look: fp_enter, fp_take_slot, the header let go; FP_HEAD every slot busy */
+enum fp_step fp_try_take(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
 
 /* fileforeign.c: locks lockbox did not take */

@@ -582,7 +582,6 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	struct lb_wait w;
 	struct lb_wait_event ev;
 	struct gone gone = { { 0 }, { 0 }, 0 };
-	off_t size;
 	enum fp_step r = FP_BUSY;
 	int got = 0, all, word = 1, have_set = 0, tstp = 0;
 	struct sigaction cur;
@@ -655,12 +654,8 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			 */
 			lb_wait_clear_locks(&w);
 		}
-		r = fp_enter(p, deadline, &size);
-		if (r != FP_TAKEN)
-			break;
-		r = fp_take_slot(p, size, max, who, &gone, slot);
-		fp_header_unlock(p);
-		if (r != FP_BUSY)
+		r = fp_try_take(p, max, deadline, who, &gone, slot);
+		if (r != FP_HEAD)
 			break;
 	}
 	if (have_set)

@@ -854,3 +854,22 @@ undo:
 	unclaim(p, s, 1);
 	return FP_ERROR;
 }
+
+/*
+ * A look at the head of the queue, with nothing held before or after:
+ * the header taken, a free slot taken, the header let go. FP_TAKEN,
+ * FP_HEAD every slot busy (p->held lists them: the head waits for one),
+ * FP_BUSY the header stayed locked past DEADLINE, FP_NOT_LOCK, FP_ERROR.
+ */
+enum fp_step fp_try_take(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *caller, const struct gone *gone, unsigned *slot)
+{
+	off_t size;
+	enum fp_step r = fp_enter(p, deadline, &size);
+
+	if (r != FP_TAKEN)
+		return r;
+	r = fp_take_slot(p, size, max, caller, gone, slot);
+	fp_header_unlock(p);
+	return r == FP_BUSY ? FP_HEAD : r;
+}
