@@ -197,13 +197,14 @@ static int held_as_any(struct filepool *p)
  * wait (its disk): a holder that has not got through for HEADER_STUCK
  * on a host with many more runnable processes than CPUs (1). Or nobody
  * holds it now, let go of since the wait ended (-1): tried again. Stopped,
- * gone, asleep or not found (by DEADLINE, 0: on the whole host): 0.
+ * asleep or not found (by DEADLINE, 0: on the whole host): 0.
  */
 static int holder_running(struct filepool *p, short type, off_t start, off_t len,
     int64_t deadline)
 {
 	struct lb_lockinfo l;
 	struct lb_proc_stat st;
+	pid_t asleep = 0;
 	int r, looks;
 
 	/*
@@ -212,21 +213,28 @@ static int holder_running(struct filepool *p, short type, off_t start, off_t len
 	 * waiter: up to its deadline). A look that finds nobody may have met
 	 * one holder letting go and the next taking it while it walked (the
 	 * lookers' read locks come and go by the hundred on a busy pool, and
-	 * move no count): a few looks, then "not found".
+	 * move no count): a few looks, then "not found". So may a look that
+	 * finds a holder gone, stopped or asleep: a lockbox process does not
+	 * sleep under the header, and one found holding it may have let go,
+	 * run its command (a read, a sleep) or ended by the time its state
+	 * is read; a holder is called stopped or asleep once it is found
+	 * holding the lock so twice.
 	 */
 	for (looks = 0; looks < HOLDER_LOOKS; looks++) {
 		r = lb_lock_conflict(p->cfd, type, start, len, &l);
 		if (r != 1)
 			return r == 0 ? -1 : 0;	/* let go of since: tried again */
 		lb_lock_owner_now(p->cfd, &l, deadline);
-		if (l.pid <= 0)
+		if (l.pid <= 0 || lb_proc_stat(l.pid, &st) != 0)
 			continue;
-		if (lb_proc_stat(l.pid, &st) != 0)
-			return 0;
 		/* exiting: its locks are going with it (tried again) */
 		if (st.state == 'Z' || st.state == 'X')
 			return -1;
-		return st.state == 'R' || st.state == 'D';
+		if (st.state == 'R' || st.state == 'D')
+			return 1;
+		if (l.pid == asleep)
+			return 0;
+		asleep = l.pid;
 	}
 	return 0;
 }
