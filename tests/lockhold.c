@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * lockhold: a test helper that plays a foreign or stuck lock holder.
+ * lockhold: a test helper that plays another program's lock holder, or
+ * (stopped) a process that holds a lock file's header as lockbox does.
  * lockhold [-p] [-r] [-t] [-n COUNT] FILE START LEN READY: lock [START,
  * START+LEN) of FILE (write lock; -r read, on FILE opened read-only, as a
  * user who may only read it can; -p classic POSIX instead of an open file

@@ -459,11 +459,120 @@ print("ok")' <<<"$output"
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 1 "$F" true
 	assert_stderr_regex "^mutex: $(re_quote "$F"): timed out after 1s; held by PID $holder \\(sh, $AGE_RE\\)\$"
 	run -75 --separate-stderr "$LOCKBOX" mutex "$T/other.lock" true
-	assert_stderr_regex "^mutex: $(re_quote "$T/other.lock"): locked by another program: PID $(named_re "$LOCKHOLD_PID" lockhold)\$"
+	assert_stderr_regex "$(locked_re mutex "$T/other.lock" "$LOCKHOLD_PID" lockhold)"
 	if command -v strace >/dev/null; then
 		ASAN_OPTIONS=detect_leaks=0 run -75 strace -f -e trace=openat -o "$T/trace" "$LOCKBOX" mutex -w 1 "$T/other.lock" true
 		# (none where the table names the process: a classic POSIX lock)
 		(($(grep -c '"/proc", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY' "$T/trace") <= 1))
 	fi
 	kill "$big"
+}
+
+# --- a lock's cost is the lock's: the paths a script runs read no table ----
+
+# table_reads TRACE: how many opens of /proc/locks an strace -f log shows
+table_reads() {
+	grep -c '"/proc/locks"' "$1" || true
+}
+
+# walks TRACE: how many listings of /proc (a walk of the processes) it shows
+walks() {
+	grep -c '"/proc", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY' "$1" || true
+}
+
+# bats test_tags=lockkind,wait
+@test "the paths a script runs never read the kernel's lock table: a run, refusals, check, held, -w and the library" {
+	command -v strace >/dev/null || skip "needs strace"
+	command -v flock >/dev/null || skip "needs flock(1) (util-linux)"
+	local lib t i
+	lib=$("$LOCKBOX" --shell-lib)
+	printf 'data\n' >"$T/plain"
+	# strace -f over each: the counts are of lockbox's own opens
+	traced() {
+		local status=$1
+		shift
+		ASAN_OPTIONS=detect_leaks=0 run "-$status" --separate-stderr strace -f -qq -e trace=openat -o "$T/trace" "$@"
+	}
+	# free: a run, check, held
+	traced 0 "$LOCKBOX" mutex "$F" true
+	assert_equal "$(table_reads "$T/trace")" 0
+	traced 0 "$LOCKBOX" slots "$F" 4 true
+	assert_equal "$(table_reads "$T/trace")" 0
+	traced 0 "$LOCKBOX" slots "$F" check
+	assert_equal "$(table_reads "$T/trace")" 0
+	traced 1 "$LOCKBOX" mutex "$F" held
+	assert_equal "$(table_reads "$T/trace")" 0
+	# held by lockbox: a refusal names the holder from its record, and walks nothing
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/held"
+	for t in "$LOCKBOX mutex $F true" "$LOCKBOX slots $F 1 true" "$LOCKBOX mutex -w 1 $F true"; do
+		# shellcheck disable=SC2086 # the words of t
+		traced 75 $t
+		assert_stderr_regex "held (by PID $holder \\(sh, $AGE_RE\\)|\\(PID $holder\\))\$"
+		assert_equal "$t: $(table_reads "$T/trace") $(walks "$T/trace")" "$t: 0 0"
+	done
+	traced 0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	assert_equal "$(table_reads "$T/trace")" 0
+	traced 0 "$LOCKBOX" mutex "$F" held
+	assert_equal "$(table_reads "$T/trace")" 0
+	# a plain file held by flock(1): named by a look of a few milliseconds, or not
+	spawn flock "$T/plain" sh -c "$MARK_AND_HOLD" sh "$T/flock.held"
+	wait_for test -s "$T/flock.held"
+	track_pid "$(cat "$T/flock.held")"
+	traced 75 "$LOCKBOX" mutex "$T/plain" true
+	assert_stderr_regex "$(held_re mutex "$T/plain" "$SPAWN_PID" flock)"
+	assert_equal "$(table_reads "$T/trace")" 0
+	traced 0 "$LOCKBOX" mutex "$T/plain" held
+	assert_equal "$(table_reads "$T/trace")" 0
+	stop_pid "$SPAWN_PID"
+	# the library, both ways: acquire, a refusal, release
+	for i in 1 0; do
+		# shellcheck disable=SC2016 # expanded by the script's bash
+		traced 0 env LOCKBOX_BUILTIN="$i" bash -c '. "$1"; acquire_mutex "$2"; acquire_mutex "$3" || [ $? = 75 ]; release_mutex "$2"' \
+			sh "$lib" "$T/lib.lock" "$F"
+		assert_equal "builtin $i: $(table_reads "$T/trace")" "builtin $i: 0"
+	done
+	# a person's look reads it once
+	traced 0 "$LOCKBOX" mutex "$F" list
+	assert_equal "$(table_reads "$T/trace")" 1
+}
+
+# bats test_tags=lockkind,wait
+@test "100 idle -w waiters wake at most 100 times in 10 s together, and drain in their queue's order" {
+	local n=100 i pids=() a b
+	spawn "$LOCKBOX" mutex "$F" sh -c "$MARK_AND_HOLD" sh "$T/held"
+	local holder=$SPAWN_PID
+	wait_for test -s "$T/held"
+	for ((i = 1; i <= n; i++)); do
+		# shellcheck disable=SC2016 # expanded by the waiter's sh
+		"$LOCKBOX" mutex -w 120 "$F" sh -c 'echo "$$" >>"$1"' sh "$T/order" </dev/null 2>>"$T/err" &
+		pids+=("$!")
+		track_pid "$!"
+	done
+	wait_for -t 60 waiting_on "$F" "$n"
+	# every thread of every waiter: a queue that sleeps wakes only the one
+	# behind the head, once a second
+	switches() {
+		local p
+		for p in "${pids[@]}"; do
+			cat "/proc/$p/task/"*/status 2>/dev/null
+		done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+	}
+	a=$(switches)
+	sleep 10	# the measure's window, not a wait for something to happen
+	b=$(switches)
+	echo "# $n idle waiters: $((b - a)) context switches in 10 s" >&3
+	(((b - a) <= n)) || fail "$((b - a)) context switches in 10 s"
+	# their order, as list shows the queue
+	run -0 --separate-stderr "$LOCKBOX" mutex "$F" list
+	awk 'NR > 1 && /waiting/ { print $2 }' <<<"$output" >"$T/queue"
+	assert_equal "$(wc -l <"$T/queue")" "$n"
+	stop_pid "$holder"
+	for i in "${pids[@]}"; do
+		reap "$i"
+		assert_equal "$REAP_STATUS" 0
+	done
+	assert_equal "$(paste -sd' ' "$T/order")" "$(paste -sd' ' "$T/queue")"
 }

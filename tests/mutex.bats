@@ -472,11 +472,11 @@ header_gen() {
 	spawn "$LOCKBOX" slots "$F" 2 sleep 600
 	wait_for held_is "$F" 2
 	# The header is held below by a stand-in for as long as the case
-	# takes, and a waiter gives up (125) on a header that nobody gets
-	# through for 5 s (a stopped holder): on a busy machine the case's
-	# own steps can take that long. Here the waiter's -w is the bound.
+	# takes, and a waiter takes a slot without a header that nobody gets
+	# through for 1 s (a stopped holder): on a busy machine the case's
+	# own steps can take that long. Here the waiter must wait for it.
 	# shellcheck disable=SC2016 # perl's variables
-	spawn env LOCKBOX_TEST_HEADER_STUCK=60s LOCKBOX_TEST_RING_DELAY="$T/ringing" perl -e 'setpgrp(0, 0);
+	spawn env LOCKBOX_TEST_HEADER_WAIT=60s LOCKBOX_TEST_RING_DELAY="$T/ringing" perl -e 'setpgrp(0, 0);
 		$SIG{TSTP} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "exec: $!\n"' \
 		"$LOCKBOX" slots -w 60 "$F" 2 touch "$T/ran"
 	local waiter=$SPAWN_PID fd gen
@@ -585,7 +585,7 @@ header_waited_for() {
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$F" list
 	valid_json <<<"$output"
 	assert_output "[{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":0,\"end\":null,\"command\":\"python3\"}]"
-	# at once: a stuck lockbox process would be waited on for 5 s, then 125
+	# at once: a lockbox process holding the header would be waited for
 	run -75 --separate-stderr at_once "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert_stderr "mutex: $F: locked by another program: PID $FOREIGN_PID (python3)"
 	assert [ ! -e "$T/ran" ]
@@ -606,16 +606,17 @@ past_seconds() {
 }
 
 # bats test_tags=wait
-@test "-w behind a foreign lockf(3) lock waits past the stuck bound and takes the lock as soon as it goes" {
+@test "-w behind a foreign lockf(3) lock waits past the header's wait and takes the lock as soon as it goes" {
 	local t0
 	run -0 "$LOCKBOX" mutex "$F" true
 	foreign_lockf ex "$F"
 	t0=$SECONDS
-	# the stuck bound shortened to 1 s (the tests' knob; 5 s by default)
-	spawn env LOCKBOX_TEST_HEADER_STUCK=1s "$LOCKBOX" mutex -w 60 "$F" sh -c "$SLOT_TO_FILE" sh "$T/ran"
+	# the header's wait for a lockbox holder cut to 200 ms (the tests' knob; 1 s by
+	# default): another program's lock is waited for to the deadline, never gone round
+	spawn env LOCKBOX_TEST_HEADER_WAIT=200ms "$LOCKBOX" mutex -w 60 "$F" sh -c "$SLOT_TO_FILE" sh "$T/ran"
 	local waiter=$SPAWN_PID
 	wait_for waiting_on "$F" 1
-	# not given up after it as a stuck lockbox process would be
+	# not gone round after it, as a lockbox holder that nobody got through would be
 	wait_for past_seconds "$t0" 3
 	kill -0 "$waiter"
 	assert [ ! -e "$T/ran" ]

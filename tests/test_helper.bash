@@ -499,12 +499,20 @@ re_quote() {
 	printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'
 }
 
-# named_re PID COMMAND: a regex of how a refusal names another program's
-# process: "PID (COMMAND)", or, where its lock does not name its process
-# (an open file description's) and a busy host kept the refusal's bounded
-# look from finding it, "? (not found in time: LOCK)"
-named_re() {
-	printf '(%s \\(%s\\)|\\? \\(not found in time: [^)]*\\))' "$1" "$(re_quote "$2")"
+# held_re APPLET FILE PID COMMAND: the whole busy message for a file that
+# is not a lockbox lock file, its holder named (PID may be a regex) as a
+# look through /proc of a few milliseconds finds it, or not found in time
+held_re() {
+	printf '^%s: %s: held by (PID %s \\(%s, %s\\)|another program; '"'"'lockbox locks %s'"'"' shows who)$' \
+		"$1" "$(re_quote "$2")" "$3" "$(re_quote "$4")" "$AGE_RE" "$(re_quote "$2")"
+}
+
+# locked_re APPLET FILE PID COMMAND: the whole busy message for another
+# program's lock, its process named (as the kernel, or a look through
+# /proc of a few milliseconds, names it) or not found in that time
+locked_re() {
+	printf '^%s: %s: locked by another program(: PID %s \\(%s\\)|; '"'"'lockbox locks %s'"'"' shows who)$' \
+		"$1" "$(re_quote "$2")" "$3" "$(re_quote "$4")" "$(re_quote "$2")"
 }
 
 # ended PID: a child of this shell has ended: a zombie, or reaped

@@ -379,7 +379,7 @@ void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max
 	const char *why;
 	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
 	char msg[512], age[32], waited[48] = "";
-	size_t i, foreign = 0;
+	size_t i, foreign = 0, named = 0;
 
 	if (wait > 0)
 		snprintf(waited, sizeof waited, "timed out after %s; ",
@@ -390,12 +390,19 @@ void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max
 		return;
 	}
 	if (h->n == 0) {	/* the header itself stayed locked */
-		lb_warnx("%s: %sthe lock file's header stayed locked (a stopped process?)",
-		    name, waited);
+		lb_warnx("%s: %sthe lock file's header stayed locked", name, waited);
 		return;
 	}
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
 		foreign += h->v[i].foreign != 0;
+		named += h->v[i].who.pid != 0;
+	}
+	/* nobody named by the look a refusal makes: the host's view names them, on request */
+	if (named == 0) {
+		lb_warnx("%s: %s%s by another program; 'lockbox locks %s' shows who", name, waited,
+		    foreign == h->n ? "locked" : "held", name);
+		return;
+	}
 	if (foreign == h->n) {
 		list_holders(msg, sizeof msg, h, foreign_item);
 		lb_warnx("%s: %slocked by another program: %s", name, waited, msg);

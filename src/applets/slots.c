@@ -701,12 +701,14 @@ static void print_count(const struct opts *o, const char *path, size_t n)
 /* check, list, held */
 enum { LOOK_COUNT, LOOK_LIST, LOOK_HELD };
 
-/* how many holders of a file gone from the path list and held name */
+/* how many holders of a file gone from the path list names */
 #define MOVED_MAX	16
+/* how long list looks through the host for other programs' locks and their processes */
+#define LIST_TIMEOUT	(5 * LB_NS_PER_S)
 
 /*
- * list and held: who holds a file that was at the path and is gone from
- * it (renamed over, deleted), which a newcomer does not see: on stderr.
+ * list: who holds a file that was at the path and is gone from it
+ * (renamed over, deleted), which a newcomer does not see: on stderr.
  */
 static void report_moved(struct lb_pool *pool)
 {
@@ -726,6 +728,8 @@ static void report_moved(struct lb_pool *pool)
 /*
  * check prints the count of holders, list describes them and those who
  * wait, held says with its status whether anyone holds (0) or not (1).
+ * check and held test the locks of the file alone; list, a person's
+ * look, also reads the host's lock table once for other programs' locks.
  */
 static int look(const struct opts *o, const char *path, int what)
 {
@@ -739,17 +743,23 @@ static int look(const struct opts *o, const char *path, int what)
 
 	if (pool == NULL)
 		return LB_EXIT_FAIL;
-	r = count_only ? lb_pool_count(pool, &n) : lb_pool_holders(pool, &h);
-	if (r == 0 && !count_only && lb_pool_waiters(pool, &w) != 0) {
-		lb_holders_free(&h);
-		r = -1;
+	if (count_only) {
+		r = lb_pool_count(pool, &n);
+	} else {
+		lb_pool_look_host(lb_deadline_after(LIST_TIMEOUT));
+		r = lb_pool_holders(pool, &h);
+		if (r == 0 && lb_pool_waiters(pool, &w) != 0) {
+			lb_holders_free(&h);
+			r = -1;
+		}
+		if (r == 0)
+			report_moved(pool);
+		lb_pool_look_done();
 	}
 	if (r != 0) {
 		lb_pool_close(pool);
 		return LB_EXIT_FAIL;
 	}
-	if (what != LOOK_COUNT)
-		report_moved(pool);
 	if (what == LOOK_HELD) {
 		lb_pool_close(pool);
 		return n > 0 ? LB_EXIT_OK : LB_EXIT_FREE;

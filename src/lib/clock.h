@@ -14,7 +14,7 @@ int64_t lb_deadline_after(int64_t ns);
 /*
  * The deadline that has passed already: try once, never wait for holders.
  * (A lock held only for a moment, a lock file's header, is still waited
- * for while its holder makes progress, within the header-stuck bound.)
+ * for while its holders make progress: see fp_progress_lock.)
  */
 #define LB_NO_WAIT	INT64_C(0)
 /*

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,9 @@
 #include "err.h"
 #include "parse.h"
 #include "filepool.h"
+#include "lockowners.h"
 #include "lockscan.h"
+#include "procfs.h"
 #include "proc.h"
 #include "wait.h"
 
@@ -48,6 +51,8 @@
 enum { BY_FLOCK = 1, BY_FCNTL, BY_READER };
 /* no fcntl half (F_RDLCK is 0) */
 #define NO_FCNTL	(-1)
+/* tries of a flock(2) lock held by a look for a moment (see holders_by_tests) */
+#define FLOCK_TRIES	3
 
 /*
  * The fcntl lock this open file can take: a read lock on a file open for
@@ -78,25 +83,28 @@ static void unlock_both(struct filepool *p)
 		lb_lock_try(p->fd, F_UNLCK, 0, LB_PATH_LEN);
 }
 
+/* ranges a look for another reader tests, at most: lockbox's own looks come and go */
+#define READER_TESTS	16
+
+/* 1 for a lock that is another program's read lock (any write lock here is another's too). */
+static int readers_lock(const struct lb_lockinfo *l, void *arg)
+{
+	(void)arg;
+	return l->write || (!lb_lock_is_lockbox(l) && !lb_path_half(l));
+}
+
 /*
- * Whether another program holds a read lock on the file. Not lockbox's
- * own waiters, whose looks take a read lock for a moment and let it go
- * (the shape of this file's, or of a slot's byte): a shared holder as
- * any file holds flock(2) too, which has kept us out already.
+ * Whether another program holds a read lock on the file, by lock tests
+ * around the locks the kernel names: not lockbox's own waiters, whose
+ * looks take a read lock for a moment and let it go (the shape of this
+ * file's, or of a slot's byte); a shared holder as any file holds
+ * flock(2) too, which has kept us out already. Past READER_TESTS, or
+ * on an error, one is taken to be there (the kernel's word).
  */
 static int other_reader(struct filepool *p)
 {
-	struct lb_lockline *v;
-	size_t n, i;
-	int r = 0;
-
-	if (lb_scan_lines(p->fd, &v, &n) != 0)
-		return 1;	/* not known: the kernel's word */
-	for (i = 0; i < n && !r; i++)
-		r = !v[i].blocked && v[i].kind != LB_LOCK_FLOCK && !v[i].l.write &&
-		    !lb_path_half(&v[i].l) && !lb_lock_is_lockbox(&v[i].l);
-	free(v);
-	return r;
+	return lb_lock_each(p->fd, F_WRLCK, 0, (long long)LB_PATH_LEN - 1, READER_TESTS,
+	    readers_lock, NULL) != 0;
 }
 
 /*
@@ -107,11 +115,13 @@ static int other_reader(struct filepool *p)
 static int try_both(struct filepool *p)
 {
 	struct lb_lockinfo l;
-	int r;
+	int r, tries = 0;
 
+	/* (a look, check or held, holds a shared lock for a moment: tried again) */
 	do
 		r = flock(p->fd, (p->shared ? LOCK_SH : LOCK_EX) | LOCK_NB);
-	while (r != 0 && errno == EINTR);
+	while (r != 0 && (errno == EINTR || (errno == EWOULDBLOCK && tries++ < FLOCK_TRIES &&
+	    sched_yield() == 0)));
 	if (r != 0 && errno != EWOULDBLOCK) {
 		lb_warn("%s: cannot lock", p->name);
 		return -1;
@@ -158,7 +168,8 @@ static void any_progress(struct filepool *p)
 		for (i = 0; i < w.n && place == 0; i++)
 			if (w.v[i].who.pid == getpid())
 				place = w.v[i].queue;
-	lb_pool_progress(&p->base, place, h.n > 0 ? &h.v[0] : NULL);
+	/* (a holder not found by the look is not named) */
+	lb_pool_progress(&p->base, place, h.n > 0 && h.v[0].who.pid != 0 ? &h.v[0] : NULL);
 	lb_holders_free(&h);
 	lb_holders_free(&w);
 }
@@ -166,10 +177,15 @@ static void any_progress(struct filepool *p)
 /*
  * Wait in the kernel, up to DEADLINE, until what kept the last attempt
  * out (p->any_blocked, a flock(2) or an fcntl lock) has gone: a helper
- * thread makes the request (lb_wait_on_flock, lb_wait_on_lock) and lets go of
- * it at once, so that ^Z and the deadline end the wait and nothing is
- * held while one lock is waited for and the other not yet had (a holder
- * of one waiting for the other could wait on a waiter of the first).
+ * thread makes the request (lb_wait_on_flock, lb_wait_on_lock), so that
+ * ^Z and the deadline end the wait. A flock(2) lock granted is kept, as
+ * the kernel's queue gave it to us (let go of at once, it went to the
+ * next of flock(1)'s waiters before we tried again, every time); the
+ * attempt that follows takes the fcntl half without waiting, and lets
+ * the flock(2) lock go when it cannot: nothing is held while one lock
+ * is waited for and the other not yet had (a holder of one waiting for
+ * the other could wait on a waiter of the first). An fcntl lock granted
+ * is let go of at once.
  * On ^Z the request is withdrawn before we stop (no lock is granted to a
  * stopped process), and made again when we go on. 1 free (try again),
  * 0 the deadline passed, -1 error (reported).
@@ -188,7 +204,7 @@ static int wait_free(struct filepool *p, int64_t deadline)
 	}
 	for (;;) {
 		if (!asked && (p->any_blocked == BY_FLOCK ?
-		    lb_wait_on_flock(&w, p->fd, p->shared ? LOCK_SH : LOCK_EX, 0, 0) :
+		    lb_wait_on_flock(&w, p->fd, p->shared ? LOCK_SH : LOCK_EX, 1, 0) :
 		    lb_wait_on_lock(&w, p->fd, (short)p->any_kind, 0, LB_PATH_LEN, 0, 0)) != 0) {
 			lb_warn("%s: cannot wait", p->name);
 			r = -1;
@@ -319,6 +335,120 @@ static int listed(const struct lb_holders *h, pid_t pid)
 	return 0;
 }
 
+/* fcntl locks a look by tests finds on the file, at most */
+#define HOLDER_TESTS	64
+
+/* The fcntl locks a look by tests found (holders_by_tests). */
+struct holder_locks {
+	struct lb_lockinfo v[HOLDER_TESTS];
+	size_t n;
+};
+
+static int holder_lock(const struct lb_lockinfo *l, void *arg)
+{
+	struct holder_locks *h = arg;
+
+	if (h->n < HOLDER_TESTS)
+		h->v[h->n++] = *l;
+	return 0;
+}
+
+/* H's next row, for the lock L (its process 0: not known), the file's whole length for a flock(2) lock. */
+static struct lb_holder *add_row(struct lb_holders *h, const struct lb_lockinfo *l)
+{
+	struct lb_holder *x = &h->v[h->n++];
+
+	x->known = l->pid > 0;
+	x->shared = !l->write;
+	x->lock_lo = l->lo;
+	x->lock_hi = l->hi;
+	if (l->pid > 0)
+		lb_ident_of_process(&x->who, l->pid);
+	return x;
+}
+
+/*
+ * The holders as lock tests find them, without the host's lock table (a
+ * check, held, a refusal: the paths a script runs): the fcntl locks on
+ * the file, by tests around each the kernel names (another program's:
+ * s6-setlock's, lckdo's, lockf's; an any-file holder's fcntl half, which
+ * stands for its flock(2) lock too), then a flock(2) lock held alone
+ * (flock(1)'s, filelock's), by a shared flock(2) lock taken for a moment,
+ * which one held for exclusive use refuses (an attempt of lockbox's that
+ * meets that moment tries again: try_both). What tests cannot tell, list
+ * shows: a flock(2) lock held for shared use alone, and each of several
+ * holders of one lock. Each is named as the kernel names it, or by a look
+ * through /proc within the run's budget. Nobody is seen waiting.
+ */
+static int holders_by_tests(struct filepool *p, int waiting, struct lb_holders *out)
+{
+	struct holder_locks found;
+	struct lb_lockinfo l, *v = found.v;
+	struct lb_holder *x;
+	size_t n, i;
+	struct stat st;
+	pid_t pid, taker;
+	int flocked, half = 0, gone;
+
+	out->v = calloc(HOLDER_TESTS + 1, sizeof *out->v);
+	out->n = 0;
+	if (out->v == NULL) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	if (waiting)
+		return 0;
+	found.n = 0;
+	/* past the bound, the locks found so far */
+	if (lb_lock_each(p->fd, F_WRLCK, 0, -1, HOLDER_TESTS, holder_lock, &found) < 0) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
+	n = found.n;
+	flocked = fp_flock_probe(p->fd);
+	lb_lock_owners(p->fd, v, n);
+	for (i = 0; i < n; i++) {
+		/* an any-file holder's fcntl half stands for its flock(2) lock, exclusive when held so */
+		if (lb_path_half(&v[i])) {
+			half = 1;
+			v[i].write = flocked;
+		}
+		/* one row a process: its flock(2) lock and its fcntl lock are one holder */
+		if (v[i].pid == 0 || !listed(out, v[i].pid))
+			add_row(out, &v[i]);
+	}
+	if ((!flocked && !half) || fstat(p->fd, &st) != 0)
+		return 0;
+	/*
+	 * The flock(2) lock: named by the process that took it, which the
+	 * walk that found the fcntl half's process has seen already
+	 */
+	pid = lb_lookup_flock(st.st_dev, st.st_ino, &l);
+	for (i = 0, x = NULL; pid > 0 && i < out->n; i++)
+		if (out->v[i].who.pid == pid)
+			x = &out->v[i];
+	/* (an fcntl half, found, is its holder's row: its process may not be) */
+	if (x == NULL && (half || !flocked))
+		return 0;
+	taker = pid > 0 ? l.pid : 0;
+	gone = taker > 0 && taker != pid && kill(taker, 0) != 0 && errno == ESRCH;
+	if (x == NULL) {
+		if (pid == 0)
+			l = (struct lb_lockinfo){ .lo = 0, .hi = -1, .write = 1 };
+		/* the one that took it, as the table names it, while it lives */
+		l.pid = taker > 0 && !gone ? taker : pid;
+		x = add_row(out, &l);
+	}
+	/* the one that took it has ended; the processes that inherited its open file hold on */
+	if (gone) {
+		lb_ident_of_process(&x->who, taker);
+		x->known = 1;
+		x->gone = 1;
+		x->keeper = pid;
+	}
+	return 0;
+}
+
 /*
  * The holders (WAITING 0) or the waiters (1) from the kernel's lock table,
  * of either kind: a flock(2) lock names the process that took it, which
@@ -335,6 +465,9 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out)
 
 	out->v = NULL;
 	out->n = 0;
+	/* the table is read only in a person's look at the host */
+	if (lb_locktab_get() == NULL)
+		return holders_by_tests(p, waiting, out);
 	if (lb_scan_lines(p->fd, &v, &n) != 0) {
 		lb_warn("%s: cannot read the kernel's lock table", p->name);
 		return -1;

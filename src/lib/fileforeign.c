@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * The locks on a lock file that lockbox did not take, for the lock-file
- * backend: which they are, one for each process (the kernel's lock
- * table, flock(2) locks included: no test tells of those), the slots they
- * lock taken from the lockbox holders. The shapes lockbox's own locks
- * take are lockscan.c's rule (lb_lock_is_lockbox).
+ * backend: which they are, one for each process, and the slots they lock
+ * taken from the lockbox holders. They are the locks the held-slot
+ * scan's tests met (and the kernel names for a slot asked about); a
+ * person's look at the host (list) reads the kernel's lock table once
+ * too, which shows flock(2) locks, that no test tells of. The shapes
+ * lockbox's own locks take are lockscan.c's rule (lb_lock_is_lockbox).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 
 #include "err.h"
 #include "filepool.h"
 #include "lockfile.h"
+#include "lockowners.h"
 #include "lockscan.h"
 
 /* The slot whose lock byte alone L locks, or 0. */
@@ -35,9 +41,11 @@ static int by_pid(const void *a, const void *b)
 }
 
 /*
- * One read of the kernel's lock table: the held fcntl locks on the file
- * in *V (N of them), its held flock(2) locks in *FLOCKS (NFLOCKS). 0, or
- * -1 with errno; malloc'd, the caller frees both.
+ * The locks on the file that may be another program's, as a look at the
+ * host sees them: from its one read of the kernel's lock table, the held
+ * fcntl locks on the file in *V (N of them), its held flock(2) locks in
+ * *FLOCKS (NFLOCKS). 1, 0 when there is no such table (the tests' locks
+ * are all there is), or -1 with errno; malloc'd, the caller frees both.
  */
 static int split_lines(struct filepool *p, struct lb_lockinfo **v, size_t *n,
     struct lb_lockline **flocks, size_t *nflocks)
@@ -46,7 +54,10 @@ static int split_lines(struct filepool *p, struct lb_lockinfo **v, size_t *n,
 	size_t nall, i;
 
 	*v = NULL;
+	*flocks = NULL;
 	*n = *nflocks = 0;
+	if (lb_locktab_get() == NULL)
+		return 0;
 	if (lb_scan_lines(p->cfd, &all, &nall) != 0)
 		return -1;
 	*v = calloc(nall ? nall : 1, sizeof **v);
@@ -63,6 +74,48 @@ static int split_lines(struct filepool *p, struct lb_lockinfo **v, size_t *n,
 			(*v)[(*n)++] = all[i].l;
 	}
 	*flocks = all;
+	return 1;
+}
+
+/* header ranges a look tests for locks that are not lockbox's, at most */
+#define HEADER_TESTS	16
+
+/* The locks found on the header (met_locks), after those met before. */
+struct met {
+	struct lb_lockinfo *v;
+	size_t n, cap;
+};
+
+static int header_lock(const struct lb_lockinfo *l, void *arg)
+{
+	struct met *m = arg;
+
+	if (m->n < m->cap)
+		m->v[m->n++] = *l;
+	return 0;
+}
+
+/*
+ * The locks the held-slot scan met (p->met), and those on the header,
+ * by tests around each the kernel names (a looker's is there for a
+ * moment, another program's a while), in *V (malloc'd, N of them): 0,
+ * or -1.
+ */
+static int met_locks(struct filepool *p, struct lb_lockinfo **v, size_t *n)
+{
+	struct met m = { malloc((p->met.n + HEADER_TESTS) * sizeof *m.v), p->met.n,
+	    p->met.n + HEADER_TESTS };
+
+	if (m.v == NULL)
+		return -1;
+	if (m.n > 0)
+		memcpy(m.v, p->met.v, m.n * sizeof *m.v);
+	if (lb_lock_each(p->cfd, F_WRLCK, 0, LB_HDR_SIZE - 1, HEADER_TESTS, header_lock, &m) < 0) {
+		free(m.v);
+		return -1;
+	}
+	*v = m.v;
+	*n = m.n;
 	return 0;
 }
 
@@ -97,6 +150,53 @@ static size_t add_flocks(struct filepool *p, struct lb_lockinfo **v, size_t n,
 	return n;
 }
 
+int fp_flock_probe(int fd)
+{
+	int r;
+
+	do
+		r = flock(fd, LOCK_SH | LOCK_NB);
+	while (r != 0 && errno == EINTR);
+	if (r == 0)
+		flock(fd, LOCK_UN);
+	return r != 0 && errno == EWOULDBLOCK;
+}
+
+/*
+ * Without the host's lock table, another program's flock(2) lock on a
+ * lock file is known only when it keeps us out: a run's slot found its
+ * flock(2) lock taken (p->path_busy), or, with no slot held, a shared
+ * flock(2) lock taken for a moment is refused (fp_flock_probe). It is
+ * added to V (N of them) as a lock on the whole file, its process named
+ * when a look through /proc finds it within the run's budget, and not
+ * when that process is a recorded holder's (a mutex's, beside its slot).
+ * The new count.
+ */
+static size_t probe_flocks(struct filepool *p, struct lb_lockinfo **v, size_t n)
+{
+	struct lb_lockinfo l, *grown;
+	struct stat st;
+	pid_t pid;
+	size_t j;
+
+	if (!p->path_busy && (p->held.n > 0 || !fp_flock_probe(p->cfd)))
+		return n;
+	if (fstat(p->cfd, &st) != 0 || (grown = realloc(*v, (n + 1) * sizeof **v)) == NULL)
+		return n;
+	*v = grown;
+	pid = lb_lookup_flock(st.st_dev, st.st_ino, &l);
+	for (j = 0; pid > 0 && j < p->held.n; j++)
+		if (fp_state(p, p->held.v[j]) == LB_REC_HELD &&
+		    lb_record_pid(fp_record(p, p->held.v[j])) == pid)
+			return n;
+	/* named by the one that took it, as the table names it, while it lives */
+	if (pid > 0 && l.pid > 0 && l.pid != pid && kill(l.pid, 0) == 0)
+		pid = l.pid;
+	(*v)[n++] = (struct lb_lockinfo){ .lo = 0, .hi = -1, .write = pid == 0 || l.write,
+	    .pid = pid };
+	return n;
+}
+
 /*
  * The locks on the file that lockbox did not take, in p->fgn, one for
  * each process that holds some (the union of its ranges), and the slots
@@ -126,6 +226,10 @@ int fp_find_foreign(struct filepool *p, int records)
 
 	p->nfgn = 0;
 	p->hdr_foreign = 0;
+	if (r == 0 && met_locks(p, &v, &n) != 0) {
+		lb_warn("%s", p->name);
+		return -1;
+	}
 	if (r < 0) {
 		lb_warn("%s: cannot read the kernel's lock table", p->name);
 		return -1;
@@ -193,14 +297,18 @@ int fp_find_foreign(struct filepool *p, int records)
 			p->held.v[k++] = p->held.v[i];
 	}
 	p->held.n = k;
-	n = add_flocks(p, &v, n, flocks, nflocks);
+	n = r == 1 ? add_flocks(p, &v, n, flocks, nflocks) : probe_flocks(p, &v, n);
 	free(flocks);
-	/* one for each process; those whose process was not found stay apart */
+	/*
+	 * one for each process; those whose process was not found are one
+	 * "another program" (a look that does not read the host's lock table
+	 * may name none of them: a count of locks would be no count of holders)
+	 */
 	if (n > 1)
 		qsort(v, n, sizeof *v, by_pid);
 	for (i = k = 0; i < n; i++) {
 		m = k > 0 ? &v[k - 1] : NULL;
-		if (m == NULL || v[i].pid == 0 || m->pid != v[i].pid) {
+		if (m == NULL || m->pid != v[i].pid) {
 			v[k++] = v[i];
 			continue;
 		}

@@ -89,18 +89,32 @@ static int fd_is_any(int fd, const char *name, struct stat *st)
 	return n != LB_MAGIC_LEN || memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) != 0;
 }
 
-/* Whether anyone holds a lock of any kind on FD's file (the kernel's lock table). */
+static int any_lock(const struct lb_lockline *x, void *arg)
+{
+	(void)x;
+	(void)arg;
+	return 1;
+}
+
+/*
+ * Whether anyone holds a lock of any kind on FD's file, by lock tests:
+ * FD's own open file, as its fdinfo lists its locks; anyone else's, as
+ * an open file of our own is kept out (never FD itself: a flock(2) lock
+ * taken through it would change the caller's own).
+ */
 static int locked(int fd)
 {
-	struct lb_lockline *v;
-	size_t n, i;
-	int r = 0;
+	struct lb_lockinfo l;
+	struct stat st;
+	int rfd, r;
 
-	if (lb_scan_lines(fd, &v, &n) != 0)
+	if (fstat(fd, &st) == 0 && lb_procfs_each_fd_lock(0, fd, st.st_dev, st.st_ino, any_lock, NULL) > 0)
+		return 1;
+	rfd = lb_procfs_fd_reopen(fd, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0)
 		return 0;
-	for (i = 0; i < n && !r; i++)
-		r = !v[i].blocked;
-	free(v);
+	r = lb_lock_conflict(rfd, F_WRLCK, 0, 0, &l) == 1 || fp_flock_probe(rfd);
+	close(rfd);
 	return r;
 }
 

@@ -121,6 +121,7 @@ static void file_close(struct lb_pool *pool)
 		close(p->fd);
 	free(p->buf);
 	lb_slotset_free(&p->held);
+	lb_lockset_free(&p->met);
 	free(p->fgn);
 	free(p);
 }
@@ -205,6 +206,28 @@ static int describe(struct filepool *p, struct lb_holders *out)
 }
 
 /*
+ * An arrival when nobody gets through the header (FP_STALLED): a slot
+ * taken without it (fp_take_bare); every slot busy, one who waits joins
+ * the queue, at its head when nobody else waits. As arrive returns.
+ */
+static enum fp_step arrive_bare(struct filepool *p, unsigned max, int64_t deadline,
+    const struct lb_ident *who, unsigned *slot, uint64_t *ticket)
+{
+	int queued = fp_queue_busy(p);
+	enum fp_step r;
+
+	if (p->shared && queued && lb_remaining(deadline) == 0) {
+		p->behind = 2;	/* as arrive: a shared request goes behind those queued */
+		return FP_BUSY;
+	}
+	r = fp_take_bare(p, max, who, slot);
+	if (r != FP_BUSY || lb_remaining(deadline) == 0)
+		return r;
+	r = fp_queue_join(p, deadline, ticket);
+	return r != FP_TAKEN ? r : queued ? FP_QUEUED : FP_HEAD;
+}
+
+/*
  * A caller's arrival: a slot taken at once or, for one who waits, a place
  * in the queue: at its back (*TICKET) when others wait, at its head
  * when nobody does. FP_TAKEN, FP_BUSY (or DEADLINE passed), FP_QUEUED
@@ -232,6 +255,8 @@ static enum fp_step arrive(struct filepool *p, unsigned max, int64_t deadline,
 		}
 	}
 	r = fp_enter(p, deadline, &size);
+	if (r == FP_STALLED)
+		return arrive_bare(p, max, deadline, who, slot, ticket);
 	if (r != FP_TAKEN)
 		return r;
 	/*
@@ -318,8 +343,12 @@ static enum fp_step acquire_slot(struct filepool *p, unsigned max, int64_t deadl
 		r = arrive(p, max, deadline, who, slot, &ticket);
 		if (r == FP_QUEUED) {
 			r = fp_queue_turn(p, ticket, deadline);
-			if (r == FP_TAKEN)
+			if (r == FP_TAKEN) {
+				fp_queue_head(p, ticket);
 				r = fp_try_take(p, max, deadline, who, NULL, slot);
+			}
+		} else if (r == FP_HEAD) {
+			fp_queue_head(p, ticket);
 		}
 		if (r == FP_HEAD)
 			r = fp_head_wait(p, max, deadline, who, slot);
@@ -330,8 +359,6 @@ static enum fp_step acquire_slot(struct filepool *p, unsigned max, int64_t deadl
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
 		lb_wait_suspend();
 	}
-	if (r == FP_BUSY && busy != NULL)
-		lb_lookup_describe();	/* what follows only tells who holds it */
 	if (r == FP_BUSY && busy != NULL && p->path_busy)
 		return look(p) != 0 || describe(p, busy) != 0 ? FP_ERROR : FP_BUSY;
 	if (r == FP_BUSY && busy != NULL) {
@@ -399,8 +426,6 @@ static int file_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 			return replaced(pool);
 		if (p->any) {
 			r = fa_acquire(p, max, deadline, slot);
-			if (r == FP_BUSY && busy != NULL)
-				lb_lookup_describe();
 			if (r == FP_BUSY && busy != NULL && fa_holders(p, 0, busy) != 0)
 				return -1;
 		} else {
@@ -590,7 +615,7 @@ static int look(struct filepool *p)
 
 	p->nfgn = 0;
 	p->hdr_foreign = 0;
-	if (size >= 0 && fp_load(p, size) == 0 && fp_scan(p, locked) == 0 &&
+	if (size >= 0 && fp_load(p, size) == 0 && fp_scan(p) == 0 &&
 	    fp_find_foreign(p, locked) == 0)
 		rc = 0;
 	if (locked)
@@ -633,7 +658,7 @@ static int file_waiters(struct lb_pool *pool, struct lb_holders *out)
 	if (p->any)
 		return fa_holders(p, 1, out);
 	if (lb_scan_queue(p->cfd, &q, &n) != 0) {
-		lb_warn("%s: cannot read the kernel's lock table", p->name);
+		lb_warn("%s: cannot look at the queue", p->name);
 		return -1;
 	}
 	out->v = calloc(n ? n : 1, sizeof *out->v);
@@ -688,6 +713,9 @@ static int file_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg)
 	if (r != 1) {
 		if (r == 0)
 			fp_warn_foreign(p);
+		/* a run's state is written under the header: no way round it */
+		if (r == FP_STALLED)
+			lb_warnx("%s: the header stayed locked, and nobody got through it", p->name);
 		return -1;
 	}
 	if (fp_pread_all(p, area, sizeof area, LB_ATOM_OFF) != 0) {

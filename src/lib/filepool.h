@@ -27,6 +27,7 @@ enum fp_step {
 	FP_QUEUED = 3,		/* behind others in the queue, a ticket held */
 	FP_BECAME_LOCK = 4,	/* any file became a lock file: its lock given back, take a slot */
 	FP_HEAD = 5,		/* every slot busy, and the head of the queue: wait for one */
+	FP_STALLED = 6,		/* fp_progress_lock: nobody got through the lock for a while */
 };
 
 /* wake-ups remembered between a head's attempts */
@@ -61,9 +62,11 @@ struct filepool {
 	size_t cap;		/* bytes allocated for buf */
 	unsigned nrec;		/* whole records in buf */
 	struct lb_slotset held;	/* last full scan: locked slots */
+	struct lb_lockset met;	/* the locks that scan met, each once */
 	int behind;		/* it timed out in the queue, behind another waiter;
 				 * 2: a shared request found others queued first */
 	pid_t ahead;		/* that waiter (0: not found) */
+	int at_head;		/* our ticket's next byte let go: the head of the queue */
 	int ahead_stopped;
 	struct lb_lockinfo *fgn;	/* another program's locks on the file, one a process */
 	size_t nfgn;
@@ -102,14 +105,24 @@ void fp_header_unlock(struct filepool *p);
 int fp_load(struct filepool *p, off_t size);
 unsigned char *fp_record(struct filepool *p, unsigned slot);
 uint32_t fp_state(struct filepool *p, unsigned slot);
-int fp_scan(struct filepool *p, int locked);
+int fp_scan(struct filepool *p);
 enum fp_step fp_take_slot(struct filepool *p, off_t size, unsigned max,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
+/* a slot taken without the header, when nobody gets through it (FP_STALLED) */
+enum fp_step fp_take_bare(struct filepool *p, unsigned max, const struct lb_ident *caller,
+    unsigned *slot);
 /* the head's look: fp_enter, fp_take_slot, the header let go; FP_HEAD every slot busy */
 enum fp_step fp_try_take(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *caller, const struct gone *gone, unsigned *slot);
 
 /* fileforeign.c: locks lockbox did not take */
+/*
+ * Whether a flock(2) lock of FD's file is held for exclusive use: a
+ * shared one is taken and let go at once, and is refused (a lock test
+ * for a lock that has none). An attempt that meets that moment is
+ * refused too: lockbox's own try again (try_both, path_lock).
+ */
+int fp_flock_probe(int fd);
 unsigned fp_slot_of(const struct lb_lockinfo *l);
 int fp_find_foreign(struct filepool *p, int records);
 
@@ -127,6 +140,8 @@ int fa_holders(struct filepool *p, int waiting, struct lb_holders *out);
 int fp_queue_busy(struct filepool *p);
 enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket);
 void fp_queue_leave(struct filepool *p, uint64_t ticket);
+/* At the head of the queue now: its next byte let go, and a look behind it. */
+void fp_queue_head(struct filepool *p, uint64_t ticket);
 enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline);
 /*
  * The row list shows for Q, the waiter of PLACE in the queue (1: the

@@ -7,35 +7,53 @@
  * (lock requests, pidfds, the release word, last closes).
  *
  * Waiting (-w) is a queue served in arrival order. A waiter takes a ticket
- * t under the queue's join lock (not the header's) and write-locks queue
- * byte t; then it waits for the waiter ahead of it to go (taken a slot,
- * given up, or died: the kernel drops a dead waiter's bytes), with a lock
- * request on that one's byte, so each departure wakes one waiter (see
- * fp_queue_turn). The one at the head (fp_head_wait) watches the holders
- * and takes the first slot that frees; nobody else looks. A waiter that
- * finds nobody queued is the head at once: it takes its ticket before it
- * lets the header go, without a second look at the slots, and sets its
- * watches after. Attempts that do not wait never queue: they take a free
- * slot or give up.
+ * t under the queue's join lock (not the header's), write-locks queue
+ * byte t and its "next" byte (LB_NEXT_OFF + t, held until it is at the
+ * head), and puts its mark (a classic POSIX lock, which the kernel names
+ * with its process). Then it waits for the waiter ahead of it only, with
+ * one lock request: on that one's next byte while that one is not at the
+ * head (granted as it gets there, or goes), then on its ticket (granted
+ * as it goes: taken a slot, given up, or died: the kernel drops a dead
+ * waiter's bytes). So each move of the queue wakes one waiter, and a
+ * waiter asleep in the queue is woken by nothing else: no waiter looks
+ * at anything on a timer but the one just behind the head. The one at
+ * the head (fp_head_wait) watches the holders and takes the first slot
+ * that frees; nobody else looks. A waiter that finds nobody queued is the
+ * head at once: it takes its ticket before it lets the header go, without
+ * a second look at the slots, and sets its watches after. Attempts that
+ * do not wait never queue: they take a free slot or give up.
  *
  * A waiter that is stopped (SIGSTOP, a background job's SIGTTIN or
  * SIGTTOU, a debugger; ^Z is caught, and gives the place up first) still
- * holds its ticket, and would stall everyone behind it.
- * The rule: running waiters are served in arrival order; a stopped one
- * is passed over for as long as it is stopped. A waiter waits for the
- * nearest one ahead of it that is not stopped, and goes to the head when
- * all of those ahead are (see fp_queue_turn). Why not give a stopped waiter
- * its place back: it has no deadline of its own while stopped, and whoever
- * waits behind it has one. A stopped waiter that is continued keeps its
- * ticket, and is ahead again of those that had not passed it yet; one
- * that had passed it, at the head, competes with it for the next slot.
+ * holds its bytes, and would stall everyone behind it. The rule: running
+ * waiters are served in arrival order; a stopped one is passed over for
+ * as long as it is stopped. A stopped process sends no event, so someone
+ * must look, and one waiter a queue does, besides two looks at moments
+ * that come anyway:
+ *  - the waiter just behind the head looks every QUEUE_WATCH_MS whether
+ *    the head is stopped, and passes it (it goes to the head itself);
+ *  - the head, as it gets to the head and as it leaves, looks whether the
+ *    waiter just behind it is stopped (that one would be the next to look,
+ *    or to move up), and if so moves the header's pass word on (a futex
+ *    wake): every waiter then looks again at the one ahead of it, and
+ *    passes the stopped ones.
+ * Only the pass word wakes the whole queue, and only when a stopped waiter
+ * is met. What the rule does not see: a head and the waiter behind it
+ * both stopped, or the one behind the head stopped in the moment between
+ * the head's last look and its own move: the queue behind them waits
+ * until they go on, or until its deadline, which then names them. Why
+ * not give a stopped waiter its place back: it has no deadline of its own
+ * while stopped, and whoever waits behind it has one. A stopped waiter
+ * that is continued keeps its ticket, and is ahead again of those that
+ * had not passed it yet; one that had passed it, at the head, competes
+ * with it for the next slot.
  *
  * The queue's bytes are locked by lockbox only with write locks (a ticket,
- * the join byte): anyone who can read the file can put a read lock on
- * them, and such a lock, or any other that is not a waiter's, stops an
- * attempt at once (as a busy pool does), naming the process from the
- * kernel's lock table. No loop over lock bytes is unbounded, and each ends
- * at the caller's deadline.
+ * the join byte, a next byte): anyone who can read the file can put a
+ * read lock on them, and such a lock, or any other that is not a
+ * waiter's, stops an attempt at once (as a busy pool does), naming the
+ * process the kernel names for it. No loop over lock bytes is unbounded,
+ * and each ends at the caller's deadline.
  */
 #include "config.h"
 
@@ -50,6 +68,7 @@
 #include "clock.h"
 #include "err.h"
 #include "filepool.h"
+#include "futex.h"
 #include "host.h"
 #include "lockfile.h"
 #include "lockscan.h"
@@ -61,16 +80,17 @@
 #define QUEUE_TICKETS	LB_QUEUE_TICKETS
 /* ticket bytes still held past the count that a joiner passes, at most */
 #define QUEUE_SKIP	1024
-/* how often a waiter looks whether the one it waits for is stopped */
-#define QUEUE_RECHECK_MS	1000
+/* how often the waiter just behind the head looks whether the head is stopped */
+#define QUEUE_WATCH_MS	1000
 /* stopped waiters a waiter passes at one look, at most */
 #define QUEUE_PASS	64
 
 /*
  * A lock that lockbox did not take, of TYPE, on byte AT of the queue's
  * bytes (the join byte, a ticket's): the attempt ends at once, as when
- * a slot is held, and the message names the process that holds it, from
- * the kernel's lock table (HINT: the PID the kernel gave for it, if any).
+ * a slot is held, and the message names the process that holds it, as
+ * the kernel names it (HINT: the PID it gave for it, if any), or as a
+ * look through /proc finds it within the run's budget.
  */
 static void queue_foreign(struct filepool *p, off_t at, short type, pid_t hint)
 {
@@ -108,11 +128,13 @@ int fp_queue_busy(struct filepool *p)
  * as hundreds of others run). The count is a hint, as every header value
  * is: a count of QUEUE_TICKETS or more (written by someone else: a
  * real queue never gets near it) starts the queue again at 0, and a
- * ticket byte that another waiter still holds (a count that went back)
- * is passed, at most QUEUE_SKIP of them. A ticket byte locked otherwise
- * than by a waiter (a read lock, a range) is a lock lockbox did not
- * take, reported at once. FP_TAKEN joined, FP_BUSY: DEADLINE passed or
- * a foreign lock (p->base.why says which), FP_ERROR (reported).
+ * ticket byte that another waiter still holds (a count that went back,
+ * or a joiner beside us) is passed, at most QUEUE_SKIP of them; so a
+ * join lock that nobody gets through (FP_STALLED) is done without. A
+ * ticket byte locked otherwise than by a waiter (a read lock, a range) is
+ * a lock lockbox did not take, reported at once. The ticket taken, its
+ * next byte and its mark are held. FP_TAKEN joined, FP_BUSY: DEADLINE
+ * passed or a foreign lock (p->base.why says which), FP_ERROR (reported).
  */
 enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticket)
 {
@@ -121,14 +143,15 @@ enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticke
 	struct flock c;
 	off_t at = 0;
 	int r = fp_progress_lock(p, F_WRLCK, LB_JOIN_OFF, 1, LB_HDR_OFF_TICKET, deadline, "queue", 1);
+	int joined = r == 1;
 
-	if (r != 1) {
+	if (r != 1 && r != FP_STALLED) {
 		if (r == 0 && p->reader)
 			queue_foreign(p, p->reader_at, F_RDLCK, p->reader_pid);
 		/* another program's lock over it is named as a holder (describe) */
 		if (r == 0 && p->base.why[0] == '\0' && !p->hdr_foreign)
 			snprintf(p->base.why, sizeof p->base.why,
-			    "the wait queue's join lock stayed locked (a stopped process?)");
+			    "the wait queue's join lock stayed locked");
 		return r;
 	}
 	t = fp_read_count(p, LB_HDR_OFF_TICKET);
@@ -149,7 +172,8 @@ enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticke
 		if (r == 0 && (c.l_type != F_WRLCK || c.l_len <= 0 || c.l_start + c.l_len <= at ||
 		    (c.l_len != 1 && !(c.l_start == LB_JOIN_OFF && c.l_len == 2)))) {
 			queue_foreign(p, at, c.l_type, c.l_pid);
-			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+			if (joined)
+				lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 			return FP_BUSY;
 		}
 		if (r == 0)
@@ -159,29 +183,61 @@ enum fp_step fp_queue_join(struct filepool *p, int64_t deadline, uint64_t *ticke
 			if (r < 0)
 				lb_warnx("%s: cannot join the queue: %u tickets past its count are taken",
 				    p->name, QUEUE_SKIP);
-			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+			if (joined)
+				lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 			return r;
 		}
+	}
+	if (r == 1 && lb_lock_try(p->cfd, F_WRLCK, LB_NEXT_OFF + (off_t)t, 1) != 1) {
+		lb_lock_try(p->cfd, F_UNLCK, at, 1);
+		r = -1;
 	}
 	if (r < 0 || fp_set_header_word(p, LB_HDR_OFF_TICKET, t + 1) != 0) {
 		if (r < 0)	/* a failed write has said so */
 			lb_warn("%s: cannot join the queue", p->name);
-		if (r == 1)
+		if (r == 1) {
+			lb_lock_try(p->cfd, F_UNLCK, LB_NEXT_OFF + (off_t)t, 1);
 			lb_lock_try(p->cfd, F_UNLCK, at, 1);
-		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+		}
+		if (joined)
+			lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
 		return FP_ERROR;
 	}
-	lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
-	/* the mark that names us in list: a failure only leaves us unnamed */
+	if (joined)
+		lb_lock_try(p->cfd, F_UNLCK, LB_JOIN_OFF, 1);
+	/* the mark that names us: a failure only leaves us unnamed */
 	lb_lock_try_process(p->cfd, F_RDLCK, LB_WAITER_OFF + 2 * (off_t)t + (p->shared != 0), 1);
 	*ticket = t;
 	return FP_TAKEN;
 }
 
-void fp_queue_leave(struct filepool *p, uint64_t ticket)
+/*
+ * The PID of the waiter of TICKET, from its mark (a classic POSIX lock,
+ * which the kernel names with its process): 0 when it has none (an older
+ * lockbox's waiter, or one gone).
+ */
+static pid_t queue_pid(struct filepool *p, uint64_t ticket)
 {
-	lb_lock_try_process(p->cfd, F_UNLCK, LB_WAITER_OFF + 2 * (off_t)ticket, 2);
-	lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF, (off_t)ticket + 1);
+	struct lb_lockinfo m;
+
+	if (lb_lock_conflict(p->cfd, F_WRLCK, LB_WAITER_OFF + 2 * (off_t)ticket, 2, &m) != 1 ||
+	    m.write || m.ofd)
+		return 0;
+	return m.pid;
+}
+
+/*
+ * Whether the waiter of TICKET is stopped (state T or t: SIGSTOP, a
+ * background job's SIGTTIN or SIGTTOU, a debugger), its PID in *PID (0:
+ * not known). A frozen cgroup's tasks do not show as stopped: they count
+ * as running.
+ */
+static int queue_stopped(struct filepool *p, uint64_t ticket, pid_t *pid)
+{
+	struct lb_proc_stat st;
+
+	*pid = queue_pid(p, ticket);
+	return *pid > 0 && lb_proc_stat(*pid, &st) == 0 && (st.state == 'T' || st.state == 't');
 }
 
 /*
@@ -232,79 +288,105 @@ static int queue_ahead(struct filepool *p, uint64_t ticket, uint64_t *ahead)
 }
 
 /*
- * The waiters ahead that a waiter has looked up: which process holds
- * which ticket (found once: a look through /proc costs), and its start
- * time, so that a PID used again is not taken for it.
+ * The lowest ticket above TICKET whose byte another waiter holds, in
+ * *NEXT: 1, or 0 when there is none, or -1. Most often the one just after.
  */
-struct queue_seen {
-	uint64_t ticket[QUEUE_PASS];
-	pid_t pid[QUEUE_PASS];
-	uint64_t start[QUEUE_PASS];
-	size_t n;
-};
-
-/*
- * Whether the waiter holding TICKET is stopped (state T or t: SIGSTOP,
- * a background job's SIGTTIN or SIGTTOU, a debugger). A frozen cgroup's
- * tasks do not show as stopped: they count as running. One not seen
- * before is looked up only with LOOKUP; else it counts as running.
- */
-static int queue_stopped(struct filepool *p, struct queue_seen *seen, uint64_t ticket,
-    int lookup, pid_t *pid)
+static int queue_behind(struct filepool *p, uint64_t ticket, uint64_t *next)
 {
-	struct lb_proc_stat st;
-	size_t i;
+	uint64_t lo = ticket + 1, hi = QUEUE_TICKETS;
+	struct flock c;
+	int r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)lo, 1, &c);
 
-	for (i = 0; i < seen->n && seen->ticket[i] != ticket; i++)
-		;
-	if (i == seen->n) {
-		*pid = 0;
-		if (!lookup)
-			return 0;
-		/*
-		 * Kept only when found: a waiter not found now (its lock
-		 * not yet shown, its process hidden from us) is looked up
-		 * again at the next look, never taken for running for good.
-		 */
-		*pid = lb_scan_locker(p->cfd, LB_QUEUE_OFF + (off_t)ticket, F_WRLCK);
-		if (*pid <= 0)
-			return 0;
-		if (i == QUEUE_PASS)
-			i = seen->n = 0;	/* forget the oldest looks: a rare queue */
-		seen->ticket[i] = ticket;
-		seen->pid[i] = *pid;
-		seen->start[i] = lb_proc_starttime(*pid);
-		seen->n++;
+	if (r == 0) {
+		*next = lo;
+		return 1;
 	}
-	*pid = seen->pid[i];
-	if (*pid <= 0 || lb_proc_stat(*pid, &st) != 0 || st.starttime != seen->start[i])
-		return 0;
-	return st.state == 'T' || st.state == 't';
+	if (r == 1 && lo + 1 < hi)
+		r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)lo + 1,
+		    (off_t)(hi - lo - 1), &c);
+	if (r != 0)
+		return r == 1 ? 0 : -1;
+	/* (lo, hi] holds a locked byte, and the one the kernel named bounds it */
+	hi = c.l_start > LB_QUEUE_OFF + (off_t)lo ? (uint64_t)(c.l_start - LB_QUEUE_OFF) : lo + 1;
+	while (r >= 0 && hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		r = lb_lock_test(p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)lo + 1, (off_t)(mid - lo), &c);
+		if (r == 0)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	if (r < 0)
+		return -1;
+	*next = hi;
+	return 1;
 }
 
 /*
- * The waiter to wait for: the nearest one ahead of TICKET that is not
- * stopped (see the top of the file), passing at most QUEUE_PASS stopped
- * ones; one not seen before is looked up only with LOOKUP. 1 with
- * *AHEAD (and its PID, 0 if not looked up), 0 none (our turn), -1 error
+ * The waiter to wait for: the nearest one ahead of TICKET; with LOOK, the
+ * nearest that is not stopped (see the top of the file), passing at most
+ * QUEUE_PASS stopped ones. 1 with *AHEAD, 0 none (our turn), -1 error
  * (reported).
  */
-static int queue_next(struct filepool *p, uint64_t ticket, struct queue_seen *seen,
-    int lookup, uint64_t *ahead, pid_t *pid)
+static int queue_next(struct filepool *p, uint64_t ticket, int look, uint64_t *ahead)
 {
 	uint64_t below = ticket;
+	pid_t pid;
 	int r = 0, passes;
 
 	for (passes = 0; passes < QUEUE_PASS; passes++) {
 		r = queue_ahead(p, below, ahead);
-		if (r <= 0 || !queue_stopped(p, seen, *ahead, lookup, pid))
+		if (r <= 0 || !look || !queue_stopped(p, *ahead, &pid))
 			return r;
 		below = *ahead;
 	}
 	return r;
 }
 
-/* Tell the pool's progress function our place: one read of the lock table. */
+/* Whether the waiter of TICKET is at the head: its next byte let go (or never taken). */
+static int at_head(struct filepool *p, uint64_t ticket)
+{
+	struct flock c;
+
+	return lb_lock_test(p->cfd, F_RDLCK, LB_NEXT_OFF + (off_t)ticket, 1, &c) == 1;
+}
+
+/*
+ * The head's look behind it, as it gets to the head and as it leaves:
+ * the waiter after TICKET, stopped, would keep the queue behind it
+ * waiting; the pass word is moved on, and every waiter looks again.
+ */
+static void queue_look_behind(struct filepool *p, uint64_t ticket)
+{
+	uint64_t next;
+	pid_t pid;
+
+	if (queue_behind(p, ticket, &next) != 1 || !queue_stopped(p, next, &pid))
+		return;
+	/* a count, not a value: two moving it at once still move it */
+	if (fp_set_header_word(p, LB_HDR_OFF_PASSES, fp_read_count(p, LB_HDR_OFF_PASSES) + 1) == 0)
+		lb_wake_word(p->cfd, LB_HDR_OFF_PASSES);
+}
+
+void fp_queue_head(struct filepool *p, uint64_t ticket)
+{
+	lb_lock_try(p->cfd, F_UNLCK, LB_NEXT_OFF + (off_t)ticket, 1);
+	p->at_head = 1;
+	queue_look_behind(p, ticket);
+}
+
+void fp_queue_leave(struct filepool *p, uint64_t ticket)
+{
+	if (p->at_head)
+		queue_look_behind(p, ticket);
+	p->at_head = 0;
+	lb_lock_try_process(p->cfd, F_UNLCK, LB_WAITER_OFF + 2 * (off_t)ticket, 2);
+	lb_lock_try(p->cfd, F_UNLCK, LB_NEXT_OFF + (off_t)ticket, 1);
+	lb_lock_try(p->cfd, F_UNLCK, LB_QUEUE_OFF, (off_t)ticket + 1);
+}
+
+/* Tell the pool's progress function our place: lock tests of the queue's bytes. */
 static void queue_progress(struct filepool *p, uint64_t ticket)
 {
 	struct lb_queued *q;
@@ -318,40 +400,39 @@ static void queue_progress(struct filepool *p, uint64_t ticket)
 		return;
 	}
 	for (i = 0; i < n; i++)
-		place += q[i].ticket < ticket;
+		place += !q[i].foreign && q[i].ticket < ticket;
 	free(q);
 	lb_pool_progress(&p->base, place, NULL);
 }
 
 /*
  * Wait for our turn: every earlier ticket gone, or held by a waiter that
- * is stopped. A waiter waits for the one ahead of it only, with a lock
- * request on that ticket's byte, which is granted as that waiter goes.
- * (One request on all the bytes before ours would do it in one wait, but
- * the kernel keeps overlapping requests in a chain, and a request that
- * has to wait again first wakes every one chained behind it: each
- * departure would wake the whole queue, one after the other.) A stopped
- * process sends no event, so a waiter looks whether the one it waits
- * for is stopped every QUEUE_RECHECK_MS, and at once when the one it
- * waited for went and left an earlier one ahead (which that one passed,
- * or would have been behind): a newcomer behind the last of a moving
- * queue never looks through /proc. FP_TAKEN our turn, FP_BUSY the
- * deadline (p->ahead: for whom), FP_STOPPED by ^Z (the ticket is given
- * back first), FP_ERROR (reported).
+ * is stopped. A waiter waits for the one ahead of it only, with one lock
+ * request: on its next byte until it is at the head, then on its ticket,
+ * each granted as that one gets there or goes. (One request on all the
+ * bytes before ours would do it in one wait, but the kernel keeps
+ * overlapping requests in a chain, and a request that has to wait again
+ * first wakes every one chained behind it: each departure would wake the
+ * whole queue, one after the other.) Beside it, the pass word (see the
+ * top of the file); and behind the head, a look every QUEUE_WATCH_MS at
+ * whether it is stopped. FP_TAKEN our turn, FP_BUSY the deadline
+ * (p->ahead: for whom), FP_STOPPED by ^Z (the ticket is given back
+ * first), FP_ERROR (reported).
  */
 enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
-	struct queue_seen seen = { { 0 }, { 0 }, { 0 }, 0 };
 	struct lb_wait w;
 	struct lb_wait_event ev;
-	uint64_t ahead, waiting = 0;
+	uint64_t ahead, waited = UINT64_MAX;
+	off_t on = -1, want;
 	enum fp_step step = FP_ERROR;
-	int r, asked = 0;
-	pid_t pid;
+	unsigned char pass[4];
+	int r, look = 0, behind_head, tick;
 
-	r = queue_next(p, ticket, &seen, 0, &ahead, &pid);
+	r = queue_next(p, ticket, 0, &ahead);
 	if (r <= 0)
 		return r == 0 ? FP_TAKEN : FP_ERROR;	/* nobody ahead: our turn */
+	waited = ahead;
 	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
 		lb_warn("%s: cannot wait", p->name);
 		lb_wait_done(&w);
@@ -359,19 +440,43 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 	}
 	queue_progress(p, ticket);
 	for (;;) {
-		if (asked && ahead != waiting) {
-			lb_wait_clear_locks(&w);
-			asked = 0;
-		}
-		if (!asked && lb_wait_on_lock(&w, p->cfd, F_RDLCK, LB_QUEUE_OFF + (off_t)ahead, 1, 0, 0) != 0) {
-			lb_warn("%s: cannot wait", p->name);
+		/* the word before the look: a pass after the look moves it from this */
+		if (fp_pread_all(p, pass, sizeof pass, LB_HDR_OFF_PASSES) != 0)
+			break;
+		r = queue_next(p, ticket, look, &ahead);
+		/*
+		 * the one waited for went, and left another ahead: one that it
+		 * passed, or that we passed, stopped, or that it was behind:
+		 * looked at once (the pass word moved long ago)
+		 */
+		if (r == 1 && !look && on == -1 && ahead != waited)
+			r = queue_next(p, ticket, 1, &ahead);
+		if (r <= 0) {
+			step = r == 0 ? FP_TAKEN : FP_ERROR;
 			break;
 		}
-		asked = 1;
-		waiting = ahead;
-		r = lb_wait_run(&w, deadline, QUEUE_RECHECK_MS, &ev);
-		if (r == 1 && ev.kind == LB_EV_RECHECK)
+		look = 0;
+		waited = ahead;
+		behind_head = at_head(p, ahead);
+		want = behind_head ? LB_QUEUE_OFF + (off_t)ahead : LB_NEXT_OFF + (off_t)ahead;
+		if (on != want) {
+			lb_wait_clear_locks(&w);
+			if (lb_wait_on_lock(&w, p->cfd, F_RDLCK, want, 1, 0, 0) != 0) {
+				lb_warn("%s: cannot wait", p->name);
+				break;
+			}
+			on = want;
+		}
+		/* (no futex: a pass is missed, and the look behind the head is what is left) */
+		lb_wait_on_word(&w, p->cfd, LB_HDR_OFF_PASSES, pass, 0);
+		tick = behind_head ? QUEUE_WATCH_MS : p->base.progress != NULL ? LB_PROGRESS_MS :
+		    LB_NO_RECHECK;
+		r = lb_wait_run(&w, deadline, tick, &ev);
+		if (r == 1 && ev.kind == LB_EV_RECHECK) {
+			look = behind_head;
 			queue_progress(p, ticket);
+			continue;
+		}
 		if (r == 1 && ev.kind == LB_EV_STOP) {
 			step = FP_STOPPED;
 			break;
@@ -386,20 +491,17 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 				lb_warn("%s: cannot wait", p->name);
 			} else {	/* the deadline */
 				p->behind = 1;
-				p->ahead_stopped = queue_stopped(p, &seen, ahead, 1, &p->ahead);
+				p->ahead_stopped = queue_stopped(p, ahead, &p->ahead);
 				step = FP_BUSY;
 			}
 			break;
 		}
 		if (ev.kind == LB_EV_LOCK) {
-			lb_wait_clear_locks(&w);	/* granted and dropped: that one went */
-			asked = 0;
+			lb_wait_clear_locks(&w);	/* granted and dropped: that one moved */
+			on = -1;
 		}
-		r = queue_next(p, ticket, &seen, 1, &ahead, &pid);
-		if (r <= 0) {
-			step = r == 0 ? FP_TAKEN : FP_ERROR;
-			break;
-		}
+		/* the pass word moved: look at who is stopped ahead */
+		look |= ev.kind == LB_EV_WORD;
 	}
 	lb_wait_done(&w);
 	return step;
@@ -427,23 +529,27 @@ void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place
 
 /* ---- the head of the queue ---- */
 
-/* how often the head looks again when some holders cannot be watched */
+/* how often the head looks again when some holder cannot be watched (another host's) */
 #define RECHECK_MS	1000
+/*
+ * A last close is told just before the kernel drops the locks held
+ * through that open file: a head that finds the slot still held looks
+ * again after these, then waits for the next event.
+ */
+static const int close_settle_ms[] = { 2, 20, 200 };
+#define CLOSE_SETTLES	(sizeof close_settle_ms / sizeof close_settle_ms[0])
 
 /*
- * Pin the recorded holder of slot S when its end is the end of the slot's
- * lock: a process of this host that holds the lock itself. One that took
- * the slot on an fd and left it to others (the sem pattern: `slots acquire
- * --fd` in a shell, a job in the background that inherited the fd, the
- * shell closing its own copy and living on) does not: its end says nothing,
- * and the slot frees when the last of the others lets go. Whether it holds
- * is asked of the kernel (its fdinfo) once, when it is first pinned; a
- * holder whose descriptors we may not read is trusted as before. ST is
- * the lock file's, NULL when unknown. 1 pinned, 0 not (the caller asks
- * for the lock instead).
+ * Whether slot S's record names a process of this host: its slot frees,
+ * however it frees, by an explicit release (the word) or a last close
+ * (inotify) that this host sees. Such a holder is pinned too: a pidfd
+ * tells its end at once, and which slot it held. One that took the slot
+ * on an fd and left it to others (the sem pattern: `slots acquire --fd`
+ * in a shell, a job in the background that inherited the fd), or that
+ * ended while its children hold on, ends without the slot freeing: its
+ * pidfd wakes the head once for nothing, or not at all.
  */
-static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
-    const struct stat *st)
+static int local_holder(struct filepool *p, struct lb_wait *w, unsigned s)
 {
 	struct lb_ident who;
 
@@ -452,11 +558,9 @@ static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
 	lb_record_decode(fp_record(p, s), &who);
 	if (!lb_ident_local(&who))
 		return 0;
-	if (!lb_wait_has_pid(w, who.pid) && st != NULL &&
-	    lb_proc_holds(who.pid, st->st_dev, st->st_ino, lb_slot_offset(s)) == 0)
-		return 0;
 	/* 0: the recorded process is gone (a zombie too), its children hold on */
-	return lb_wait_on_pid(w, who.pid, who.starttime, (int)s) == 1;
+	lb_wait_on_pid(w, who.pid, who.starttime, (int)s);
+	return 1;
 }
 
 /*
@@ -465,32 +569,30 @@ static int pin_holder(struct filepool *p, struct lb_wait *w, unsigned s,
  * others are not kept from it while a big pool's holders are looked up,
  * and nothing is missed for that: a holder that ended since the scan is
  * found gone, a slot freed since is granted to its lock request at once,
- * and a release since has moved the count on. An explicit release (the
- * shell library's) changes the header's release count and wakes whoever
- * waits on that word (*WORD, cleared once that watch has failed). A lock
- * request on a slot learns of every way it frees (an unlock, the last
- * close of the open file that holds it, its holders' ends), but a waiter
- * has only a few (LB_WAIT_HELPERS, the word's included); a pidfd scales to
- * any pool but tells only of one process's end. So: a slot whose recorded
- * holder is a process of this host that holds the lock itself is pinned
- * (see pin_holder; it ends: its locks are gone before the pidfd says so);
- * every other slot (another host on a shared file system, a process that
- * left the slot to others, a lock without a record) gets a lock request;
- * and the requests left over go to pinned slots too, so that a small pool
- * (a mutex, sem -j2) is watched exactly even when a pinned holder hands
- * its lock on after this look. Returns 1 when everything is watched, 0
- * when something is not: the head then looks again every RECHECK_MS, and
- * at every last close of an open file of the lock file on this host
- * (inotify), which is how a slot left to a job (the sem pattern, in a pool
- * too big for a lock request each) or to a holder's children comes free.
+ * and a release since has moved the count on. A slot's lock goes in one
+ * of three ways: an explicit unlock (lockbox's own release moves the
+ * header's release count on and wakes whoever waits on that word, *WORD,
+ * cleared once that watch has failed), the last close of the open file
+ * that holds it (inotify tells of every close of the file on this host),
+ * or its holder's end, which closes it. A lock request on a slot learns
+ * of all three, but a waiter has only a few (LB_WAIT_HELPERS, the word's
+ * included): a small pool (a mutex, sem -j2) gets one a slot. A bigger
+ * one's slots recorded by a process of this host (local_holder) are left
+ * to the word and the closes; every other slot (another host's on a
+ * shared file system, a lock without a record, which another program may
+ * let go of without a close) gets a lock request while there are
+ * helpers. Returns how long the head may sleep before it looks again:
+ * LB_NO_RECHECK when every way a held slot can free wakes it, RECHECK_MS
+ * when one cannot (a slot of another host's, or another program's, past
+ * the helpers; no futex or inotify here). *CLOSES: the closes are
+ * watched (see close_settle_ms).
  */
-static int watch(struct filepool *p, struct lb_wait *w, int *word)
+static int watch(struct filepool *p, struct lb_wait *w, int *word, int *closes)
 {
-	int all = 1;
-	size_t i, npinned = 0, pinned[LB_WAIT_HELPERS];
-	struct stat st;
-	int have_st;
+	int covered = 1;
+	size_t i, nlocal = 0, asked = 0, local[LB_WAIT_HELPERS];
 
+	*closes = 0;
 	lb_wait_clear_locks(w);
 	/*
 	 * A slot was free, but another program's flock(2) lock keeps us out
@@ -498,42 +600,41 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word)
 	 * flock(1)'s own waiters.
 	 */
 	if (p->path_busy)
-		return lb_wait_on_flock(w, p->fd, p->path_op, 0, 0) == 0;
+		return lb_wait_on_flock(w, p->fd, p->path_op, 0, 0) == 0 ? LB_NO_RECHECK : RECHECK_MS;
 	/*
 	 * One slot held: its lock request learns of every way it frees, so it
 	 * is all there is to watch (one helper, no futex thread, no pidfd).
 	 */
-	if (p->held.n == 1 && lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]), 1, 0,
-	    (int)p->held.v[0]) == 0)
-		return 1;
-	have_st = fstat(p->cfd, &st) == 0;
+	if (p->held.n == 1 && lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]),
+	    LB_WATCH_LEN, 0, (int)p->held.v[0]) == 0)
+		return LB_NO_RECHECK;
 	/* the count as the scan's header lock saw it: a release since has changed it */
 	if (*word && lb_wait_on_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
 		*word = 0;
-	if (!*word)
-		all = 0;
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
 
-		if (pin_holder(p, w, s, have_st ? &st : NULL)) {
-			if (npinned < LB_WAIT_HELPERS)
-				pinned[npinned++] = i;
+		if (local_holder(p, w, s)) {
+			if (nlocal < LB_WAIT_HELPERS)
+				local[nlocal] = i;
+			nlocal++;
 			continue;
 		}
 		if (lb_wait_locks_free(w) == 0 ||
-		    lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s) != 0)
-			all = 0;
+		    lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, 0, (int)s) != 0)
+			covered = 0;
 	}
-	/* a failure here loses nothing: the pin stays */
-	for (i = 0; i < npinned && lb_wait_locks_free(w) > 0; i++) {
-		unsigned s = p->held.v[pinned[i]];
-
-		lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), 1, 0, (int)s);
+	/* the requests left over go to this host's slots: a small pool is watched exactly */
+	for (i = 0; i < nlocal && i < LB_WAIT_HELPERS && lb_wait_locks_free(w) > 0; i++)
+		asked += lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[local[i]]),
+		    LB_WATCH_LEN, 0, (int)p->held.v[local[i]]) == 0;
+	/* (and a hint for the others: a close of theirs may be a last one) */
+	if (asked < nlocal || !covered) {
+		*closes = lb_wait_on_close(w, p->cfd, 0) == 0;
+		if (asked < nlocal && (!*closes || !*word))
+			covered = 0;
 	}
-	/* a hint (a close is told just before its locks go): the look every RECHECK_MS stays */
-	if (!all)
-		lb_wait_on_close(w, p->cfd, 0);
-	return all;
+	return covered ? LB_NO_RECHECK : RECHECK_MS;
 }
 
 /* At the head: tell the pool's progress function, naming a holder with a record. */
@@ -583,7 +684,8 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	struct lb_wait_event ev;
 	struct gone gone = { { 0 }, { 0 }, 0 };
 	enum fp_step r = FP_BUSY;
-	int got = 0, all, word = 1, have_set = 0, tstp = 0;
+	int got = 0, tick, word = 1, closes, have_set = 0, tstp = 0;
+	size_t settle = CLOSE_SETTLES;	/* the next look after a close, CLOSE_SETTLES: none */
 	struct sigaction cur;
 	sigset_t mask, entry;
 	unsigned s;
@@ -604,7 +706,7 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 		head_progress(p);
 		if (await_one(p, have_set)) {
 			s = p->held.v[0];
-			got = lb_lock_wait(p->cfd, F_RDLCK, lb_slot_offset(s), 1, deadline,
+			got = lb_lock_wait(p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, deadline,
 			    LB_LOCK_WATCH);
 			/* (a host with a signal to act on: its call ends, as interrupted) */
 			if (got == 0 || got == 2 || (got < 0 && lb_host_interrupted())) {
@@ -628,10 +730,14 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 				}
 				have_set = 1;
 			}
-			all = watch(p, &w, &word);
+			tick = watch(p, &w, &word, &closes);
+			if (closes && settle < CLOSE_SETTLES &&
+			    (tick == LB_NO_RECHECK || close_settle_ms[settle] < tick))
+				tick = close_settle_ms[settle];
 			/* a status line is told again every LB_PROGRESS_MS: the look that follows is cheap */
-			got = lb_wait_run(&w, deadline, !all ? RECHECK_MS :
-			    p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &ev);
+			if (p->base.progress != NULL && (tick == LB_NO_RECHECK || LB_PROGRESS_MS < tick))
+				tick = LB_PROGRESS_MS;
+			got = lb_wait_run(&w, deadline, tick, &ev);
 			if (got != 1 || ev.kind == LB_EV_STOP) {
 				if (got < 0)
 					lb_warn("%s: cannot wait", p->name);
@@ -646,6 +752,13 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
 			if (ev.kind == LB_EV_WORD && ev.err != 0)
 				word = 0;
+			/* a close: looks after it until one finds what it freed, or the settles are done */
+			if (ev.kind == LB_EV_CLOSE)
+				settle = 0;
+			else if (ev.kind == LB_EV_RECHECK)
+				settle += settle < CLOSE_SETTLES;
+			else
+				settle = CLOSE_SETTLES;
 			/*
 			 * The watch threads go first: their read locks are ours (same
 			 * open file, or same process for classic locks), so a watch

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,11 @@
 
 /*
  * A header lock is held for microseconds. A waiter for it that sees no
- * other process get through it for this long, and its holder not running
- * (stopped), calls the holder stuck.
+ * other process get through it for this long takes a slot without it
+ * (fp_take_bare): a holder stopped with it (SIGSTOP between two of its
+ * calls) keeps nobody out, and nothing is guessed about its state.
  */
-#define HEADER_STUCK	(5 * LB_NS_PER_S)
+#define HEADER_WAIT	(1 * LB_NS_PER_S)
 /* how long a claimed slot may stay blocked by a watcher's transient read lock */
 #define CLAIM_WAIT	(100 * LB_NS_PER_MS)
 /* holder probes (kill 0) per quick acquisition: cheap with many holders */
@@ -45,30 +47,27 @@
 #define QUICK_CHUNK	64
 /* tries of a flock(2) lock that a holder's end is about to free (path_lock) */
 #define PATH_TRIES	3
-/* looks for a header's holder, each a walk of /proc, before it is called not found */
-#define HOLDER_LOOKS	3
-/* how often a mutex's wait for the header looks again at what holds it (held_as_any) */
-#define AS_ANY_RECHECK	(250 * LB_NS_PER_MS)
 
 /*
- * HEADER_STUCK, or for the tests a duration in LOCKBOX_TEST_HEADER_STUCK
- * (a wait of 5 s, many times, would be most of a test run; a loaded
- * machine's test sets a longer one): it changes only how long a process
- * waits before it gives up on its own lock file, and is read with
- * secure_getenv (ignored when run setuid).
+ * HEADER_WAIT, or for the tests a duration in LOCKBOX_TEST_HEADER_WAIT (a
+ * case that makes a header stay locked need not wait a second for each
+ * look, and a loaded machine's case sets a longer one): it changes only
+ * how long this process waits for a header that nobody gets through
+ * before it takes a slot without it, and is read with secure_getenv
+ * (ignored when run setuid).
  */
-static int64_t header_stuck(void)
+static int64_t header_wait(void)
 {
-	static int64_t stuck;
+	static int64_t wait;
 	const char *env;
 
-	if (stuck == 0) {
+	if (wait == 0) {
 		/* test only: see ARCHITECTURE.md */
-		env = secure_getenv("LOCKBOX_TEST_HEADER_STUCK");
-		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &stuck) != 0 || stuck <= 0)
-			stuck = HEADER_STUCK;
+		env = secure_getenv("LOCKBOX_TEST_HEADER_WAIT");
+		if (env == NULL || lb_parse_duration(env, LB_NS_PER_S, &wait) != 0 || wait <= 0)
+			wait = HEADER_WAIT;
 	}
-	return stuck;
+	return wait;
 }
 
 int fp_pread_all(struct filepool *p, void *buf, size_t n, off_t off)
@@ -158,22 +157,16 @@ static void set_foreign(struct filepool *p, const struct lb_lockinfo *l)
 
 /*
  * Whether the lock that keeps a TYPE lock on [START, START+LEN) from us is
- * another program's (lb_lock_is_lockbox tells from the lock alone); then
- * p->fgn names it. The kernel tells one conflicting lock, the first; with
- * FULL the lock table is read too, for a foreign lock behind lockbox's.
+ * another program's (lb_lock_is_lockbox tells from the lock alone, as the
+ * kernel names the first in the way); then p->fgn names it.
  */
-static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t len,
-    int full)
+static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t len)
 {
 	struct lb_lockinfo l;
-	int r = lb_lock_conflict(p->cfd, type, start, len, &l);
 
-	if (r == 1 && lb_lock_is_lockbox(&l))
-		r = full ? lb_lock_foreign(p->cfd, start, len, &l) : 0;
-	else if (r == 1)
-		lb_lock_owners(p->cfd, &l, 1);
-	if (r != 1)
+	if (lb_lock_conflict(p->cfd, type, start, len, &l) != 1 || lb_lock_is_lockbox(&l))
 		return 0;	/* an error too: the wait goes on, as it always did */
+	lb_lock_owners(p->cfd, &l, 1);
 	set_foreign(p, &l);
 	return 1;
 }
@@ -189,54 +182,6 @@ static int blocked_by_foreign(struct filepool *p, short type, off_t start, off_t
 static int held_as_any(struct filepool *p)
 {
 	return p->any_ok && p->nfgn == 1 && lb_path_half(&p->fgn[0]);
-}
-
-/*
- * Whether the process that holds the lock in the way of a TYPE lock on
- * [START, START+LEN) is running or runnable, or in an uninterruptible
- * wait (its disk): a holder that has not got through for HEADER_STUCK
- * on a host with many more runnable processes than CPUs (1). Or nobody
- * holds it now, let go of since the wait ended (-1): tried again. Stopped,
- * asleep or not found (by DEADLINE, 0: on the whole host): 0.
- */
-static int holder_running(struct filepool *p, short type, off_t start, off_t len,
-    int64_t deadline)
-{
-	struct lb_lockinfo l;
-	struct lb_proc_stat st;
-	pid_t asleep = 0;
-	int r, looks;
-
-	/*
-	 * The header is held by one process after another: each looked for
-	 * anew, on the whole host, once each HEADER_STUCK without progress (a
-	 * waiter: up to its deadline). A look that finds nobody may have met
-	 * one holder letting go and the next taking it while it walked (the
-	 * lookers' read locks come and go by the hundred on a busy pool, and
-	 * move no count): a few looks, then "not found". So may a look that
-	 * finds a holder gone, stopped or asleep: a lockbox process does not
-	 * sleep under the header, and one found holding it may have let go,
-	 * run its command (a read, a sleep) or ended by the time its state
-	 * is read; a holder is called stopped or asleep once it is found
-	 * holding the lock so twice.
-	 */
-	for (looks = 0; looks < HOLDER_LOOKS; looks++) {
-		r = lb_lock_conflict(p->cfd, type, start, len, &l);
-		if (r != 1)
-			return r == 0 ? -1 : 0;	/* let go of since: tried again */
-		lb_lock_owner_now(p->cfd, &l, deadline);
-		if (l.pid <= 0 || lb_proc_stat(l.pid, &st) != 0)
-			continue;
-		/* exiting: its locks are going with it (tried again) */
-		if (st.state == 'Z' || st.state == 'X')
-			return -1;
-		if (st.state == 'R' || st.state == 'D')
-			return 1;
-		if (l.pid == asleep)
-			return 0;
-		asleep = l.pid;
-	}
-	return 0;
 }
 
 /*
@@ -258,14 +203,18 @@ static int foreign_reader(struct filepool *p, off_t start, off_t len)
 
 /*
  * Write-lock [START, START+LEN) for a short change, such as the header or
- * the queue's join byte. 1 locked, 0 the caller's DEADLINE passed first
- * or, with LB_NO_WAIT, another program holds it, -1 error (reported).
- * Many processes may queue for it; what tells a busy lock from one held
- * by a stopped process is progress: every holder moves the header count
- * at PROGRESS on, so a waiter gives up only when it stood still for
- * HEADER_STUCK. A lock lockbox could not have taken (another program's,
- * such as lockf(3) on the whole file, or any read lock of the whole
- * header: lockscan.c has the rule) is no stuck lockbox process: it is a
+ * the queue's join byte. 1 locked; 0 the caller's DEADLINE passed first
+ * or, with LB_NO_WAIT, another program holds it; FP_STALLED nobody got
+ * through it for HEADER_WAIT; -1 error (reported).
+ * Many processes may queue for it, each holding it for microseconds; a
+ * waiter tells a busy lock from one that nobody gets through by progress:
+ * every holder moves the header count at PROGRESS on. A lock that nobody
+ * gets through (its holder stopped while it held it, or descheduled on a
+ * crowded host) is not waited for: the caller goes on without it, as its
+ * own caller knows how (fp_take_bare; a ticket taken without the join
+ * lock), and nothing is guessed about the holder. A lock lockbox could
+ * not have taken (another program's, such as lockf(3) on the whole file,
+ * or any read lock of the whole header: lockscan.c has the rule) is a
  * holder like any other, so a caller that does not wait is refused at
  * once (busy, p->fgn naming it) and one that waits waits for it up to
  * its own deadline. WHAT names the lock in messages.
@@ -277,14 +226,8 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
     off_t progress, int64_t deadline, const char *what, int readers_foreign)
 {
 	uint64_t gen, now;
-	int64_t stuck_at;
-	char stuck[32];
-	/*
-	 * Two waits in one: for lockbox's holders while they make progress,
-	 * always (bounded by HEADER_STUCK), and for other holders only up to
-	 * a deadline of the caller's own; LB_NO_WAIT has none.
-	 */
-	int waits = deadline != LB_NO_WAIT;
+	int64_t stall_at;
+	int waits = deadline != LB_NO_WAIT, foreign;
 	int r = lb_lock_try(p->cfd, type, start, len);
 
 	p->reader = 0;
@@ -296,23 +239,20 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 			p->hdr_foreign = 0;
 		return r;
 	}
-	if (readers_foreign && foreign_reader(p, start, len))
-		return 0;
-	/* one test of the lock in the way: lockbox's hold it for microseconds */
-	if (blocked_by_foreign(p, type, start, len, 0)) {
-		if (held_as_any(p))
-			return LB_ID_NOT_LOCK;
-		if (!waits)
-			return 0;
-	}
 	gen = fp_read_count(p, progress);
-	stuck_at = lb_deadline_after(header_stuck());
+	stall_at = lb_deadline_after(header_wait());
 	for (;;) {
-		int64_t recheck = lb_deadline_after(AS_ANY_RECHECK);
-		int64_t bound = p->any_ok && recheck < stuck_at ? recheck : stuck_at;
-		int64_t until = waits && deadline < bound ? deadline : bound;
-		int r = lb_lock_wait(p->cfd, type, start, len, until, LB_LOCK_KEEP);
-
+		if (readers_foreign && foreign_reader(p, start, len))
+			return 0;
+		/* one test of the lock in the way: lockbox's hold it for microseconds */
+		foreign = blocked_by_foreign(p, type, start, len);
+		if (foreign && held_as_any(p))
+			return LB_ID_NOT_LOCK;
+		if (foreign && !waits)
+			return 0;
+		/* another program's is waited for as any holder is: to the deadline */
+		r = lb_lock_wait(p->cfd, type, start, len, foreign ? deadline :
+		    waits && deadline < stall_at ? deadline : stall_at, LB_LOCK_KEEP);
 		if (r == 1) {
 			p->hdr_foreign = 0;
 			return 1;
@@ -321,40 +261,17 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 			lb_warn("%s: cannot lock %s", p->name, what);
 			return -1;
 		}
-		if (until == deadline)
+		if (waits && lb_remaining(deadline) == 0)
 			return 0;
-		if (readers_foreign && foreign_reader(p, start, len))
-			return 0;
-		if (p->any_ok && blocked_by_foreign(p, type, start, len, 0) && held_as_any(p))
-			return LB_ID_NOT_LOCK;
 		now = fp_read_count(p, progress);
 		if (now != gen) {
 			gen = now;
-			stuck_at = lb_deadline_after(header_stuck());
+			stall_at = lb_deadline_after(header_wait());
 			continue;
 		}
-		if (lb_remaining(stuck_at) > 0)
-			continue;
-		/*
-		 * No progress: a stopped lockbox process, or a foreign lock
-		 * behind it; or on a busy host a holder that waits for a CPU
-		 * (or for its disk), which is waited for while it does
-		 */
-		if (holder_running(p, type, start, len, waits ? deadline : 0) != 0 ||
-		    fp_read_count(p, progress) != gen) {
-			/* (the look took a while: others may have got through meanwhile) */
-			stuck_at = lb_deadline_after(header_stuck());
-			continue;
-		}
-		if (!blocked_by_foreign(p, type, start, len, 1))
-			break;
-		if (!waits)
-			return 0;
-		stuck_at = lb_deadline_after(header_stuck());
+		if (!foreign && lb_remaining(stall_at) == 0)
+			return FP_STALLED;
 	}
-	lb_warnx("%s: %s locked for %s by a stuck process (stopped?); giving up",
-	    p->name, what, lb_format_duration_ms(header_stuck(), stuck));
-	return -1;
 }
 
 /* A change that does not wait, refused by another program's lock (progress_lock gave 0). */
@@ -493,22 +410,12 @@ static int repair(struct filepool *p, off_t *size)
 }
 
 /*
- * Find the slots whose lock byte is held by anyone else: the truth. With
- * the header LOCKED, the records in buf say which slots can be locked.
+ * Find the slots whose lock byte is held by anyone else, by lock tests:
+ * the truth (p->held), and the locks that hold them (p->met).
  */
-int fp_scan(struct filepool *p, int locked)
+int fp_scan(struct filepool *p)
 {
-	struct lb_slotset expect = { NULL, 0, 0 };
-	unsigned s;
-	int r = 0;
-
-	for (s = 1; locked && r == 0 && s <= p->nrec; s++)
-		if (fp_state(p, s) != LB_REC_FREE)
-			r = lb_slotset_add(&expect, s);
-	if (r == 0)
-		r = lb_scan_held(p->cfd, locked ? &expect : NULL, &p->held);
-	lb_slotset_free(&expect);
-	if (r != 0) {
+	if (lb_scan_held(p->cfd, &p->held, &p->met) != 0) {
 		lb_warn("%s: cannot find the held slots", p->name);
 		return -1;
 	}
@@ -703,15 +610,14 @@ static void forget_stale(struct filepool *p)
  * pool of more than one), which programs that lock with flock(2) see,
  * whatever the file holds: 1 held (or none wanted), 0 held by another
  * (p->path_busy), -1 error (reported). A holder that ends loses its slot
- * a moment before its flock(2) lock (the kernel drops a file's fcntl
- * locks first): a refusal that the lock table does not explain is that
- * moment, tried again a few times.
+ * a moment before its flock(2) lock (the kernel drops an open file's
+ * fcntl locks first, then its flock(2) lock, in one call): a refusal is
+ * tried again a few times, the processor given up between, before it
+ * counts.
  */
 static int path_lock(struct filepool *p)
 {
-	struct lb_lockline *v;
-	size_t n, i;
-	int r, tries = 0, held;
+	int r, tries = 0;
 
 	p->path_busy = 0;
 	if (p->path_op == 0)
@@ -726,14 +632,9 @@ static int path_lock(struct filepool *p)
 			lb_warn("%s: cannot lock", p->name);
 			return -1;
 		}
-		held = 1;
-		if (tries++ < PATH_TRIES && lb_scan_flocks(p->fd, &v, &n) == 0) {
-			for (i = 0, held = 0; i < n && !held; i++)
-				held = !v[i].blocked && (v[i].l.write || p->path_op == LOCK_EX);
-			free(v);
-		}
-		if (held)
+		if (tries++ == PATH_TRIES)
 			break;
+		sched_yield();
 	}
 	p->path_busy = 1;
 	return 0;
@@ -763,7 +664,7 @@ static int take_shared(struct filepool *p, off_t size, const struct lb_ident *wh
 	size_t i;
 	int r;
 
-	if (fp_load(p, size) != 0 || fp_scan(p, 1) != 0)
+	if (fp_load(p, size) != 0 || fp_scan(p) != 0)
 		return -1;
 	forget_stale(p);
 	for (i = 0; i < p->held.n; i++)
@@ -829,7 +730,7 @@ enum fp_step fp_take_slot(struct filepool *p, off_t size, unsigned max,
 			return FP_TAKEN;
 		}
 	}
-	if (fp_load(p, size) != 0 || fp_scan(p, 1) != 0)
+	if (fp_load(p, size) != 0 || fp_scan(p) != 0)
 		return FP_ERROR;
 	forget_stale(p);
 	for (;;) {
@@ -864,8 +765,84 @@ undo:
 }
 
 /*
+ * A slot taken without the header, when nobody has got through it for
+ * HEADER_WAIT (fp_progress_lock's FP_STALLED: its holder stopped with it,
+ * or never given a processor): claim first, count after. The lowest slot
+ * a scan finds free is claimed, with its flock(2) lock, then the slots
+ * are scanned again, and the claim stands when the others held are fewer
+ * than MAX (for a shared request, when each of them is a shared holder's,
+ * by its record). Every claim is followed by a count that sees it, so of
+ * two who claim at once the later count sees both: two may both give
+ * back (busy, as if the other held), never both stay when only one fits.
+ * The record is written without the header: it is the slot's own, and
+ * the slot is held; a reader may see it half written for a moment. A
+ * file that has no header yet cannot be taken so (FP_BUSY).
+ * FP_TAKEN, FP_BUSY (p->held lists the holders), FP_NOT_LOCK, FP_ERROR.
+ */
+enum fp_step fp_take_bare(struct filepool *p, unsigned max, const struct lb_ident *caller,
+    unsigned *slot)
+{
+	struct lb_ident who = *caller;
+	unsigned char rec[LB_REC_SIZE];
+	off_t size = lb_lockfile_identify(p->cfd, p->name, p->any_ok ? LB_ID_ANY : 0);
+	unsigned s;
+	size_t i, others;
+	int r, fits;
+
+	if (size == LB_ID_NOT_LOCK)
+		return FP_NOT_LOCK;
+	if (size < 0)
+		return FP_ERROR;
+	if (size < LB_HDR_SIZE)
+		return FP_BUSY;
+	lb_ident_stamp(&who);
+	if (fp_load(p, size) != 0 || fp_scan(p) != 0)
+		return FP_ERROR;
+	if (!p->shared && p->held.n >= max)
+		return FP_BUSY;
+	for (s = 1; s <= LB_SLOT_LIMIT && lb_slotset_has(&p->held, s); s++)
+		;
+	if (s > LB_SLOT_LIMIT)
+		return FP_BUSY;
+	r = lb_lock_try(p->fd, F_WRLCK, lb_slot_offset(s), 1);
+	if (r <= 0) {
+		if (r < 0)
+			lb_warn("%s: cannot lock slot %u", p->name, s);
+		return r < 0 ? FP_ERROR : FP_BUSY;	/* another took it: it holds */
+	}
+	r = path_lock(p);
+	if (r != 1) {
+		unclaim(p, s, 0);
+		return r;
+	}
+	if (fp_load(p, size) != 0 || fp_scan(p) != 0) {
+		unclaim(p, s, 1);
+		return FP_ERROR;
+	}
+	/* (a caller's fd is another open file than ours: the scan sees its claim) */
+	others = p->held.n - (size_t)lb_slotset_has(&p->held, s);
+	fits = p->shared || others < max;
+	for (i = 0; p->shared && fits && i < p->held.n; i++)
+		fits = p->held.v[i] == s || (fp_state(p, p->held.v[i]) == LB_REC_HELD &&
+		    lb_record_shared(fp_record(p, p->held.v[i])));
+	if (!fits) {
+		unclaim(p, s, 1);
+		return FP_BUSY;
+	}
+	lb_record_encode(rec, s, &who, p->shared);
+	if (fp_pwrite_all(p, rec, sizeof rec, lb_slot_offset(s)) != 0 ||
+	    (s > lb_get32(p->buf + LB_HDR_OFF_HIGH) && write_high(p, s) != 0)) {
+		unclaim(p, s, 1);
+		return FP_ERROR;
+	}
+	*slot = s;
+	return FP_TAKEN;
+}
+
+/*
  * A look at the head of the queue, with nothing held before or after:
- * the header taken, a free slot taken, the header let go. FP_TAKEN,
+ * the header taken, a free slot taken, the header let go; or, when
+ * nobody gets through the header, a slot taken without it. FP_TAKEN,
  * FP_HEAD every slot busy (p->held lists them: the head waits for one),
  * FP_BUSY the header stayed locked past DEADLINE, FP_NOT_LOCK, FP_ERROR.
  */
@@ -875,9 +852,13 @@ enum fp_step fp_try_take(struct filepool *p, unsigned max, int64_t deadline,
 	off_t size;
 	enum fp_step r = fp_enter(p, deadline, &size);
 
-	if (r != FP_TAKEN)
+	if (r == FP_STALLED) {
+		r = fp_take_bare(p, max, caller, slot);
+	} else if (r == FP_TAKEN) {
+		r = fp_take_slot(p, size, max, caller, gone, slot);
+		fp_header_unlock(p);
+	} else {
 		return r;
-	r = fp_take_slot(p, size, max, caller, gone, slot);
-	fp_header_unlock(p);
+	}
 	return r == FP_BUSY ? FP_HEAD : r;
 }

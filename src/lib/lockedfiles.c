@@ -392,8 +392,8 @@ static int add_foreign(struct lf *f, const struct lb_lockinfo *l)
 /*
  * Open F's file and read its header and records up to its highest held
  * slot, under the lookers' read lock when it can be had at once (a
- * writer holds the header for microseconds; a stuck one is read past, as
- * list does). 0, or 1: it is no lockbox lock file now, or cannot be read.
+ * writer holds the header for microseconds; one that nobody gets
+ * through is read past, as list does). 0, or 1: it is no lockbox lock file now, or cannot be read.
  */
 static int read_records(struct lf *f)
 {

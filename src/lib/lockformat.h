@@ -23,7 +23,9 @@
  *   queue    lock bytes only, far past any record (the file never grows
  *            there): byte 2^32 + t is waiter t's ticket, and a write lock
  *            on byte 2^32 - 1 serialises taking tickets (see filequeue.c);
- *            bytes 2^32 + 2^48 + 2t and 2t+1 are waiter t's mark (LB_WAITER_OFF)
+ *            bytes 2^32 + 2^48 + 2t and 2t+1 are waiter t's mark (LB_WAITER_OFF);
+ *            byte 2^32 + 3 * 2^48 + t is held by waiter t until it is at
+ *            the queue's head (LB_NEXT_OFF)
  */
 #define LB_MAGIC	"lockbox lock v1\n"
 #define LB_MAGIC_LEN	16
@@ -41,6 +43,7 @@ _Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
 #define LB_HDR_OFF_TICKET	32	/* u64: the next waiter's ticket */
 #define LB_HDR_OFF_GEN		40	/* u64: one more at every write-locked visit */
 #define LB_HDR_OFF_RELEASES	48	/* u64: one more at every explicit release */
+#define LB_HDR_OFF_PASSES	56	/* u64: one more when a stopped waiter is to be passed */
 #define LB_HDR_FIELDS		64	/* bytes before the atom area */
 
 #define LB_QUEUE_OFF		((off_t)1 << 32)
@@ -55,6 +58,15 @@ _Static_assert(LB_ATOM_SIZE == LB_POOL_ATOM_SIZE, "atom area size");
  * that it never keeps anyone from a read lock over the queue's bytes.
  */
 #define LB_WAITER_OFF		(LB_QUEUE_OFF + (off_t)LB_QUEUE_TICKETS)
+
+/*
+ * Byte LB_NEXT_OFF + t: write-locked by waiter t from the moment it takes
+ * its ticket until it is the head of the queue (or leaves it), so that
+ * the waiter behind it learns, from a lock request on it, that it is now
+ * the one behind the head (filequeue.c). An older lockbox's waiter holds
+ * none: it is taken for the head, and watched as one.
+ */
+#define LB_NEXT_OFF		(LB_WAITER_OFF + 2 * (off_t)LB_QUEUE_TICKETS)
 
 /*
  * The fcntl half of a lock on a file that is not a lockbox lock file

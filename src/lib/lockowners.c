@@ -1,4 +1,4 @@
-/* Who holds the locks the kernel's table shows: one bounded walk of /proc, its answers kept for the run. */
+/* Who holds a lock: bounded walks of /proc, their answers kept for the run. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -17,11 +17,18 @@
 /* descriptors looked at, at most, in one walk (a bound besides the deadline) */
 #define LOOKUP_FDS_MAX	(1 << 20)
 /*
- * processes looked at before the deadline may end a walk: a host of
- * ordinary size is looked at whole, however busy (a few milliseconds of
- * work); only a bigger one's walk is cut at its deadline
+ * processes a person's look at the host (lb_lookup_begin's HOST) looks
+ * at before its deadline may end a walk: a host of ordinary size is
+ * looked at whole, however busy (a few milliseconds of work); only a
+ * bigger one's walk is cut at its deadline
  */
 #define LOOKUP_PROCS_MIN	256
+/*
+ * processes any other walk looks at before its budget may end it, the
+ * newest first (a holder started a moment ago, as a script's flock(1)
+ * is, is found on a busy host too): a fixed cost, whatever the host holds
+ */
+#define LOOKUP_HOT_MIN		64
 
 /* A lock a process holds through one of its descriptors, as its fdinfo lists it. */
 struct found {
@@ -61,7 +68,9 @@ struct opener {
 
 static struct {
 	int active;		/* between lb_lookup_begin and lb_lookup_end */
+	int host;		/* a person's look at the host: walks up to the deadline */
 	int64_t deadline;
+	int64_t spent;		/* not HOST: time the run's walks have taken */
 	int shortened;		/* a walk stopped at the deadline */
 	int all;		/* lb_lookup_files has walked: no walk after it */
 	struct found *found;
@@ -78,35 +87,17 @@ static struct {
 	unsigned walks;		/* walks made */
 } run;
 
-void lb_lookup_begin(int64_t deadline)
+void lb_lookup_begin(int64_t deadline, int host)
 {
 	lb_lookup_end();
 	run.active = 1;
 	run.deadline = deadline;
+	run.host = host;
 }
 
 int lb_lookup_active(void)
 {
 	return run.active;
-}
-
-void lb_lookup_describe(void)
-{
-	int64_t now = lb_now(CLOCK_MONOTONIC);
-
-	/* out of a run, nothing is kept: the next look reads afresh */
-	if (!run.active)
-		return;
-	/* a refusal decided after its deadline (a bounded wait of its own) still names */
-	if (run.deadline != 0 && run.deadline < now + LB_LOOKUP_GRACE)
-		run.deadline = now + LB_LOOKUP_GRACE;
-	/*
-	 * The table is read once more, whole: a read cut short would leave
-	 * out the very lines the message needs (a holder's flock(2) lock,
-	 * which nothing else names), and say "nobody" where it should say
-	 * "not found". The walk for processes is what the deadline bounds.
-	 */
-	lb_locktab_keep_from(now, 0);
 }
 
 void lb_lookup_end(void)
@@ -121,12 +112,6 @@ void lb_lookup_end(void)
 	free(run.openers);
 	free(run.pids);
 	memset(&run, 0, sizeof run);
-	lb_locktab_keep_from(0, 0);
-}
-
-int64_t lb_lookup_deadline(void)
-{
-	return run.deadline;
 }
 
 int lb_lookup_short(void)
@@ -227,24 +212,6 @@ static void unlook(dev_t dev, ino_t ino, const struct lb_lockline *x)
 			run.looked[i--] = run.looked[--run.nlooked];
 }
 
-pid_t lb_lookup_holder_now(dev_t dev, ino_t ino, const struct lb_lockline *x,
-    int64_t deadline)
-{
-	int64_t described = run.deadline;
-	pid_t pid = 0;
-	size_t i;
-
-	/* neither "not found" nor an earlier holder of it is kept: a walk finds the one now */
-	unlook(dev, ino, x);
-	for (i = first_found(dev, ino, x); i < run.nfound &&
-	    cmp_lock(run.found[i].dev, run.found[i].ino, &run.found[i].x, dev, ino, x) == 0; i++)
-		run.found[i].pid = -1;
-	run.deadline = deadline;
-	lb_lookup_holders(dev, ino, x, 1, 0, &pid);
-	run.deadline = described;
-	return pid;
-}
-
 static int was_looked(dev_t dev, ino_t ino, const struct lb_lockline *x)
 {
 	size_t i;
@@ -282,6 +249,7 @@ struct walk {
 	int paths;			/* find each file's path */
 	/* a walk for one file ends once every lock of V has a holder but SKIP */
 	const struct lb_lockline *v;
+	int flock;			/* or once a flock(2) lock of it is found */
 	size_t n;
 	pid_t skip;
 	char *got;			/* which of V have a holder now */
@@ -322,6 +290,8 @@ static int add_found(const struct lb_lockline *x, void *arg)
 	}
 	run.found = v;
 	run.found[run.nfound++] = (struct found){ w->fdev, w->fino, *x, w->pid, w->fd, run.walks };
+	if (w->flock && x->kind == LB_LOCK_FLOCK && !x->blocked)
+		w->ngot = 1;
 	for (i = 0; w->got != NULL && w->pid != w->skip && i < w->n; i++)
 		if (!w->got[i] && cmp_lock(w->fdev, w->fino, x, w->dev, w->ino, &w->v[i]) == 0) {
 			w->got[i] = 1;
@@ -459,23 +429,37 @@ static int walk_process(pid_t pid, void *arg)
 	}
 	if (pid == run.self)
 		return 0;
-	if (w->procs++ >= LOOKUP_PROCS_MIN && w->deadline != 0 && lb_remaining(w->deadline) == 0)
+	if (w->procs >= (run.host ? LOOKUP_PROCS_MIN : LOOKUP_HOT_MIN) && w->deadline != 0 &&
+	    lb_remaining(w->deadline) == 0)
 		return LB_PROCFS_SHORT;
+	w->procs++;
 	/* gone, or another user's: nothing to see */
 	lb_procfs_each_fd(pid, walk_fd, w);
 	if (w->oom || w->fds >= LOOKUP_FDS_MAX)
 		return 1;
-	return w->files == NULL && w->n > 0 && w->ngot == w->n;
+	return w->files == NULL && (w->n > 0 || w->flock) && w->ngot == (w->flock ? 1 : w->n);
 }
 
-/* One walk of /proc for W; the found locks sorted after it. */
+/*
+ * One walk of /proc for W; the found locks sorted after it. A person's
+ * look walks up to the run's deadline; any other, for what is left of
+ * LB_LOOKUP_BUDGET.
+ */
 static void walk(struct walk *w)
 {
+	int64_t start = lb_now(CLOCK_MONOTONIC);
+
 	run.self = getpid();
 	run.walks++;
-	w->deadline = run.deadline;
-	if (lb_procfs_each_process(0, walk_process, w) == LB_PROCFS_SHORT)
+	w->deadline = run.host ? run.deadline : start + LB_LOOKUP_BUDGET - run.spent;
+	if (!run.host && run.spent >= LB_LOOKUP_BUDGET) {
 		run.shortened = 1;
+		return;
+	}
+	if (lb_procfs_each_process(1, walk_process, w) == LB_PROCFS_SHORT)
+		run.shortened = 1;
+	if (!run.host)
+		run.spent += lb_now(CLOCK_MONOTONIC) - start;
 	if (run.nfound > 1)
 		qsort(run.found, run.nfound, sizeof *run.found, by_found);
 }
@@ -558,7 +542,42 @@ void lb_lookup_holders(dev_t dev, ino_t ino, const struct lb_lockline *v, size_t
 	if (!run.active) {
 		run.nfound = run.nlooked = 0;
 		run.shortened = 0;
+		run.spent = 0;
 	}
+}
+
+/* A process holding a flock(2) lock of DEV/INO, as run.found shows it, or 0. */
+static pid_t found_flock(dev_t dev, ino_t ino, struct lb_lockinfo *l)
+{
+	size_t i;
+
+	for (i = 0; i < run.nfound; i++)
+		if (run.found[i].dev == dev && run.found[i].ino == ino && run.found[i].pid > 0 &&
+		    run.found[i].x.kind == LB_LOCK_FLOCK && !run.found[i].x.blocked) {
+			*l = run.found[i].x.l;
+			return run.found[i].pid;
+		}
+	return 0;
+}
+
+pid_t lb_lookup_flock(dev_t dev, ino_t ino, struct lb_lockinfo *l)
+{
+	struct walk w = { .dev = dev, .ino = ino, .flock = 1 };
+	struct lb_lockline any = { .kind = LB_LOCK_FLOCK };
+	pid_t pid = found_flock(dev, ino, l);
+
+	/* (a lock of no process stands for "a flock(2) lock of the file" among those looked for) */
+	if (pid == 0 && !run.all && !was_looked(dev, ino, &any)) {
+		add_looked(dev, ino, &any);
+		walk(&w);
+		pid = found_flock(dev, ino, l);
+	}
+	if (!run.active) {
+		run.nfound = run.nlooked = 0;
+		run.shortened = 0;
+		run.spent = 0;
+	}
+	return pid;
 }
 
 int lb_lookup_files(const struct lb_file_id *v, size_t n)

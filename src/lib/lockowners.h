@@ -1,4 +1,4 @@
-/* Who holds the locks the kernel's table shows: one bounded walk of /proc, its answers kept for the run. */
+/* Who holds a lock: bounded walks of /proc, their answers kept for the run. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_LOCKOWNERS_H
 #define LOCKBOX_LOCKOWNERS_H
@@ -17,36 +17,29 @@ struct lb_file_id {
 };
 
 /*
- * How long a refusal may spend looking for its holders' processes past
- * its deadline (or past the moment it was decided, when that came
- * later), after one read of the kernel's lock table: a deadline is a
- * deadline, however many processes the host has or however busy it is.
- * What a walk through /proc has not found by then is "not found in
- * time". (A host of ordinary size is looked at whole in any case: the
- * first 256 processes of a walk.)
+ * How long the paths a script runs (a refusal's message, a run that
+ * finds the header or the queue locked by another program) may spend in
+ * all looking through /proc for the processes that hold a lock: a few
+ * milliseconds, whatever the host holds. A holder not found by then is
+ * "another program"; lockbox locks and list look further, on request.
  */
-#define LB_LOOKUP_GRACE	(80 * INT64_C(1000000))
+#define LB_LOOKUP_BUDGET	(5 * INT64_C(1000000))
 
 /*
- * A run's lookups, from lb_lookup_begin to lb_lookup_end: a walk through
- * /proc for the processes of locks stops at DEADLINE (CLOCK_MONOTONIC ns;
- * 0: none), and what a walk found, or looked for in vain, is not looked
- * for again. lb_lookup_describe says that what the run decides is
- * decided, and what follows only describes it: the kernel's lock table
- * is then read once, whole, for the rest of the run
- * (lb_locktab_keep_from), and the walks have LB_LOOKUP_GRACE from then
- * at least.
- * Outside a run, each lookup walks on its own, without a deadline.
+ * A run's lookups, from lb_lookup_begin to lb_lookup_end: what a walk
+ * through /proc found, or looked for in vain, is not looked for again.
+ * A run of the paths a script runs (HOST 0) walks for LB_LOOKUP_BUDGET
+ * in all, and never past DEADLINE (CLOCK_MONOTONIC ns; 0: none) by more
+ * than that. A person's look at the host (HOST 1: lockbox locks, list)
+ * walks up to DEADLINE, the first processes of a walk in any case (a
+ * host of ordinary size is looked at whole).
+ * Outside a run, each lookup walks on its own, within LB_LOOKUP_BUDGET.
  */
-void lb_lookup_begin(int64_t deadline);
-void lb_lookup_describe(void);
+void lb_lookup_begin(int64_t deadline, int host);
 void lb_lookup_end(void);
 
 /* Whether a run is going on. */
 int lb_lookup_active(void);
-
-/* The run's deadline (0: none). */
-int64_t lb_lookup_deadline(void);
 
 /* Whether a walk of this run stopped at its deadline, leaving processes unfound. */
 int lb_lookup_short(void);
@@ -64,15 +57,13 @@ void lb_lookup_holders(dev_t dev, ino_t ino, const struct lb_lockline *v, size_t
     pid_t skip, pid_t *pids);
 
 /*
- * As lb_lookup_holders for one lock X, for a decision rather than a
- * message (whether the holder of a lock file's header runs, or is stuck):
- * looked for afresh, since one process after another holds such a lock
- * and a look that found nobody says nothing of the next holder; and up
- * to DEADLINE (0: the whole host), not the run's, which bounds what is
- * looked up to describe a refusal. The holder's PID, or 0.
+ * A process that holds a flock(2) lock of DEV/INO through a descriptor of
+ * its own, for a file whose flock(2) lock is known to be held while the
+ * lock table is not read: a walk that ends at the first found. Its PID,
+ * or 0 (not found, or not in time); the lock in *L (its kind, and the
+ * process that took it, which may have ended since).
  */
-pid_t lb_lookup_holder_now(dev_t dev, ino_t ino, const struct lb_lockline *x,
-    int64_t deadline);
+pid_t lb_lookup_flock(dev_t dev, ino_t ino, struct lb_lockinfo *l);
 
 /*
  * Every file of V (N of them) looked up in one walk, now: a path to each

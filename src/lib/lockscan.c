@@ -1,4 +1,4 @@
-/* Which slots of a lock file are locked, from the kernel's lock table. */
+/* Which slots of a lock file are locked, and who holds what on it: lock tests of the file's own locks; the kernel's lock table only in a person's look at the host. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -35,239 +35,167 @@ static int add_range(struct lb_slotset *s, long long lo, long long hi)
 	return 0;
 }
 
-/* A look at the lines of one file: its identity, whether the table names it, what is kept. */
-struct scan {
-	dev_t dev;
-	ino_t ino;
-	int seen;
-	void *out;
-};
-
-/* A held write lock's slots into the set s->out. */
-static int held_slots(const char *line, const char *end, void *arg)
+/* The first slot whose lock byte is at BYTE or after it (LB_SLOT_LIMIT + 1: none). */
+static unsigned slot_from(long long byte)
 {
-	struct scan *s = arg;
-	struct lb_lockinfo l;
-
-	if (!lb_lockline_held(line, end, s->dev, s->ino, &l, &s->seen) || !l.write ||
-	    !((l.hi < 0 || l.hi >= LB_HDR_SIZE) && l.lo < (long long)SLOTS_END))
-		return 0;
-	return add_range(s->out, l.lo, l.hi);
+	if (byte <= LB_HDR_SIZE)
+		return 1;
+	if (byte >= (long long)SLOTS_END)
+		return LB_SLOT_LIMIT + 1;
+	return (unsigned)((byte - LB_HDR_SIZE + LB_REC_SIZE - 1) / LB_REC_SIZE) + 1;
 }
 
-/*
- * 1 when /proc/locks listed the file (OUT filled), 0 when it did not, 2
- * when the table was read only in part (a description's, cut at its
- * deadline) and did not, -1 error. It is read CHUNK bytes at a time. The
- * table lists every lock of the host; only the lines about the file are
- * parsed.
- */
-static int scan_table(const struct stat *st, size_t chunk, struct lb_slotset *out)
+/* The last slot whose lock byte is at BYTE or before it (0: none); BYTE < 0: no end. */
+static unsigned slot_to(long long byte)
 {
-	struct scan s = { st->st_dev, st->st_ino, 0, out };
-	struct lb_locktab *t = lb_locktab_pass(chunk);
-	int rc, cut;
-
-	if (t == NULL)
+	if (byte < 0 || byte >= (long long)SLOTS_END)
+		return LB_SLOT_LIMIT;
+	if (byte < LB_HDR_SIZE)
 		return 0;
-	rc = lb_locktab_each(t, st->st_dev, st->st_ino, held_slots, &s);
-	cut = t->cut;
-	lb_locktab_done(t);
-	if (rc != 0)
-		return -1;
-	return s.seen ? 1 : cut ? 2 : 0;
+	return (unsigned)((byte - LB_HDR_SIZE) / LB_REC_SIZE) + 1;
 }
 
-/*
- * Without the table: test a whole range for a write lock; the kernel names
- * one lock in it, and the ranges on either side are tested in turn. 2k+1
- * tests for k holders, each a walk of the file's lock list (to the first
- * lock in the range, or to its end): quadratic, and cheap only for a few.
- * At most LIMIT tests (0: no limit): 0 done, 1 the limit came first (OUT
- * then incomplete), -1 error.
- */
-static int scan_tests(int fd, size_t limit, struct lb_slotset *out)
+void lb_lockset_free(struct lb_lockset *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+/* L into S, unless the same lock is there already. 0, or -1. */
+static int lockset_add(struct lb_lockset *s, const struct lb_lockinfo *l)
+{
+	struct lb_lockinfo *grown;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].lo == l->lo && s->v[i].hi == l->hi && s->v[i].write == l->write &&
+		    s->v[i].pid == l->pid && s->v[i].ofd == l->ofd)
+			return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 8;
+
+		grown = realloc(s->v, cap * sizeof *grown);
+		if (grown == NULL)
+			return -1;
+		s->v = grown;
+		s->cap = cap;
+	}
+	s->v[s->n++] = *l;
+	return 0;
+}
+
+int lb_lock_each(int fd, short type, long long lo, long long hi, size_t tests,
+    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg)
 {
 	struct range {
-		off_t lo, hi;
-	} *stack = NULL, *grown;
-	size_t depth = 0, cap = 0, tests = 0;
-	int rc = 0;
+		long long lo, hi;	/* hi < 0: to the end */
+	} *stack = malloc(64 * sizeof *stack), *grown;
+	size_t depth = 0, cap = 64, done = 0;
+	struct lb_lockinfo c;
+	int r = stack != NULL ? 0 : -1;
 
-	for (;;) {
-		struct flock c;
-		off_t lo, hi, clo, chi;
+	if (stack != NULL)
+		stack[depth++] = (struct range){ lo, hi };
+	while (r == 0 && depth > 0) {
+		lo = stack[--depth].lo;
+		hi = stack[depth].hi;
+		if (hi >= 0 && lo > hi)
+			continue;
+		if (tests != 0 && done++ == tests) {
+			r = 1;
+			break;
+		}
+		r = lb_lock_conflict(fd, type, (off_t)lo, hi < 0 ? 0 : (off_t)(hi - lo + 1), &c);
+		if (r <= 0)
+			continue;
+		if (depth + 2 > cap) {
+			if ((grown = realloc(stack, 2 * cap * sizeof *stack)) == NULL) {
+				r = -1;
+				break;
+			}
+			stack = grown;
+			cap *= 2;
+		}
+		if (c.lo > lo)
+			stack[depth++] = (struct range){ lo, c.lo - 1 };
+		if (c.hi >= 0 && (hi < 0 || c.hi < hi))
+			stack[depth++] = (struct range){ c.hi + 1, hi };
+		r = fn(&c, arg);
+	}
+	free(stack);
+	return r;
+}
+
+/*
+ * The slots are found by lock tests of the file's own lock list, never
+ * by the host's lock table: a test of a range of slots' bytes has the
+ * kernel name one lock in the way, whose slots are held, and the ranges
+ * of slots on either side of it are tested in turn. A lock that covers
+ * no slot's byte (anyone who can read the file can lock any byte) splits
+ * its range between two slots all the same, so the tests are bounded by
+ * the slots, whatever the locks: 2k + 1 tests for k locks on slots, each
+ * a walk of the file's lock list.
+ */
+int lb_scan_held(int fd, struct lb_slotset *out, struct lb_lockset *met)
+{
+	struct range {
+		unsigned a, b;		/* slots a to b */
+	} *stack = malloc(64 * sizeof *stack), *grown;
+	size_t depth = 0, cap = 64;
+	int rc = stack != NULL ? 0 : -1;
+
+	out->n = 0;
+	if (met != NULL)
+		met->n = 0;
+	if (stack != NULL)
+		stack[depth++] = (struct range){ 1, LB_SLOT_LIMIT };
+	while (rc == 0 && depth > 0) {
+		struct lb_lockinfo c;
+		unsigned a = stack[--depth].a, b = stack[depth].b, sa, sb;
 		int r;
 
+		if (a > b)
+			continue;
+		r = lb_lock_conflict(fd, F_WRLCK, lb_slot_offset(a),
+		    lb_slot_offset(b) - lb_slot_offset(a) + 1, &c);
+		if (r <= 0) {
+			rc = r;
+			continue;
+		}
 		if (depth + 2 > cap) {
-			cap = cap ? 2 * cap : 64;
-			grown = realloc(stack, cap * sizeof *stack);
+			grown = realloc(stack, 2 * cap * sizeof *stack);
 			if (grown == NULL) {
 				rc = -1;
 				break;
 			}
 			stack = grown;
+			cap *= 2;
 		}
-		if (depth == 0) {
-			if (rc == 1)
-				break;
-			stack[depth++] = (struct range){ LB_HDR_SIZE, SLOTS_END };
-			rc = 1;
-		}
-		if (limit != 0 && tests++ == limit) {
-			rc = 2;
-			break;
-		}
-		lo = stack[--depth].lo;
-		hi = stack[depth].hi;
-		r = lb_lock_test(fd, F_RDLCK, lo, hi - lo, &c);
-		if (r < 0) {
+		if (met != NULL && lockset_add(met, &c) != 0) {
 			rc = -1;
 			break;
 		}
-		if (r == 1)
-			continue;
-		clo = c.l_start > lo ? c.l_start : lo;
-		chi = c.l_len == 0 || c.l_start + c.l_len > hi ? hi : c.l_start + c.l_len;
-		if (add_range(out, clo, chi - 1) != 0) {
-			rc = -1;
-			break;
+		sa = slot_from(c.lo);
+		sb = slot_to(c.hi);
+		sa = sa < a ? a : sa;
+		sb = sb > b ? b : sb;
+		if (sa <= sb) {
+			/* a read lock holds no slot (a waiter's look, or another program's) */
+			if (c.write && add_range(out, (long long)lb_slot_offset(sa),
+			    (long long)lb_slot_offset(sb)) != 0)
+				rc = -1;
+			stack[depth++] = (struct range){ a, sa - 1 };
+			stack[depth++] = (struct range){ sb + 1, b };
+		} else {
+			/* between the bytes of slots sb and sa: no slot of its own */
+			stack[depth++] = (struct range){ a, sb };
+			stack[depth++] = (struct range){ sa, b };
 		}
-		if (clo > lo)
-			stack[depth++] = (struct range){ lo, clo };
-		if (chi < hi)
-			stack[depth++] = (struct range){ chi, hi };
 	}
 	free(stack);
-	return rc < 0 ? -1 : rc == 2;
-}
-
-static int same_set(const struct lb_slotset *a, const struct lb_slotset *b)
-{
-	return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, a->n * sizeof *a->v) == 0);
-}
-
-/*
- * The kernel hands /proc/locks out a read at a time (a page at most), and
- * a lock of any file taken or dropped between two reads shifts the lines
- * after it: the line at the boundary can be missed. What a pass may have
- * missed is settled one of two ways:
- *
- *  - EXPECT, the slots that have a record, read with the header locked:
- *    then no slot without one is locked by lockbox (a slot is locked
- *    before its record is written, both under the header's write lock,
- *    and a record is cleared only once its slot is free), so only a slot
- *    of EXPECT that the pass did not show can have been missed, and each
- *    is tested on its own, if there are at most CONFIRM_MAX of them;
- *  - else the table is read again with reads of other sizes, which put
- *    the boundaries elsewhere, until two passes in a row agree (at most
- *    SCAN_PASSES); a slot seen held in any pass counts: it was held
- *    during the look.
- *
- * 1, 0, 2 or -1 as scan_table; OUT is left unsorted.
- */
-#define SCAN_PASSES	4
-#define CONFIRM_MAX	64
-
-static int scan_table_stable(int fd, const struct stat *st, const struct lb_slotset *expect,
-    struct lb_slotset *out)
-{
-	/*
-	 * Near a page each: every read is a walk of the table up to where it
-	 * starts. Each pass reads the table once (lb_locktab_pass): what one
-	 * read misses is settled here, by EXPECT's tests or by the next pass,
-	 * and every read of the table holds up the lock calls of the whole
-	 * host while it runs.
-	 */
-	static const size_t chunk[SCAN_PASSES] = { 0, 3677, 3259, 2939 };
-	struct lb_slotset prev = { NULL, 0, 0 }, cur = { NULL, 0, 0 }, unseen = { NULL, 0, 0 };
-	struct flock c;
-	int pass, r, seen = 0, cut = 0;
-	size_t i;
-
-	for (pass = 0; pass < SCAN_PASSES; pass++) {
-		r = scan_table(st, chunk[pass], &cur);
-		cut |= r == 2;
-		/* not listed at all: lb_scan_held tests the file itself */
-		if (r < 0 || (pass == 0 && (r == 0 || r == 2)))
-			break;
-		r = r == 2 ? 0 : r;
-		seen |= r;
-		lb_slotset_sort(&cur);
-		for (i = 0; i < cur.n && r >= 0; i++)
-			if (lb_slotset_add(out, cur.v[i]) != 0)
-				r = -1;
-		if (r >= 0 && pass == 0 && expect != NULL) {
-			for (i = 0; r >= 0 && i < expect->n; i++)
-				if (!lb_slotset_has(&cur, expect->v[i]) &&
-				    lb_slotset_add(&unseen, expect->v[i]) != 0)
-					r = -1;
-			for (i = 0; r >= 0 && unseen.n <= CONFIRM_MAX && i < unseen.n; i++) {
-				int unlocked = lb_lock_test(fd, F_RDLCK, lb_slot_offset(unseen.v[i]), 1, &c);
-
-				if (unlocked < 0 || (unlocked == 0 && lb_slotset_add(out, unseen.v[i]) != 0))
-					r = -1;
-			}
-			if (r < 0 || unseen.n <= CONFIRM_MAX)
-				break;
-		}
-		if (r < 0 || (pass > 0 && same_set(&prev, &cur)))
-			break;
-		lb_slotset_free(&prev);
-		prev = cur;
-		cur = (struct lb_slotset){ NULL, 0, 0 };
-	}
-	lb_slotset_free(&prev);
-	lb_slotset_free(&cur);
-	lb_slotset_free(&unseen);
-	return r < 0 ? -1 : seen ? seen : cut ? 2 : 0;
-}
-
-/* A pool with at most this many records is settled by lock tests alone. */
-#define FEW_RECORDS	64
-
-int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out)
-{
-	struct stat st;
-	struct flock c;
-	int r;
-
-	out->n = 0;
-	/* no slot locked at all: one test says so, whatever else the host locks */
-	r = lb_lock_test(fd, F_RDLCK, LB_HDR_SIZE, SLOTS_END - LB_HDR_SIZE, &c);
-	if (r != 0)
-		return r < 0 ? -1 : 0;
-	/*
-	 * A few holders: 2k+1 tests of the file's own lock list cost less
-	 * than one line each of the host's lock table, however many other
-	 * locks that lists. More locks than records (not lockbox's) end the
-	 * tests early, and the table is read after all.
-	 */
-	if (expect != NULL && expect->n <= FEW_RECORDS) {
-		r = scan_tests(fd, 2 * FEW_RECORDS + 1, out);
-		if (r <= 0) {
-			lb_slotset_sort(out);
-			return r;
-		}
-		out->n = 0;
-	}
-	if (fstat(fd, &st) != 0)
+	if (rc < 0)
 		return -1;
-	r = scan_table_stable(fd, &st, expect, out);
-	if (r < 0)
-		return -1;
-	if (r == 0 || r == 2) {
-		/*
-		 * Locked, yet not listed: a file system whose locks the table
-		 * does not show (btrfs subvolumes, network file systems); or a
-		 * description's table, cut at its deadline, before the file:
-		 * then only what a few tests find in time (the holders named
-		 * are a few of them)
-		 */
-		out->n = 0;
-		if (scan_tests(fd, r == 2 ? 2 * FEW_RECORDS + 1 : 0, out) < 0)
-			return -1;
-	}
 	lb_slotset_sort(out);
 	return 0;
 }
@@ -307,8 +235,9 @@ int lb_scan_own(int fd, struct lb_slotset *out)
  *     same open file under the header lock, is merged with it;
  *   the header's fields, read-locked while check, list and status read
  *     records: [0, LB_HDR_LOOK_LEN), never the whole header;
- *   one slot's byte: written by its holder, read by a waiter's watch the
- *     moment it is granted (the waiter lets it go at once);
+ *   one slot's byte, written by its holder; read, with the byte after it
+ *     (LB_WATCH_LEN), by a waiter's watch the moment it is granted (the
+ *     waiter lets it go at once);
  *   one queue byte, the join byte, or those two merged [2^32-1, 2^32].
  * Anything else is another program's: lockf(3) from offset 0 (to the end
  * of the file and beyond), a range over several slots, a read lock on the
@@ -332,7 +261,8 @@ int lb_lock_is_lockbox(const struct lb_lockinfo *l)
 		return l->write ? hi == LB_HDR_SIZE - 1 || hi == LB_HDR_SIZE :
 		    hi == LB_HDR_LOOK_LEN - 1;
 	if (lo >= LB_HDR_SIZE && lo < (long long)SLOTS_END)
-		return hi == lo && (lo - LB_HDR_SIZE) % LB_REC_SIZE == 0;
+		return hi == lo + (l->write ? 0 : LB_WATCH_LEN - 1) &&
+		    (lo - LB_HDR_SIZE) % LB_REC_SIZE == 0;
 	if (lo >= (long long)LB_JOIN_OFF)
 		return hi == lo || (l->write && lo == (long long)LB_JOIN_OFF && hi == lo + 1);
 	return 0;
@@ -484,31 +414,6 @@ static int overlaps(const struct lb_lockinfo *l, off_t start, off_t len)
 	    (len == 0 || l->lo < (long long)(start + len));
 }
 
-int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out)
-{
-	struct lb_lockinfo *v;
-	size_t n, i;
-	int r = lb_scan_locks(fd, &v, &n);
-
-	if (r < 0)
-		return -1;
-	if (r == 0) {
-		r = lb_lock_conflict(fd, F_WRLCK, start, len, out);
-		if (r == 1 && lb_lock_is_lockbox(out))
-			r = 0;
-	} else {
-		for (i = 0, r = 0; r == 0 && i < n; i++)
-			if (overlaps(&v[i], start, len) && !lb_lock_is_lockbox(&v[i])) {
-				*out = v[i];
-				r = 1;
-			}
-		free(v);
-	}
-	if (r == 1)
-		lb_lock_owners(fd, out, 1);
-	return r;
-}
-
 pid_t lb_scan_locker(int fd, off_t byte, short type)
 {
 	struct lb_lockinfo l, *v;
@@ -582,14 +487,6 @@ static int by_ticket(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The waiter of ticket T in V (sorted), or NULL. */
-static struct lb_queued *find_ticket(struct lb_queued *v, size_t n, uint64_t t)
-{
-	struct lb_queued key = { .ticket = t };
-
-	return n == 0 ? NULL : bsearch(&key, v, n, sizeof *v, by_ticket);
-}
-
 /*
  * Which of lockbox's shapes a held fcntl lock in the queue's bytes
  * (from LB_JOIN_OFF on) has: a ticket (a write lock on one queue byte, or
@@ -630,66 +527,78 @@ static int add_queued(struct lb_queued **q, size_t *k, size_t *cap, const struct
 	return 0;
 }
 
+/* The waiters and other locks found so far, for queue_lock. */
+struct queue_scan {
+	int fd;
+	struct lb_queued *q;
+	size_t k, cap;
+};
+
+static int queue_lock(const struct lb_lockinfo *c, void *arg)
+{
+	struct queue_scan *qs = arg;
+	struct lb_queued one;
+	struct lb_lockinfo m;
+	long long at;
+
+	switch (queue_shape(c, &at)) {
+	case Q_JOIN:
+		return 0;
+	case Q_TICKET:
+		/* a classic POSIX build's ticket names its process itself */
+		one = (struct lb_queued){ .ticket = (uint64_t)(at - LB_QUEUE_OFF),
+		    .pid = c->ofd ? 0 : c->pid, .l = *c };
+		if (lb_lock_conflict(qs->fd, F_WRLCK, LB_WAITER_OFF + 2 * (off_t)one.ticket, 2, &m) == 1 &&
+		    !m.write && !m.ofd && m.lo == m.hi) {
+			one.pid = m.pid;
+			one.shared = m.lo != (long long)(LB_WAITER_OFF + 2 * (off_t)one.ticket);
+		}
+		break;
+	default:
+		/* a lock from below the queue is a holder's, shown among the holders */
+		if (c->lo < (long long)LB_JOIN_OFF)
+			return 0;
+		one = (struct lb_queued){ .ticket = UINT64_MAX, .foreign = 1, .l = *c };
+		break;
+	}
+	return add_queued(&qs->q, &qs->k, &qs->cap, &one);
+}
+
 /*
- * Two passes over the file's lines from one read of the table: the
- * tickets, then the marks. A lock of another shape there is not a
- * waiter's: another program's, which keeps every waiter out (filequeue.c
- * reports it to those who meet it); it comes after the waiters, named
- * as lb_lock_owners names a process.
+ * The queue's bytes by lock tests of the file's own lock list, as the
+ * held slots are found (lb_lock_each: 2k + 1 tests for k locks). A write
+ * lock on one ticket's byte (merged with the join byte for ticket 0) is
+ * a waiter, whose mark (a classic POSIX lock, which the kernel names
+ * with its process) says who it is and whether it asks for a shared
+ * lock; the join byte alone is a waiter taking its ticket; any other
+ * lock there is not a waiter's: another program's, which keeps every
+ * waiter out (filequeue.c reports it to those who meet it); it comes
+ * after the waiters, named as lb_lock_owners names a process.
  */
 int lb_scan_queue(int fd, struct lb_queued **v, size_t *n)
 {
-	struct lb_lockline *x;
-	struct lb_queued *q = NULL, *w, one;
-	size_t nx, i, cap = 0, k = 0, waiters;
-	long long at;
-	int shape;
+	struct queue_scan qs = { fd, NULL, 0, 0 };
+	size_t waiters, i;
 
 	*v = NULL;
 	*n = 0;
-	if (lb_scan_lines(fd, &x, &nx) != 0)
+	if (lb_lock_each(fd, F_WRLCK, (long long)LB_JOIN_OFF,
+	    (long long)LB_QUEUE_OFF + (long long)LB_QUEUE_TICKETS - 1, 0, queue_lock, &qs) != 0) {
+		free(qs.q);
 		return -1;
-	for (i = 0; i < nx; i++) {
-		if (x[i].blocked || x[i].kind == LB_LOCK_FLOCK || x[i].l.lo < (long long)LB_JOIN_OFF ||
-		    queue_shape(&x[i].l, &at) != Q_TICKET)
-			continue;
-		/* a classic POSIX build's ticket names its process itself */
-		one = (struct lb_queued){ .ticket = (uint64_t)(at - LB_QUEUE_OFF),
-		    .pid = x[i].l.ofd ? 0 : x[i].l.pid, .l = x[i].l };
-		if (add_queued(&q, &k, &cap, &one) != 0)
-			goto fail;
 	}
-	if (k > 1)
-		qsort(q, k, sizeof *q, by_ticket);
-	waiters = k;
-	for (i = 0; i < nx; i++) {
-		if (x[i].blocked || x[i].kind == LB_LOCK_FLOCK || x[i].l.lo < (long long)LB_JOIN_OFF)
-			continue;
-		shape = queue_shape(&x[i].l, &at);
-		if (shape == Q_MARK) {
-			w = find_ticket(q, waiters, (uint64_t)(at - LB_WAITER_OFF) / 2);
-			if (w != NULL) {
-				w->pid = x[i].l.pid;
-				w->shared = (at - LB_WAITER_OFF) % 2;
-			}
-		} else if (shape == Q_OTHER) {
-			one = (struct lb_queued){ .ticket = UINT64_MAX, .foreign = 1, .l = x[i].l };
-			if (add_queued(&q, &k, &cap, &one) != 0)
-				goto fail;
-		}
-	}
-	free(x);
-	for (i = waiters; i < k; i++)
-		lb_lock_owners(fd, &q[i].l, 1);
-	for (i = waiters; i < k; i++)
-		q[i].pid = q[i].l.pid;
-	*v = q;
-	*n = k;
+	/* the waiters in ticket order, then the foreign locks */
+	if (qs.k > 1)
+		qsort(qs.q, qs.k, sizeof *qs.q, by_ticket);
+	for (waiters = 0; waiters < qs.k && !qs.q[waiters].foreign; waiters++)
+		;
+	for (i = waiters; i < qs.k; i++)
+		lb_lock_owners(fd, &qs.q[i].l, 1);
+	for (i = waiters; i < qs.k; i++)
+		qs.q[i].pid = qs.q[i].l.pid;
+	*v = qs.q;
+	*n = qs.k;
 	return 0;
-fail:
-	free(x);
-	free(q);
-	return -1;
 }
 
 /* The lock line that fcntl lock L is. */
@@ -724,15 +633,6 @@ void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n)
 	}
 	free(x);
 	free(pids);
-}
-
-void lb_lock_owner_now(int fd, struct lb_lockinfo *l, int64_t deadline)
-{
-	struct lb_lockline x = line_of(l);
-	struct stat st;
-
-	if (l->pid == 0 && fstat(fd, &st) == 0)
-		l->pid = lb_lookup_holder_now(st.st_dev, st.st_ino, &x, deadline);
 }
 
 pid_t lb_lock_keeper(int fd, const struct lb_lockinfo *l, int flock)

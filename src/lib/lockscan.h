@@ -1,4 +1,4 @@
-/* Which slots of a lock file are locked, and who holds what on it, from the kernel's lock table (lockscan.c). */
+/* Which slots of a lock file are locked, by lock tests; who holds what on it, from the tests and, on request, the kernel's lock table (lockscan.c). */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_LOCKSCAN_H
 #define LOCKBOX_LOCKSCAN_H
@@ -10,20 +10,38 @@
 #include "procfs.h"
 #include "slotset.h"
 
+/* Locks as the kernel named them, each once. */
+struct lb_lockset {
+	struct lb_lockinfo *v;
+	size_t n, cap;
+};
+void lb_lockset_free(struct lb_lockset *s);
+
+/*
+ * Each lock the kernel names in bytes [LO, HI] of FD's file (HI < 0: to
+ * the end of any file) that keeps a lock of TYPE out, each once, by lock
+ * tests of the file's own lock list: a test of a range has the kernel
+ * name one lock in it (F_GETLK), and the ranges on either side of that
+ * lock are tested in turn, 2k + 1 tests for k locks. FN(L, ARG) for
+ * each, until it returns nonzero (returned). At most TESTS tests (0: no
+ * bound; anyone who can read a file can lock any byte of it): 0 all were
+ * seen, 1 the bound came first, -1 error.
+ */
+int lb_lock_each(int fd, short type, long long lo, long long hi, size_t tests,
+    int (*fn)(const struct lb_lockinfo *l, void *arg), void *arg);
+
 /*
  * Every slot of the lock file open on FD whose lock byte is write-locked,
- * by any process, through any open file but FD's own description. Read
- * locks (a waiter's brief look) do not count. EXPECT, when not NULL, is
- * the slots that have a record, read while the header was locked (and is
- * locked still): a pool with few is settled by range tests of the file's
- * own locks; otherwise, and for a bigger pool, a pass over /proc/locks
- * where it shows this file, each slot of EXPECT it did not show tested on
- * its own (without EXPECT, passes until two agree); where the table does
- * not show the file (no /proc, a file system whose locks it does not
- * list), range tests, which cost more with many holders.
- * 0, or -1 with errno.
+ * by any process, through any open file but FD's own description, found
+ * by lock tests of the file's own locks (never the host's lock table):
+ * 2k + 1 tests for k locks on its slots, whatever else the host locks.
+ * Read locks hold no slot (a waiter's brief look, or another program's
+ * read lock, which keeps a claim out all the same). MET (NULL: not
+ * wanted): every lock the tests met, read ones too, each once, as the
+ * kernel named it: a lockbox holder's slot, a waiter's look, another
+ * program's lock over many. 0, or -1 with errno.
  */
-int lb_scan_held(int fd, const struct lb_slotset *expect, struct lb_slotset *out);
+int lb_scan_held(int fd, struct lb_slotset *out, struct lb_lockset *met);
 
 /*
  * The slots whose lock is held through FD's own open file description
@@ -37,6 +55,14 @@ int lb_scan_own(int fd, struct lb_slotset *out);
  * lb_lock_is_lockbox).
  */
 #define LB_HDR_LOOK_LEN	64
+
+/*
+ * The bytes a waiter's lock request on a held slot asks to read-lock, from
+ * the slot's own byte on: two, the slot's and the first of its record,
+ * which nobody locks, so that the moment it is granted (and let go) it is
+ * told from another program's read lock on the slot's byte alone.
+ */
+#define LB_WATCH_LEN	2
 
 
 /*
@@ -60,55 +86,43 @@ int lb_path_half(const struct lb_lockinfo *l);
 int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_lockinfo *out);
 
 /*
- * Every lock held on FD's file (not a request that waits), from one pass
- * over /proc/locks, in *V (malloc'd, N of them): 1, or 0 when the table
- * does not show the file (then *V is NULL), or -1 with errno.
+ * Every lock held on FD's file (not a request that waits), from the
+ * run's one read of the kernel's lock table (a person's look at the
+ * host: lb_locktab_pin), in *V (malloc'd, N of them): 1, or 0 when there
+ * is no such table or it does not show the file (then *V is NULL), or -1
+ * with errno.
  */
 int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n);
 
 /*
- * Who holds a lock of FD's file that lockbox could not have taken
- * (lb_lock_is_lockbox) on bytes [START, START+LEN) (LEN 0: to the end):
- * 1 with *OUT filled (its process named where it can be found), 0 none,
- * -1 with errno. Reads the kernel's lock table; where that does not show
- * the file, only the first conflicting lock is known (F_GETLK).
- */
-int lb_lock_foreign(int fd, off_t start, off_t len, struct lb_lockinfo *out);
-
-/*
  * Name the processes of the locks of V that have none (OFD locks): each
  * gets the first process found with it in the lock list of one of its
- * descriptors (/proc/PID/fdinfo), one pass over /proc for them all; one
- * not found (another user's process, or too many to look at) keeps 0.
+ * descriptors (/proc/PID/fdinfo), one walk of /proc for them all, within
+ * the run's budget (lockowners.h); one not found (another user's
+ * process, or not found in time) keeps 0.
  */
 void lb_lock_owners(int fd, struct lb_lockinfo *v, size_t n);
 
 /*
- * The same for one lock L that processes hold in turn (a header's), to
- * decide whether its holder runs: looked for afresh, up to DEADLINE (0:
- * the whole host; see lb_lookup_holder_now).
- */
-void lb_lock_owner_now(int fd, struct lb_lockinfo *l, int64_t deadline);
-
-/*
  * Who holds a lock of TYPE (F_RDLCK or F_WRLCK) on byte BYTE of FD's file,
- * as the kernel's lock table shows it, its process named as
- * lb_lock_owners names one: the PID, or 0 when none is found.
+ * as the kernel names it (and, in a look at the host, its lock table),
+ * its process named as lb_lock_owners names one: the PID, or 0 when none
+ * is found.
  */
 pid_t lb_scan_locker(int fd, off_t byte, short type);
 
 /*
- * Every flock(2) lock of FD's file in the kernel's lock table, held or
- * waited for (blocked), in the table's order (a held lock's waiters
- * after it, in the order they came), in *V (malloc'd, N of them). 0, or
- * -1 with errno (no /proc/locks).
+ * Every flock(2) lock of FD's file in the run's kernel's lock table (a
+ * look at the host: lb_locktab_pin), held or waited for (blocked), in
+ * the table's order (a held lock's waiters after it, in the order they
+ * came), in *V (malloc'd, N of them). 0, or -1 with errno (no table).
  */
 int lb_scan_flocks(int fd, struct lb_lockline **v, size_t *n);
 
 /* The same for every lock of FD's file, of any kind (flock(2), OFD, POSIX). */
 int lb_scan_lines(int fd, struct lb_lockline **v, size_t *n);
 
-/* A waiter of a lock file's queue, as the kernel's lock table shows it. */
+/* A waiter of a lock file's queue, as lock tests of its bytes find it. */
 struct lb_queued {
 	uint64_t ticket;
 	pid_t pid;		/* from its mark (LB_WAITER_OFF); 0: not shown */
@@ -126,8 +140,8 @@ struct lb_queued {
  * The waiters in the queue of the lock file open on FD: each held ticket
  * byte (LB_QUEUE_OFF + t), with the process and kind of its mark, in
  * ticket order, then the locks in the queue's bytes that are no
- * waiter's, in *V (malloc'd, N of them). One read of /proc/locks.
- * 0, or -1 with errno (no /proc/locks).
+ * waiter's, in *V (malloc'd, N of them). Lock tests of the file's own
+ * locks, none of the host's table. 0, or -1 with errno.
  */
 int lb_scan_queue(int fd, struct lb_queued **v, size_t *n);
 

@@ -12,6 +12,7 @@
 #include "err.h"
 #include "lockowners.h"
 #include "parse.h"
+#include "procfs.h"
 #include "text.h"
 
 static lb_pool_handoff_fn *handoff;
@@ -133,7 +134,7 @@ struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path,
 
 int lb_pool_host_view(struct lb_host_view *hv, int64_t deadline)
 {
-	lb_lookup_begin(deadline);
+	lb_lookup_begin(deadline, 1);
 	if (lb_scan_host(hv, deadline) != 0) {
 		lb_warn("cannot read the kernel's lock table");
 		lb_lookup_end();
@@ -156,6 +157,20 @@ void lb_pool_host_done(struct lb_host_view *hv)
 {
 	lb_host_view_free(hv);
 	lb_lookup_end();
+	lb_locktab_unpin();
+}
+
+void lb_pool_look_host(int64_t deadline)
+{
+	lb_lookup_begin(deadline, 1);
+	/* one read of the table for the whole look; none to be had: tests alone */
+	lb_locktab_pin(deadline);
+}
+
+void lb_pool_look_done(void)
+{
+	lb_lookup_end();
+	lb_locktab_unpin();
 }
 
 /* whether the last acquisition's lookups stopped at their deadline */
@@ -172,17 +187,16 @@ const char *lb_pool_name(const struct lb_pool *p)
 }
 
 /*
- * An acquisition as one run of lookups (lockowners.h), its deadline
- * theirs (its start, when it does not wait), LB_LOOKUP_GRACE after it.
+ * An acquisition as one run of lookups (lockowners.h): a refusal's
+ * description looks for its holders' processes for LB_LOOKUP_BUDGET at
+ * most, whatever the host holds.
  */
 static int with_lookups(struct lb_pool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot, struct lb_holders *busy)
 {
-	int64_t from = deadline == LB_NO_WAIT ? lb_now(CLOCK_MONOTONIC) : deadline;
 	int r;
 
-	/* a deadline too far to add to is no deadline for the lookups */
-	lb_lookup_begin(from > INT64_MAX - LB_LOOKUP_GRACE ? 0 : from + LB_LOOKUP_GRACE);
+	lb_lookup_begin(0, 0);
 	r = p->ops->acquire(p, max, deadline, who, slot, busy);
 	last_short = lb_lookup_short();
 	lb_lookup_end();
@@ -228,7 +242,7 @@ static int look_begin(void)
 {
 	if (lb_lookup_active())
 		return 0;
-	lb_lookup_begin(0);
+	lb_lookup_begin(0, 0);
 	return 1;
 }
 

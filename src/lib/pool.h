@@ -111,6 +111,17 @@ int lb_pool_host_view(struct lb_host_view *hv, int64_t deadline);
 void lb_pool_host_done(struct lb_host_view *hv);
 
 /*
+ * A person's look at one pool (list), up to DEADLINE: until
+ * lb_pool_look_done, its holders and waiters are looked up as lockbox
+ * locks looks at the host (one read of the kernel's lock table, other
+ * programs' locks among them, and walks of /proc up to DEADLINE). Every
+ * other look and every acquisition reads no lock table, and looks for
+ * the processes of other programs' locks for a few milliseconds at most.
+ */
+void lb_pool_look_host(int64_t deadline);
+void lb_pool_look_done(void);
+
+/*
  * The holders and waiters of file FI of the view, a lockbox lock file,
  * as list shows them (lb_host_lockfile: LOCKS, N of them, are its locks'
  * indexes): 0; 1 when it is no lockbox lock file, or cannot be read;

@@ -108,21 +108,19 @@ static size_t repeated(const char *text, const char *at, const char *stop)
 }
 
 /*
- * The whole of the /proc file PATH (it has no size to stat), read CHUNK
- * bytes at a time (0: as much as fits), until DEADLINE (0: none) once
- * SLURP_MIN bytes are read (then *CUT is set and what was read is kept
- * to its last whole line),
- * NUL-terminated, malloc'd, its length in *LEN, the reads that gave it in
- * *PIECES (PIECES may be NULL); NULL with errno. With REPEATS (the lock
- * table), the lines a read repeats from the read before are left out.
+ * The whole of the /proc file PATH (it has no size to stat), read as
+ * much as fits a read at a time, until DEADLINE (0: none) once SLURP_MIN
+ * bytes are read (then *CUT is set and what was read is kept to its last
+ * whole line), NUL-terminated, malloc'd, its length in *LEN; NULL with
+ * errno. With REPEATS (the lock table), the lines a read repeats from
+ * the read before are left out.
  */
-static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats, size_t *len,
-    int *cut, int *pieces)
+static char *slurp(const char *path, int64_t deadline, int repeats, size_t *len, int *cut)
 {
 	size_t cap = 64 * 1024, n = 0, drop;
 	char *buf = malloc(cap), *grown;
 	ssize_t r = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), saved, reads = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
 
 	*cut = 0;
 	if (fd < 0 || buf == NULL) {
@@ -141,7 +139,7 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats
 			buf = grown;
 			cap *= 2;
 		}
-		r = read(fd, buf + n, chunk != 0 && chunk < cap - n - 1 ? chunk : cap - n - 1);
+		r = read(fd, buf + n, cap - n - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -152,7 +150,6 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats
 		if (drop > 0)
 			memmove(buf + n, buf + n + drop, (size_t)r - drop);
 		n += (size_t)r - drop;
-		reads++;
 		/* a table of ordinary length is read whole, however busy the host */
 		if (n >= SLURP_MIN && deadline != 0 && lb_remaining(deadline) == 0) {
 			*cut = 1;
@@ -171,8 +168,6 @@ static char *slurp(const char *path, size_t chunk, int64_t deadline, int repeats
 	}
 	buf[n] = '\0';
 	*len = n;
-	if (pieces != NULL)
-		*pieces = reads;
 	return buf;
 }
 
@@ -338,10 +333,29 @@ const char *lb_procfs_fd_name(int fd, char *buf, size_t size)
 
 /* ---- the walks ---- */
 
-int lb_procfs_each_process(int64_t deadline, int (*fn)(pid_t pid, void *arg), void *arg)
+/*
+ * PIDs are given out in turn, up to a limit, then from the start again:
+ * those just below ours were given last, then those above ours, from the
+ * highest down.
+ */
+static pid_t self_pid;
+
+static int newer(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	int xa = x > self_pid, ya = y > self_pid;
+
+	if (xa != ya)
+		return xa - ya;
+	return (x < y) - (x > y);
+}
+
+int lb_procfs_each_process(int newest_first, int (*fn)(pid_t pid, void *arg), void *arg)
 {
 	struct dirent *e;
 	uint64_t pid;
+	pid_t *v = NULL, *grown;
+	size_t n = 0, cap = 0, i;
 	int r = 0, saved;
 	DIR *d = opendir("/proc");
 
@@ -353,16 +367,37 @@ int lb_procfs_each_process(int64_t deadline, int (*fn)(pid_t pid, void *arg), vo
 			break;
 		if (lb_parse_uint(e->d_name, 1, INT_MAX, &pid) != 0)
 			continue;
-		if (deadline != 0 && lb_remaining(deadline) == 0) {
-			r = LB_PROCFS_SHORT;
-			break;
+		if (!newest_first) {
+			if ((r = fn((pid_t)pid, arg)) != 0)
+				break;
+			continue;
 		}
-		if ((r = fn((pid_t)pid, arg)) != 0)
-			break;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			if ((grown = realloc(v, cap * sizeof *v)) == NULL) {
+				r = -1;
+				break;
+			}
+			v = grown;
+		}
+		v[n++] = (pid_t)pid;
 	}
 	/* the listing ends with errno 0 only at its end; FN's errno is kept */
 	saved = errno;
 	closedir(d);
+	if (newest_first && r == 0 && !(e == NULL && saved != 0)) {
+		self_pid = getpid();
+		if (n > 1)
+			qsort(v, n, sizeof *v, newer);
+		for (i = 0; i < n && r == 0; i++)
+			r = fn(v[i], arg);
+		saved = errno;
+		e = NULL;
+		free(v);
+		errno = saved;
+		return r;
+	}
+	free(v);
 	errno = saved;
 	return e == NULL && saved != 0 ? -1 : r;
 }
@@ -422,7 +457,7 @@ int lb_procfs_each_fd_lock(pid_t pid, int fd, dev_t dev, ino_t ino,
 	if ((size_t)r < sizeof head - 1)
 		return strstr(head, "\nlock:") == NULL ? 0 :
 		    fdinfo_lines(head, head + r, dev, ino, fn, arg);
-	text = slurp(path, 0, 0, 0, &len, &cut, NULL);
+	text = slurp(path, 0, 0, &len, &cut);
 	if (text == NULL)
 		return -1;
 	rc = fdinfo_lines(text, text + len, dev, ino, fn, arg);
@@ -439,9 +474,11 @@ struct lb_locktab_line {
 	size_t off, len;
 };
 
-/* the table kept for the rest of a run, from when one is kept, and the deadline of its read */
+/*
+ * The one table of a run that asked for the host's view (lb_locktab_pin),
+ * until it lets go of it: no other read of the table is made.
+ */
 static struct lb_locktab *kept;
-static int64_t keep_from, keep_until;
 
 static int by_file(const void *a, const void *b)
 {
@@ -491,207 +528,49 @@ static void free_table(struct lb_locktab *t)
 	free(t);
 }
 
-/* The table read now, up to DEADLINE (0: none); INDEXED by file. NULL with errno. */
-static struct lb_locktab *read_table(size_t chunk, int64_t deadline, int indexed)
+/* The table read now, up to DEADLINE (0: none), indexed by file. NULL with errno. */
+static struct lb_locktab *read_table(int64_t deadline)
 {
 	struct lb_locktab *t = calloc(1, sizeof *t);
 
 	if (t == NULL)
 		return NULL;
-	t->text = slurp("/proc/locks", chunk, deadline, 1, &t->len, &t->cut, &t->pieces);
-	if (t->text == NULL || (indexed && index_table(t) != 0)) {
+	t->text = slurp("/proc/locks", deadline, 1, &t->len, &t->cut);
+	if (t->text == NULL || index_table(t) != 0) {
 		free_table(t);
 		return NULL;
-	}
-	return t;
-}
-
-/* A line of the table, by what it says past its ordinal ("12:"), which a second read may shift. */
-struct said {
-	const char *line, *words;
-	size_t len, nwords;
-};
-
-static int by_words(const void *a, const void *b)
-{
-	const struct said *x = a, *y = b;
-	int c = memcmp(x->words, y->words, x->nwords < y->nwords ? x->nwords : y->nwords);
-
-	return c != 0 ? c : (x->nwords > y->nwords) - (x->nwords < y->nwords);
-}
-
-/* The lines of TEXT (LEN bytes), sorted by what they say; malloc'd, *N of them, or NULL. */
-static struct said *lines_said(const char *text, size_t len, size_t *n)
-{
-	const char *line, *end, *stop = text + len;
-	struct said *v = NULL, *grown;
-	size_t cap = 0;
-
-	*n = 0;
-	for (line = text; line < stop; line = end) {
-		end = line_end(line, stop);
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 256;
-			grown = realloc(v, cap * sizeof *v);
-			if (grown == NULL) {
-				free(v);
-				return NULL;
-			}
-			v = grown;
-		}
-		v[*n].line = line;
-		v[*n].len = (size_t)(end - line);
-		v[*n].words = past_ordinal(line, end);
-		v[*n].nwords = (size_t)(end - v[*n].words);
-		(*n)++;
-	}
-	if (*n > 1)
-		qsort(v, *n, sizeof *v, by_words);
-	return v != NULL ? v : malloc(1);
-}
-
-static int by_place(const void *a, const void *b)
-{
-	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
-
-	return (x > y) - (x < y);
-}
-
-/*
- * The table is handed out a read at a time (a page at most), and a lock
- * taken or dropped anywhere on the host between two reads shifts the
- * lines after it: a line at a boundary is missed, or read twice. A look
- * at a file's locks (a check, a list, a refusal's holders and their
- * names) reads it twice, the second time CHUNK2 bytes a read, which puts
- * the boundaries elsewhere, and a shift seldom meets the same line in
- * both: a line that one read did not show counts as often as the other
- * showed it (at the end of T), and one both showed as often as the read
- * that showed it fewer times. A table read in one piece has no boundary,
- * and is not read again. 0, or -1 with errno (T as it was).
- */
-static int add_missed(struct lb_locktab *t, size_t chunk2)
-{
-	size_t len, na, nb, i = 0, j = 0, ia, jb, add = 0, ndrop = 0, n = 0, d = 0;
-	int cut, c, rc = -1;
-	char *text = slurp("/proc/locks", chunk2, 0, 1, &len, &cut, NULL), *extra = NULL, *out = NULL;
-	struct said *a = lines_said(t->text, t->len, &na), *b = NULL;
-	const char **drop = NULL, *line, *end, *stop = t->text + t->len;
-
-	if (text == NULL || a == NULL || (b = lines_said(text, len, &nb)) == NULL ||
-	    (extra = malloc(len + 1)) == NULL || (drop = malloc((na ? na : 1) * sizeof *drop)) == NULL)
-		goto out;
-	while (i < na || j < nb) {
-		/* a[i..ia) and b[j..jb) say one thing (either may be empty) */
-		c = i == na ? 1 : j == nb ? -1 : by_words(&a[i], &b[j]);
-		for (ia = i; c <= 0 && ia < na && by_words(&a[ia], &a[i]) == 0; ia++)
-			;
-		for (jb = j; c >= 0 && jb < nb && by_words(&b[jb], &b[j]) == 0; jb++)
-			;
-		if (ia == i) {
-			for (; j < jb; j++) {
-				memcpy(extra + add, b[j].line, b[j].len);
-				add += b[j].len;
-			}
-		}
-		for (i += jb > j && ia - i > jb - j ? jb - j : ia - i; i < ia; i++)
-			drop[ndrop++] = a[i].line;
-		i = ia;
-		j = jb;
-	}
-	if (add > 0 || ndrop > 0) {
-		if ((out = malloc(t->len + add + 1)) == NULL)
-			goto out;
-		if (ndrop > 1)
-			qsort(drop, ndrop, sizeof *drop, by_place);
-		for (line = t->text; line < stop; line = end) {
-			end = line_end(line, stop);
-			if (d < ndrop && drop[d] == line) {
-				d++;
-				continue;
-			}
-			memcpy(out + n, line, (size_t)(end - line));
-			n += (size_t)(end - line);
-		}
-		memcpy(out + n, extra, add);
-		n += add;
-		out[n] = '\0';
-		free(t->text);
-		t->text = out;
-		t->len = n;
-	}
-	rc = 0;
-out:
-	free(text);
-	free(extra);
-	free(drop);
-	free(a);
-	free(b);
-	return rc;
-}
-
-/* The run's table, or one read now, CHUNK bytes a read; a LOOK's (and a kept one) read twice. */
-static struct lb_locktab *get(size_t chunk, int look)
-{
-	struct lb_locktab *t;
-	int keep = keep_from != 0 && lb_now(CLOCK_MONOTONIC) >= keep_from;
-
-	if (kept != NULL)
-		return kept;
-	t = read_table(chunk, keep ? keep_until : 0, 0);
-	if (t == NULL)
-		return NULL;
-	if ((keep || look) && !t->cut && t->pieces > 1 &&
-	    add_missed(t, chunk == 0 ? 3677 : 0) != 0) {
-		free_table(t);
-		return NULL;
-	}
-	if (keep && index_table(t) != 0) {
-		free_table(t);
-		return NULL;
-	}
-	if (keep) {
-		t->kept = 1;
-		kept = t;
 	}
 	return t;
 }
 
 struct lb_locktab *lb_locktab_get(void)
 {
-	return get(0, 1);
-}
-
-struct lb_locktab *lb_locktab_pass(size_t chunk)
-{
-	return get(chunk, 0);
+	if (kept == NULL)
+		errno = EPERM;	/* not a run that looks at the host */
+	return kept;
 }
 
 void lb_locktab_done(struct lb_locktab *t)
 {
-	if (t != NULL && !t->kept)
-		free_table(t);
+	(void)t;	/* the run's own, kept until lb_locktab_unpin */
 }
 
 const struct lb_locktab *lb_locktab_pin(int64_t deadline)
 {
-	lb_locktab_keep_from(0, 0);
-	kept = read_table(0, deadline, 1);
+	lb_locktab_unpin();
+	kept = read_table(deadline);
 	if (kept != NULL)
-		kept->kept = kept->pinned = 1;
+		kept->pinned = 1;
 	pinned = kept != NULL;
 	return kept;
 }
 
-void lb_locktab_keep_from(int64_t from, int64_t deadline)
+void lb_locktab_unpin(void)
 {
-	if (from == 0) {
-		free_table(kept);
-		kept = NULL;
-		pinned = 0;
-		forget_pid_files();
-	}
-	keep_from = from;
-	keep_until = deadline;
+	free_table(kept);
+	kept = NULL;
+	pinned = 0;
+	forget_pid_files();
 }
 
 int lb_locktab_each(const struct lb_locktab *t, dev_t dev, ino_t ino,

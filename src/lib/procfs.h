@@ -53,13 +53,14 @@ const char *lb_procfs_fd_name(int fd, char *buf, size_t size);
 #define LB_PROCFS_SHORT	(-2)
 
 /*
- * Each process /proc shows, this one too, in its order: FN(PID, ARG),
- * until FN returns nonzero (that value is returned). DEADLINE
- * (CLOCK_MONOTONIC ns; 0: none) ends the walk early: LB_PROCFS_SHORT.
- * 0 when all were seen; -1 with errno when /proc cannot be listed or its
- * listing fails midway.
+ * Each process /proc shows, this one too, in its order, or with
+ * NEWEST_FIRST by PID, from the one given out before ours back, as the
+ * kernel gives them out in turn (most often the newest first): FN(PID,
+ * ARG), until FN returns nonzero (that value is returned). 0 when all
+ * were seen; -1 with errno when /proc cannot be listed or its listing
+ * fails midway.
  */
-int lb_procfs_each_process(int64_t deadline, int (*fn)(pid_t pid, void *arg), void *arg);
+int lb_procfs_each_process(int newest_first, int (*fn)(pid_t pid, void *arg), void *arg);
 
 /*
  * Each descriptor of process PID (0: this one, its walk's own left out):
@@ -86,24 +87,25 @@ struct lb_locktab {
 	char *text;		/* the table, NUL-terminated */
 	size_t len;
 	int cut;		/* the read stopped at its deadline: lines are missing */
-	int pieces;		/* the reads it took (one has no boundary to miss a line at) */
-	int kept;		/* the run's own (lb_locktab_pin, lb_locktab_keep_from) */
-	int pinned;		/* read at the start of a run that looks at many files */
-	struct lb_locktab_line *idx;	/* its lines by file, when indexed */
+	int pinned;		/* read at the start of a run that looks at the host */
+	struct lb_locktab_line *idx;	/* its lines by file */
 	size_t nidx;
 };
 
 /*
- * The lock table for a look at the host's locks: the one this run keeps
- * (see below), or one read now, as much as fits a read, and read twice
- * where it spans pages, for the lines a shift between two reads hides.
- * lb_locktab_pass: one read now, CHUNK bytes a read (0: as much as fits),
- * for a caller that settles misses with passes of its own (the run's
- * kept table, when there is one). NULL with errno when /proc/locks cannot
- * be read. Give either back with lb_locktab_done.
+ * The kernel's lock table is read only when a person asks to see the
+ * host (lockbox locks, list): every page of it that is read holds up
+ * every flock(2) and fcntl lock call of the host, and a whole read costs
+ * the square of its length. lb_locktab_pin reads it once, up to
+ * DEADLINE (0: none; past it the table is cut short, t->cut), indexed by
+ * file, and keeps it for the rest of the run, until lb_locktab_unpin.
+ * lb_locktab_get returns that table; outside such a run, none (NULL,
+ * errno EPERM): the paths a script runs never read it. Give a table back
+ * with lb_locktab_done.
  */
+const struct lb_locktab *lb_locktab_pin(int64_t deadline);
+void lb_locktab_unpin(void);
 struct lb_locktab *lb_locktab_get(void);
-struct lb_locktab *lb_locktab_pass(size_t chunk);
 void lb_locktab_done(struct lb_locktab *t);
 
 /*
@@ -117,18 +119,5 @@ int lb_locktab_each(const struct lb_locktab *t, dev_t dev, ino_t ino,
 /* Each line of T, in order: FN as above. */
 int lb_locktab_each_line(const struct lb_locktab *t,
     int (*fn)(const char *line, const char *end, void *arg), void *arg);
-
-/*
- * One table for the rest of a run. lb_locktab_pin reads it now, up to
- * DEADLINE (0: none; past it the table is cut short, t->cut), indexed by
- * file, and every later lb_locktab_get or lb_locktab_pass returns it:
- * one read of the table a run, however many files are looked at. lb_locktab_keep_from keeps the
- * first table read at or after FROM (CLOCK_MONOTONIC ns) the same way,
- * read up to DEADLINE (0: none, the whole table): a refusal's
- * description, once the wait is over, reads the table once.
- * lb_locktab_keep_from(0, 0) lets go of it: later looks read afresh.
- */
-const struct lb_locktab *lb_locktab_pin(int64_t deadline);
-void lb_locktab_keep_from(int64_t from, int64_t deadline);
 
 #endif
