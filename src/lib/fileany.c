@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "await.h"
 #include "clock.h"
 #include "err.h"
 #include "parse.h"
@@ -45,7 +46,6 @@
 #include "lockscan.h"
 #include "procfs.h"
 #include "proc.h"
-#include "wait.h"
 
 /* What kept an attempt out (p->any_blocked). */
 enum { BY_FLOCK = 1, BY_FCNTL, BY_READER };
@@ -177,7 +177,7 @@ static void any_progress(struct filepool *p)
 /*
  * Wait in the kernel, up to DEADLINE, until what kept the last attempt
  * out (p->any_blocked, a flock(2) or an fcntl lock) has gone: a helper
- * thread makes the request (lb_wait_on_flock, lb_wait_on_lock), so that
+ * thread makes the request (lb_await_flock, lb_await_lock), so that
  * ^Z and the deadline end the wait. A flock(2) lock granted is kept, as
  * the kernel's queue gave it to us (let go of at once, it went to the
  * next of flock(1)'s waiters before we tried again, every time); the
@@ -192,56 +192,52 @@ static void any_progress(struct filepool *p)
  */
 static int wait_free(struct filepool *p, int64_t deadline)
 {
-	struct lb_wait w;
-	struct lb_wait_event ev;
-	int64_t progress_at = LB_NO_WAIT;
-	int r, asked = 0;
+	struct lb_await a;
+	struct lb_awaited got;
+	int r = -1;
 
-	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
+	if (lb_await_open(&a) != 0) {
 		lb_warn("%s: cannot wait", p->name);
-		lb_wait_done(&w);
 		return -1;
 	}
+	if ((p->any_blocked == BY_FLOCK ?
+	    lb_await_flock(&a, p->fd, p->shared ? LOCK_SH : LOCK_EX, 1, 0) :
+	    lb_await_lock(&a, p->fd, (short)p->any_kind, 0, LB_PATH_LEN, 0, 0)) != 0) {
+		lb_warn("%s: cannot wait", p->name);
+		lb_await_shut(&a);
+		return -1;
+	}
+	any_progress(p);
 	for (;;) {
-		if (!asked && (p->any_blocked == BY_FLOCK ?
-		    lb_wait_on_flock(&w, p->fd, p->shared ? LOCK_SH : LOCK_EX, 1, 0) :
-		    lb_wait_on_lock(&w, p->fd, (short)p->any_kind, 0, LB_PATH_LEN, 0, 0)) != 0) {
-			lb_warn("%s: cannot wait", p->name);
-			r = -1;
-			break;
-		}
-		/* a status line: the request shows in the lock table once the helper has made it */
-		if (!asked && p->base.progress != NULL)
-			progress_at = lb_deadline_after(10 * LB_NS_PER_MS);
-		asked = 1;
-		r = lb_wait_run(&w, lb_remaining(progress_at) > 0 && progress_at < deadline ?
-		    progress_at : deadline, p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &ev);
-		if (r < 0)
-			lb_warn("%s: cannot wait", p->name);
-		if (r == 0 && lb_remaining(deadline) > 0) {
-			progress_at = LB_NO_WAIT;
+		switch (lb_await_run(&a, deadline,
+		    p->base.progress != NULL ? LB_PROGRESS_MS : LB_NO_RECHECK, &got)) {
+		case LB_LOOK:
+			/* a status line, rewritten */
 			any_progress(p);
 			continue;
-		}
-		if (r == 1 && ev.kind == LB_EV_RECHECK) {
-			any_progress(p);
-			continue;
-		}
-		if (r == 1 && ev.kind == LB_EV_STOP) {
-			lb_wait_clear_locks(&w);
-			asked = 0;
-			lb_wait_suspend();
-			r = 1;	/* try again as we go on */
+		case LB_STOPPED:
+			/* nothing is granted to a stopped process: asked again as we go on */
+			lb_await_forget_locks(&a);
+			lb_await_suspend();
+			r = 1;
 			break;
-		}
-		if (r == 1 && ev.kind == LB_EV_LOCK && ev.err != 0) {
-			errno = ev.err;
+		case LB_GRANTED:
+		case LB_FREE:
+			r = 1;
+			break;
+		case LB_DEADLINE:
+			r = 0;
+			break;
+		case LB_INTERRUPTED:
+			break;
+		default:
+			errno = got.err;
 			lb_warn("%s: cannot lock", p->name);
-			r = -1;
+			break;
 		}
 		break;
 	}
-	lb_wait_done(&w);
+	lb_await_shut(&a);
 	return r;
 }
 

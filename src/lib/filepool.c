@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "atom.h"
+#include "await.h"
 #include "backend.h"
 #include "clock.h"
 #include "err.h"
@@ -47,11 +48,9 @@
 #include "lockowners.h"
 #include "lockedfiles.h"
 #include "lockscan.h"
-#include "lockwait.h"
 #include "parse.h"
 #include "proc.h"
 #include "procfs.h"
-#include "wait.h"
 
 /* how long check/list wait for a busy header before reading anyway */
 #define LOOK_WAIT	(250 * LB_NS_PER_MS)
@@ -357,7 +356,7 @@ static enum fp_step acquire_slot(struct filepool *p, unsigned max, int64_t deadl
 		if (r != FP_STOPPED)
 			break;
 		/* ^Z: the place in the queue is given up; stop, and queue again after */
-		lb_wait_suspend();
+		lb_await_suspend();
 	}
 	if (r == FP_BUSY && busy != NULL && p->path_busy)
 		return look(p) != 0 || describe(p, busy) != 0 ? FP_ERROR : FP_BUSY;
@@ -589,8 +588,8 @@ static int look_lock(struct filepool *p)
 	if (lb_lock_conflict(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN, &l) == 1 &&
 	    !lb_lock_is_lockbox(&l))
 		return 0;
-	return lb_lock_wait(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN,
-	    lb_deadline_after(LOOK_WAIT), LB_LOCK_KEEP) == 1;
+	return lb_await_lock_one(p->cfd, F_RDLCK, 0, LB_HDR_LOOK_LEN, lb_deadline_after(LOOK_WAIT),
+	    1) == LB_GRANTED;
 }
 
 /*

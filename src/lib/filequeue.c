@@ -65,6 +65,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "await.h"
 #include "clock.h"
 #include "err.h"
 #include "filepool.h"
@@ -72,9 +73,7 @@
 #include "host.h"
 #include "lockfile.h"
 #include "lockscan.h"
-#include "lockwait.h"
 #include "proc.h"
-#include "wait.h"
 
 /* a ticket count past this is not a real queue's: it starts again at 0 */
 #define QUEUE_TICKETS	LB_QUEUE_TICKETS
@@ -421,9 +420,9 @@ static void queue_progress(struct filepool *p, uint64_t ticket)
  */
 enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline)
 {
-	struct lb_wait w;
-	struct lb_wait_event ev;
-	uint64_t ahead, waited = UINT64_MAX;
+	struct lb_await a;
+	struct lb_awaited got;
+	uint64_t ahead, waited;
 	off_t on = -1, want;
 	enum fp_step step = FP_ERROR;
 	unsigned char pass[4];
@@ -433,9 +432,8 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 	if (r <= 0)
 		return r == 0 ? FP_TAKEN : FP_ERROR;	/* nobody ahead: our turn */
 	waited = ahead;
-	if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
+	if (lb_await_open(&a) != 0) {
 		lb_warn("%s: cannot wait", p->name);
-		lb_wait_done(&w);
 		return FP_ERROR;
 	}
 	queue_progress(p, ticket);
@@ -460,50 +458,49 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 		behind_head = at_head(p, ahead);
 		want = behind_head ? LB_QUEUE_OFF + (off_t)ahead : LB_NEXT_OFF + (off_t)ahead;
 		if (on != want) {
-			lb_wait_clear_locks(&w);
-			if (lb_wait_on_lock(&w, p->cfd, F_RDLCK, want, 1, 0, 0) != 0) {
+			lb_await_forget_locks(&a);
+			if (lb_await_lock(&a, p->cfd, F_RDLCK, want, 1, 0, 0) != 0) {
 				lb_warn("%s: cannot wait", p->name);
 				break;
 			}
 			on = want;
 		}
 		/* (no futex: a pass is missed, and the look behind the head is what is left) */
-		lb_wait_on_word(&w, p->cfd, LB_HDR_OFF_PASSES, pass, 0);
+		lb_await_word(&a, p->cfd, LB_HDR_OFF_PASSES, pass, 0);
 		tick = behind_head ? QUEUE_WATCH_MS : p->base.progress != NULL ? LB_PROGRESS_MS :
 		    LB_NO_RECHECK;
-		r = lb_wait_run(&w, deadline, tick, &ev);
-		if (r == 1 && ev.kind == LB_EV_RECHECK) {
+		switch (lb_await_run(&a, deadline, tick, &got)) {
+		case LB_LOOK:
 			look = behind_head;
 			queue_progress(p, ticket);
 			continue;
-		}
-		if (r == 1 && ev.kind == LB_EV_STOP) {
+		case LB_FREE:
+			/* granted and let go: that one moved */
+			lb_await_forget_locks(&a);
+			on = -1;
+			continue;
+		case LB_CHANGED:
+			/* the pass word moved: look at who is stopped ahead */
+			look = 1;
+			continue;
+		case LB_STOPPED:
 			step = FP_STOPPED;
 			break;
-		}
-		if (r == 1 && ev.kind == LB_EV_LOCK && ev.err != 0) {
-			errno = ev.err;
+		case LB_DEADLINE:
+			p->behind = 1;
+			p->ahead_stopped = queue_stopped(p, ahead, &p->ahead);
+			step = FP_BUSY;
+			break;
+		case LB_INTERRUPTED:
+			break;
+		default:
+			errno = got.err;
 			lb_warn("%s: cannot wait in the queue", p->name);
 			break;
 		}
-		if (r != 1) {
-			if (r < 0) {
-				lb_warn("%s: cannot wait", p->name);
-			} else {	/* the deadline */
-				p->behind = 1;
-				p->ahead_stopped = queue_stopped(p, ahead, &p->ahead);
-				step = FP_BUSY;
-			}
-			break;
-		}
-		if (ev.kind == LB_EV_LOCK) {
-			lb_wait_clear_locks(&w);	/* granted and dropped: that one moved */
-			on = -1;
-		}
-		/* the pass word moved: look at who is stopped ahead */
-		look |= ev.kind == LB_EV_WORD;
+		break;
 	}
-	lb_wait_done(&w);
+	lb_await_shut(&a);
 	return step;
 }
 
@@ -549,7 +546,7 @@ static const int close_settle_ms[] = { 2, 20, 200 };
  * ended while its children hold on, ends without the slot freeing: its
  * pidfd wakes the head once for nothing, or not at all.
  */
-static int local_holder(struct filepool *p, struct lb_wait *w, unsigned s)
+static int local_holder(struct filepool *p, struct lb_await *w, unsigned s)
 {
 	struct lb_ident who;
 
@@ -559,7 +556,7 @@ static int local_holder(struct filepool *p, struct lb_wait *w, unsigned s)
 	if (!lb_ident_local(&who))
 		return 0;
 	/* 0: the recorded process is gone (a zombie too), its children hold on */
-	lb_wait_on_pid(w, who.pid, who.starttime, (int)s);
+	lb_await_pid(w, who.pid, who.starttime, (int)s);
 	return 1;
 }
 
@@ -587,29 +584,29 @@ static int local_holder(struct filepool *p, struct lb_wait *w, unsigned s)
  * the helpers; no futex or inotify here). *CLOSES: the closes are
  * watched (see close_settle_ms).
  */
-static int watch(struct filepool *p, struct lb_wait *w, int *word, int *closes)
+static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
 {
 	int covered = 1;
 	size_t i, nlocal = 0, asked = 0, local[LB_WAIT_HELPERS];
 
 	*closes = 0;
-	lb_wait_clear_locks(w);
+	lb_await_forget_locks(w);
 	/*
 	 * A slot was free, but another program's flock(2) lock keeps us out
 	 * (flock(1), setlock): the kernel tells when it goes, as it tells
 	 * flock(1)'s own waiters.
 	 */
 	if (p->path_busy)
-		return lb_wait_on_flock(w, p->fd, p->path_op, 0, 0) == 0 ? LB_NO_RECHECK : RECHECK_MS;
+		return lb_await_flock(w, p->fd, p->path_op, 0, 0) == 0 ? LB_NO_RECHECK : RECHECK_MS;
 	/*
 	 * One slot held: its lock request learns of every way it frees, so it
 	 * is all there is to watch (one helper, no futex thread, no pidfd).
 	 */
-	if (p->held.n == 1 && lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]),
+	if (p->held.n == 1 && lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]),
 	    LB_WATCH_LEN, 0, (int)p->held.v[0]) == 0)
 		return LB_NO_RECHECK;
 	/* the count as the scan's header lock saw it: a release since has changed it */
-	if (*word && lb_wait_on_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
+	if (*word && lb_await_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
 		*word = 0;
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
@@ -620,17 +617,17 @@ static int watch(struct filepool *p, struct lb_wait *w, int *word, int *closes)
 			nlocal++;
 			continue;
 		}
-		if (lb_wait_locks_free(w) == 0 ||
-		    lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, 0, (int)s) != 0)
+		if (lb_await_room(w) == 0 ||
+		    lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, 0, (int)s) != 0)
 			covered = 0;
 	}
 	/* the requests left over go to this host's slots: a small pool is watched exactly */
-	for (i = 0; i < nlocal && i < LB_WAIT_HELPERS && lb_wait_locks_free(w) > 0; i++)
-		asked += lb_wait_on_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[local[i]]),
+	for (i = 0; i < nlocal && i < LB_WAIT_HELPERS && lb_await_room(w) > 0; i++)
+		asked += lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[local[i]]),
 		    LB_WATCH_LEN, 0, (int)p->held.v[local[i]]) == 0;
 	/* (and a hint for the others: a close of theirs may be a last one) */
 	if (asked < nlocal || !covered) {
-		*closes = lb_wait_on_close(w, p->cfd, 0) == 0;
+		*closes = lb_await_close(w, p->cfd, 0) == 0;
 		if (asked < nlocal && (!*closes || !*word))
 			covered = 0;
 	}
@@ -658,16 +655,16 @@ static void head_progress(struct filepool *p)
 }
 
 /*
- * Whether the head waits for the one slot held with its own thread
- * (lb_lock_wait's LB_LOCK_WATCH), not a wait set: a pool of one, or any pool with one
- * slot held. The lock request learns of every way that slot frees (see
- * watch), so it is all there is to watch; what it saves is the handoff's
- * own time: no helper thread to wake, to join and to outlive the exec of
- * the command, one wake-up instead of three.
+ * Whether the head waits for the one slot held by itself (the door's
+ * lb_await_lock_one, watched), not in a set: a pool of one, or any pool
+ * with one slot held. The lock request learns of every way that slot
+ * frees (see watch), so it is all there is to watch; what it saves is
+ * the handoff's own time: in this thread no helper to wake, to join and
+ * to outlive the exec of the command, one wake-up instead of three.
  */
-static int await_one(const struct filepool *p, int have_set)
+static int alone(const struct filepool *p, int have_set)
 {
-	/* (a status line is rewritten while it waits: the wait set's looks do that) */
+	/* (a status line is rewritten while it waits: the set's looks do that) */
 	return !have_set && !p->path_busy && p->held.n == 1 && p->base.progress == NULL;
 }
 
@@ -680,11 +677,12 @@ static int await_one(const struct filepool *p, int have_set)
 enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
     const struct lb_ident *who, unsigned *slot)
 {
-	struct lb_wait w;
-	struct lb_wait_event ev;
+	struct lb_await w;
+	struct lb_awaited got;
 	struct gone gone = { { 0 }, { 0 }, 0 };
 	enum fp_step r = FP_BUSY;
-	int got = 0, tick, word = 1, closes, have_set = 0, tstp = 0;
+	enum lb_outcome o = LB_FREE;
+	int tick, word = 1, closes, have_set = 0, tstp = 0;
 	size_t settle = CLOSE_SETTLES;	/* the next look after a close, CLOSE_SETTLES: none */
 	struct sigaction cur;
 	sigset_t mask, entry;
@@ -693,8 +691,8 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	/*
 	 * ^Z from here on is taken by the wait (which leaves the queue, then
 	 * stops), not at once with the ticket held: blocked when it would
-	 * stop us, until the wait takes it or the head is done (as the wait
-	 * set's lb_wait_stop does; a host blocks its signals already).
+	 * stop us, until the wait takes it or the head is done (as a wait
+	 * set's does; a host blocks its signals already).
 	 */
 	if (!lb_hosted() && sigaction(SIGTSTP, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL) {
 		sigemptyset(&mask);
@@ -704,27 +702,23 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	for (;;) {
 		gone.n = 0;
 		head_progress(p);
-		if (await_one(p, have_set)) {
+		if (alone(p, have_set)) {
 			s = p->held.v[0];
-			got = lb_lock_wait(p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, deadline,
-			    LB_LOCK_WATCH);
-			/* (a host with a signal to act on: its call ends, as interrupted) */
-			if (got == 0 || got == 2 || (got < 0 && lb_host_interrupted())) {
-				r = got == 0 ? FP_BUSY : got == 2 ? FP_STOPPED : FP_ERROR;
-				break;
-			}
-			if (got == 1) {
+			o = lb_await_lock_one(p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, deadline, 0);
+			if (o == LB_FREE) {
 				gone.pid[0] = -1;
 				gone.slot[0] = s;
 				gone.n = 1;
+			} else if (o != LB_FAILED) {
+				r = o == LB_DEADLINE ? FP_BUSY : o == LB_STOPPED ? FP_STOPPED : FP_ERROR;
+				break;
 			}
-			/* an error: the wait set's way from here (it tells more) */
+			/* an error: the set's way from here (it tells more) */
 		}
-		if (!await_one(p, have_set) || got < 0) {
+		if (!alone(p, have_set) || o == LB_FAILED) {
 			if (!have_set) {
-				if (lb_wait_init(&w) != 0 || lb_wait_stop(&w) != 0) {
+				if (lb_await_open(&w) != 0) {
 					lb_warn("%s: cannot wait", p->name);
-					lb_wait_done(&w);
 					r = FP_ERROR;
 					break;
 				}
@@ -737,25 +731,29 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			/* a status line is told again every LB_PROGRESS_MS: the look that follows is cheap */
 			if (p->base.progress != NULL && (tick == LB_NO_RECHECK || LB_PROGRESS_MS < tick))
 				tick = LB_PROGRESS_MS;
-			got = lb_wait_run(&w, deadline, tick, &ev);
-			if (got != 1 || ev.kind == LB_EV_STOP) {
-				if (got < 0)
-					lb_warn("%s: cannot wait", p->name);
-				r = got == 1 ? FP_STOPPED : got == 0 ? FP_BUSY : FP_ERROR;
+			o = lb_await_run(&w, deadline, tick, &got);
+			if (o == LB_DEADLINE || o == LB_STOPPED || o == LB_INTERRUPTED) {
+				r = o == LB_DEADLINE ? FP_BUSY : o == LB_STOPPED ? FP_STOPPED : FP_ERROR;
 				break;
 			}
-			if ((ev.kind == LB_EV_PID || (ev.kind == LB_EV_LOCK && ev.err == 0)) &&
-			    gone.n < GONE_MAX) {
-				gone.pid[gone.n] = ev.kind == LB_EV_PID ? ev.pid : -1;
-				gone.slot[gone.n++] = (unsigned)ev.tag;
+			/* (a request refused, EDEADLK between classic locks: looked at again) */
+			if (o == LB_FAILED) {
+				errno = got.err;
+				lb_warn("%s: cannot wait", p->name);
+				r = FP_ERROR;
+				break;
+			}
+			if ((o == LB_ENDED || o == LB_FREE) && gone.n < GONE_MAX) {
+				gone.pid[gone.n] = o == LB_ENDED ? got.pid : -1;
+				gone.slot[gone.n++] = (unsigned)got.tag;
 			}
 			/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
-			if (ev.kind == LB_EV_WORD && ev.err != 0)
+			if (o == LB_CHANGED && got.err != 0)
 				word = 0;
 			/* a close: looks after it until one finds what it freed, or the settles are done */
-			if (ev.kind == LB_EV_CLOSE)
+			if (o == LB_CLOSED)
 				settle = 0;
-			else if (ev.kind == LB_EV_RECHECK)
+			else if (o == LB_LOOK)
 				settle += settle < CLOSE_SETTLES;
 			else
 				settle = CLOSE_SETTLES;
@@ -765,14 +763,14 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			 * lock granted on the slot we are about to claim would merge
 			 * with the claim, and its unlock would drop the claim.
 			 */
-			lb_wait_clear_locks(&w);
+			lb_await_forget_locks(&w);
 		}
 		r = fp_try_take(p, max, deadline, who, &gone, slot);
 		if (r != FP_HEAD)
 			break;
 	}
 	if (have_set)
-		lb_wait_done(&w);
+		lb_await_shut(&w);
 	/* a ^Z not yet taken is delivered now, and stops us as it should */
 	if (tstp)
 		pthread_sigmask(SIG_SETMASK, &entry, NULL);

@@ -22,13 +22,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "await.h"
 #include "clock.h"
 #include "err.h"
 #include "exec.h"
 #include "filepool.h"
 #include "lockfile.h"
 #include "lockscan.h"
-#include "lockwait.h"
 #include "parse.h"
 #include "wait.h"
 
@@ -228,6 +228,7 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 	uint64_t gen, now;
 	int64_t stall_at;
 	int waits = deadline != LB_NO_WAIT, foreign;
+	enum lb_outcome got;
 	int r = lb_lock_try(p->cfd, type, start, len);
 
 	p->reader = 0;
@@ -251,13 +252,13 @@ int fp_progress_lock(struct filepool *p, short type, off_t start, off_t len,
 		if (foreign && !waits)
 			return 0;
 		/* another program's is waited for as any holder is: to the deadline */
-		r = lb_lock_wait(p->cfd, type, start, len, foreign ? deadline :
-		    waits && deadline < stall_at ? deadline : stall_at, LB_LOCK_KEEP);
-		if (r == 1) {
+		got = lb_await_lock_one(p->cfd, type, start, len, foreign ? deadline :
+		    waits && deadline < stall_at ? deadline : stall_at, 1);
+		if (got == LB_GRANTED) {
 			p->hdr_foreign = 0;
 			return 1;
 		}
-		if (r < 0) {
+		if (got != LB_DEADLINE) {
 			lb_warn("%s: cannot lock %s", p->name, what);
 			return -1;
 		}
@@ -433,13 +434,16 @@ int fp_scan(struct filepool *p)
 static int claim(struct filepool *p, unsigned slot, int64_t until)
 {
 	struct lb_lockinfo l;
+	enum lb_outcome got;
 	int r = lb_lock_try(p->fd, F_WRLCK, lb_slot_offset(slot), 1);
 
 	/* a lock no watcher takes (another program's) is not waited for */
-	if (r == 0 && (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
-	    lb_lock_is_lockbox(&l)))
-		r = lb_remaining(until) == 0 ? 0 :
-		    lb_lock_wait(p->fd, F_WRLCK, lb_slot_offset(slot), 1, until, LB_LOCK_KEEP);
+	if (r == 0 && lb_remaining(until) != 0 &&
+	    (lb_lock_conflict(p->fd, F_WRLCK, lb_slot_offset(slot), 1, &l) != 1 ||
+	    lb_lock_is_lockbox(&l))) {
+		got = lb_await_lock_one(p->fd, F_WRLCK, lb_slot_offset(slot), 1, until, 1);
+		r = got == LB_GRANTED ? 1 : got == LB_DEADLINE ? 0 : -1;
+	}
 	if (r < 0 && errno == EDEADLK)
 		r = 0;	/* classic locks: another process's cross wait; busy */
 	if (r < 0)

@@ -12,7 +12,7 @@
  * or F_UNLCK; LEN 0 means "to the end of any file". lb_lock_try returns 1
  * (done), 0 (busy; errno kept), -1 (error). lb_lock_block waits in the
  * kernel until the lock is granted (0) or a signal interrupts it (-1,
- * EINTR); waiting with a deadline is lockwait.h's lb_lock_wait.
+ * EINTR); waiting with a deadline is the door's, await.h.
  */
 int lb_lock_try(int fd, short type, off_t start, off_t len);
 int lb_lock_block(int fd, short type, off_t start, off_t len);

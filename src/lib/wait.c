@@ -709,6 +709,7 @@ static int collect(struct lb_wait *w, const struct epoll_event *e)
 				ev.kind = h->kind == HELP_LOCK ? LB_EV_LOCK : LB_EV_WORD;
 				ev.tag = h->tag;
 				ev.err = atomic_load(&h->err);
+				ev.kept = h->keep;
 				if (push(w, &ev) != 0)
 					return -1;
 			}

@@ -42,6 +42,7 @@ struct lb_wait_event {
 	int kind;
 	int tag;		/* the caller's, for LOCK, PID, WORD and CLOSE */
 	int err;		/* LOCK, WORD: 0 granted, found free or changed; else why not */
+	int kept;		/* LOCK: asked for to keep (granted: it is ours) */
 	pid_t pid;		/* PID: the process that ended */
 };
 
