@@ -870,17 +870,19 @@ overwrite_head() {
 }
 
 # self_locking NAME FORM: a script that locks itself and runs itself, in
-# the form mutex(1) prints (lockbox) or flock(1) does (flock).
+# the form mutex(1) prints (lockbox) or flock(1) does (flock), running the
+# binary under test where the unprivileged user can reach it too, once
+# nobody_reach has found it (the script holds its path).
 self_locking() {
-	local f=$1
+	local f=$1 lockbox=${NOBODY_LOCKBOX:-$LOCKBOX}
 	# shellcheck disable=SC2016 # expanded by the script
 	case $2 in
 	lockbox)
 		printf '#!/bin/sh\n[ "$LOCKBOX_SLOT" ] || exec "%s" mutex -q -E 0 "$0" "$0" "$@"\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"$LOCKBOX" >"$f" ;;
+			"$lockbox" >"$f" ;;
 	flock)
 		printf '#!/bin/sh\n[ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" "%s" mutex -en "$0" "$0" "$@" || :\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"$LOCKBOX" >"$f" ;;
+			"$lockbox" >"$f" ;;
 	esac
 	chmod 0755 "$f"
 }
