@@ -848,9 +848,19 @@ overwrite_head() {
 	chmod 1777 "$d"
 	as_nobody touch "$d/job.lock"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$d/job.lock" touch "$T/ran"
-	assert_stderr "mutex: $d/job.lock: owned by UID 65534 in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)"
+	assert_stderr "mutex: $d/job.lock: $STICKY_REFUSAL"
 	assert [ ! -e "$T/ran" ]
 	assert_equal "$(stat -c %s "$d/job.lock")" 0
+	# a lock file made to be shared is another user's too, which its owner
+	# may delete and make again under root's holder: refused, whatever its mode
+	as_nobody "$LOCKBOX" mutex --mode 0666 "$d/pool.lock" create
+	run -125 --separate-stderr "$LOCKBOX" mutex "$d/pool.lock" touch "$T/ran"
+	assert_stderr "mutex: $d/pool.lock: $STICKY_REFUSAL"
+	run -125 --separate-stderr "$LOCKBOX" slots "$d/pool.lock" 2 touch "$T/ran"
+	assert_stderr "slots: $d/pool.lock: $STICKY_REFUSAL"
+	assert [ ! -e "$T/ran" ]
+	# its owner uses it
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/pool.lock" true
 	# root's own empty file that others may write: held as any file, a
 	# lockbox header written into it lets no second holder in
 	: >"$d/own.lock"

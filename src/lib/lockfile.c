@@ -156,28 +156,18 @@ static int sticky_shared(const struct stat *dir)
  * to opens with O_CREAT, and it may be switched off. In a sticky directory
  * that others may write to (/tmp, /run/lock), a file owned by neither the
  * caller nor the directory's owner may have been put there by anyone, for
- * root to write into. Such a file is used only when it is a lock file
- * made to be shared: it has the magic, and a mode that lets others write
- * it (created with --mode 0664 or 0666). 0 to use it, -1 refused (reported).
+ * root to write into, and whatever its mode its owner may delete it and
+ * put another in its place under its holders: the next run would lock the
+ * new file beside a holder of the old one. So such a file is refused,
+ * whatever it holds; a pool shared between users (--mode) lives in a
+ * directory of its own. 0 to use it, -1 refused (reported).
  */
-static int sticky_rule(int fd, const struct stat *st, const struct stat *dir,
-    const char *name)
+static int sticky_rule(const struct stat *st, const struct stat *dir, const char *name)
 {
-	unsigned char magic[LB_MAGIC_LEN];
-	int is_lock;
-
 	if (!sticky_shared(dir) || st->st_uid == geteuid() || st->st_uid == dir->st_uid)
 		return 0;
-	is_lock = S_ISREG(st->st_mode) && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
-	    memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
-	if (is_lock && (st->st_mode & (S_IWGRP | S_IWOTH)))
-		return 0;
-	if (is_lock)
-		lb_warnx("%s: owned by UID %u in a shared sticky directory, and not a lock file shared with --mode; refusing it",
-		    name, (unsigned)st->st_uid);
-	else
-		lb_warnx("%s: owned by UID %u in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)",
-		    name, (unsigned)st->st_uid);
+	lb_warnx("%s: owned by UID %u in a shared sticky directory, where its owner may replace it under a holder; refusing it (lock a file of your own, or one lockbox makes; a pool shared with --mode belongs in a directory of its own)",
+	    name, (unsigned)st->st_uid);
 	return -1;
 }
 
@@ -494,7 +484,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 			break;
 		}
 		/* the sticky directory rule for every file, whatever it holds (a planted one) */
-		if (any_kind(fd, &st, path, kind) != 0 || sticky_rule(fd, &st, &dir, path) != 0)
+		if (any_kind(fd, &st, path, kind) != 0 || sticky_rule(&st, &dir, path) != 0)
 			break;
 		if (*kind && any != NULL) {
 			/* any file: locked as flock(1) locks it, and never written */
@@ -529,7 +519,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 	return -1;
 }
 
-int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *idflags)
+int lb_lockfile_check_path(const struct stat *f, const char *path, int *idflags)
 {
 	const char *base;
 	struct stat l, dir;
@@ -551,7 +541,7 @@ int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *
 		lb_warnx("%s: not a regular file", path);
 	else if (f->st_dev != l.st_dev || f->st_ino != l.st_ino)
 		rc = LB_PATH_MOVED;
-	else if (sticky_rule(fd, f, &dir, path) == 0)
+	else if (sticky_rule(f, &dir, path) == 0)
 		rc = 0;
 	if (rc == 0)
 		*idflags = sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0;
