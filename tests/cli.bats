@@ -619,7 +619,6 @@ makefile_programs() {
 	awk '/^[a-z_]+_PROGRAMS =/ { for (i = 3; i <= NF; i++) print $i }' "$1"
 }
 
-# bats test_tags=lockkind
 @test "the tree has a LICENSE and every source file names it by SPDX id" {
 	[[ -n ${LOCKBOX_SRCDIR:-} && -f $LOCKBOX_SRCDIR/Makefile.am ]] ||
 		skip "needs the source tree (LOCKBOX_SRCDIR)"
