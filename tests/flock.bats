@@ -879,17 +879,26 @@ overwrite_head() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# self_lock_idiom: the line of mutex(1)'s example of a script that
+# locks itself, which README.md prints too
+self_lock_idiom() {
+	local src=${LOCKBOX_SRCDIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)} line
+	line=$(grep -m 1 -E '^\[ .* \|\| exec .*mutex .*"\$0" "\$0" "\$@"$' "$src/man/mutex.1.in") &&
+		grep -qxF -- "$line" "$src/README.md" && printf '%s\n' "$line"
+}
+
 # self_locking NAME FORM: a script that locks itself and runs itself, in
 # the form mutex(1) prints (lockbox) or flock(1) does (flock), running the
 # binary under test where the unprivileged user can reach it too, once
 # nobody_reach has found it (the script holds its path).
 self_locking() {
-	local f=$1 lockbox=${NOBODY_LOCKBOX:-$LOCKBOX}
+	local f=$1 lockbox=${NOBODY_LOCKBOX:-$LOCKBOX} idiom
 	# shellcheck disable=SC2016 # expanded by the script
 	case $2 in
 	lockbox)
-		printf '#!/bin/sh\n[ "$LOCKBOX_SLOT" ] || exec "%s" mutex -q -E 0 "$0" "$0" "$@"\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"$lockbox" >"$f" ;;
+		idiom=$(self_lock_idiom) || return
+		printf '#!/bin/sh\n%s\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
+			"${idiom/ mutex / \"$lockbox\" mutex }" >"$f" ;;
 	flock)
 		printf '#!/bin/sh\n[ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" "%s" mutex -en "$0" "$0" "$@" || :\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
 			"$lockbox" >"$f" ;;
@@ -914,6 +923,46 @@ self_locking() {
 		assert_output ""
 		stop_pid "$SPAWN_PID"
 	done
+}
+
+@test "mutex(1)'s self-locking script runs once under slots, in a unit's environment and after acquire_slot" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib unit
+	lib=$("$LOCKBOX" --shell-lib)
+	# the environment systemd gives a service, one of a pool of workers
+	# that a slots line started (lockbox-systemd(7)'s worker unit)
+	unit=(env -i PATH="$PATH" LANG=C.UTF-8 INVOCATION_ID=0123456789abcdef0123456789abcdef
+		JOURNAL_STREAM=8:12345 SYSTEMD_EXEC_PID=$$ LOCKBOX_SLOT=1)
+	self_locking "$T/job" lockbox
+	# a job of a slots pool: LOCKBOX_SLOT names the pool's slot, not this lock
+	spawn "$LOCKBOX" slots "$T/pool" 4 env HOLD="$T/held.slots" "$T/job" first
+	wait_for test -e "$T/held.slots"
+	run -0 --separate-stderr "$LOCKBOX" slots "$T/pool" 4 env HOLD= "$T/job" second
+	assert_output ""
+	assert_stderr ""
+	stop_pid "$SPAWN_PID"
+	# a unit's environment, LOCKBOX_SLOT among it
+	spawn "${unit[@]}" HOLD="$T/held.unit" "$T/job" first
+	wait_for test -e "$T/held.unit"
+	run -0 --separate-stderr "${unit[@]}" HOLD= "$T/job" second
+	assert_output ""
+	stop_pid "$SPAWN_PID"
+	# children of scripts that took a slot with the library
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	spawn bash -c '. "$1" && acquire_slot "$2" 4 && HOLD=$3 exec "$4" first' sh \
+		"$lib" "$T/lib.pool" "$T/held.lib" "$T/job"
+	wait_for test -e "$T/held.lib"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '. "$1" && acquire_slot "$2" 4 && HOLD= "$3" second' sh \
+		"$lib" "$T/lib.pool" "$T/job"
+	assert_output ""
+	assert_stderr ""
+	stop_pid "$SPAWN_PID"
+	# with the holder gone, each place runs it
+	run -0 --separate-stderr "$LOCKBOX" slots "$T/pool" 4 env HOLD= "$T/job" third
+	assert_output "ran third"
+	run -0 --separate-stderr "${unit[@]}" HOLD= "$T/job" fourth
+	assert_output "ran fourth"
 }
 
 # bats test_tags=privilege,wait
