@@ -22,6 +22,7 @@
 #include "host.h"
 #include "holders.h"
 #include "json.h"
+#include "lockfile.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
@@ -75,6 +76,7 @@ struct opts {
 	int quiet, verbose, json;
 	int fd;			/* --fd, or flock(1)'s FD; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
+	int reopen;		/* --reopen: the caller opens PATH again when it was replaced */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
 	unsigned mode;		/* --mode: of a file created now; 0: the default */
 	int record_args;	/* --record-args: the whole command line in the record */
@@ -85,7 +87,7 @@ struct opts {
 	int flock_fd;		/* flock(1)'s "flock FD": FD any file, nothing on stdout */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS, OPT_REOPEN };
 
 /*
  * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
@@ -97,7 +99,7 @@ enum mode { RUN, LOOK, HELD, CREATE, ACQUIRE, RELEASE };
 
 /* The options a mode may refuse or need. */
 enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32,
-	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512 };
+	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512, HAS_REOPEN = 1024 };
 
 /* The applets a rule is for (0: both). */
 enum { FOR_SLOTS = 1, FOR_MUTEX = 2 };
@@ -122,6 +124,7 @@ static const struct rule {
 	{ M(RELEASE), HAS_RECORD, 0, 0, "--record-args goes with COMMAND or acquire" },
 	{ M(RUN) | M(LOOK) | M(HELD) | M(CREATE), HAS_PATH, 0, 0,
 	    "--path goes with acquire or release --fd" },
+	{ ALL_MODES & ~M(ACQUIRE), HAS_REOPEN, 0, 0, "--reopen goes with acquire --path" },
 	{ ALL_MODES & ~M(RELEASE), HAS_UNLOCK, 0, 0, "-u goes with a file descriptor: mutex -u FD" },
 	{ ALL_MODES & ~M(RUN), HAS_CLOSE | HAS_NO_FORK, 0, 0, "-o and -F go with COMMAND" },
 	/* -o forks to keep the lock from COMMAND; -F says never fork */
@@ -156,6 +159,7 @@ static const struct option longopts[] = {
 	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
+	{ "reopen", no_argument, NULL, OPT_REOPEN },
 	{ "shared", no_argument, NULL, 's' },
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "unlock", no_argument, NULL, 'u' },
@@ -241,6 +245,9 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case OPT_RECORD_ARGS:
 			o->record_args = 1;
 			break;
+		case OPT_REOPEN:
+			o->reopen = 1;
+			break;
 		}
 	}
 	return optind;
@@ -253,7 +260,8 @@ static void check_mode(const struct poolcmd *cmd, const struct opts *o, enum mod
 	    (o->fd >= 0 ? HAS_FD : 0) | (o->path != NULL ? HAS_PATH : 0) |
 	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0) |
 	    (o->shared ? HAS_SHARED : 0) | (o->close ? HAS_CLOSE : 0) |
-	    (o->no_fork ? HAS_NO_FORK : 0) | (o->unlock ? HAS_UNLOCK : 0);
+	    (o->no_fork ? HAS_NO_FORK : 0) | (o->unlock ? HAS_UNLOCK : 0) |
+	    (o->reopen ? HAS_REOPEN : 0);
 	unsigned applet = cmd->fixed_max == 1 ? FOR_MUTEX : FOR_SLOTS;
 	size_t i;
 
@@ -393,7 +401,8 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 		return 0;
 	}
 	if (r == 0) {
-		if (!o->quiet)
+		/* --reopen: a caller that opens PATH again needs no words for a file replaced there */
+		if (!o->quiet && !(o->reopen && !lb_lockfile_at_path(o->fd, o->path)))
 			poolcmd_report_busy(name, cmd->fixed_max == 1, o->wait > 0 ? o->wait : 0,
 			    max, &busy, pool);
 		lb_holders_free(&busy);
@@ -668,6 +677,8 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 	unsigned max = 0;
 
 	check_mode(cmd, o, release ? RELEASE : ACQUIRE, argv[0]);
+	if (o->reopen && o->path == NULL)
+		lb_usage_error("--reopen goes with acquire --path");
 	if (release || cmd->fixed_max) {
 		if (max_arg != NULL)
 			lb_usage_error("unexpected argument '%s'", max_arg);

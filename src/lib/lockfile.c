@@ -548,6 +548,14 @@ int lb_lockfile_check_path(const struct stat *f, const char *path, int *idflags)
 	return rc;
 }
 
+int lb_lockfile_at_path(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino;
+}
+
 int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st)
 {
 	return check_stat(fd, name, writable, st);

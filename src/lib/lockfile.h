@@ -70,6 +70,12 @@ int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st
 int lb_lockfile_check_path(const struct stat *st, const char *path, int *idflags);
 
 /*
+ * Whether PATH (a final symlink not followed) names, now, the file open
+ * on FD: 0 once it has been moved, replaced or deleted. Nothing said.
+ */
+int lb_lockfile_at_path(int fd, const char *path);
+
+/*
  * With the header locked: identify the file. An empty file gets a fresh
  * header with LB_ID_WRITE, if lockbox created it or it is safe to adopt
  * (owned by the caller or root, one link, not writable by anyone in a
