@@ -909,8 +909,8 @@ flipper() {
 	reap "$flip"
 	assert_equal "$REAP_STATUS" 0
 	assert [ "$(cat "$SPAWN_OUT")" -gt 0 ]
-	# every attempt took the lock, refused the path (125) or found it
-	# replaced since the library opened it (75: open it again)
+	# every attempt took the lock or refused the path (125), opening it
+	# again where it was replaced since the library opened it (75: busy)
 	assert_equal "${#lines[@]}" "$attempts"
 	run -1 grep -vxE '0|75|125' <<<"$output"
 	assert [ ! -e "$T/missing" ]
