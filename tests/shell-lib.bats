@@ -464,16 +464,26 @@ rc=0; waitfor 1 x true || rc=$?
 printf 'bad %s\n' "$rc"
 rc=0; waitfor 1 1 nosuchcommand || rc=$?
 printf 'missing %s\n' "$rc"
+# 125, 126 and 127 say no attempt can do better: retried only when listed
+cannot() { count=$((count + 1)); return "$1"; }
+for code in 125 126 127; do
+	count=0
+	rc=0; waitfor 1m 1ms cannot "$code" || rc=$?
+	printf 'cannot %s %s\n' "$rc" "$count"
+done
+count=0
+rc=0; waitfor -q --retry-on 125 200ms 1ms cannot 125 || rc=$?
+printf 'listed %s %s\n' "$rc" "$((count > 1))"
 EOF
 	cmd waitfor-args
 	run -0 --separate-stderr "${CMD[@]}"
-	assert_equal "${lines[*]}" "count 3 stop 4 -9 once 1 bad 125 missing 127"
+	assert_equal "${lines[*]}" "count 3 stop 4 -9 once 1 bad 125 missing 127 cannot 125 1 cannot 126 1 cannot 127 1 listed 125 1"
 	assert_equal "$stderr" "waitfor: invalid INTERVAL 'x': expected a duration like 5 (seconds), 500ms or 1m
 Try 'lockbox waitfor --help'.
 waitfor: cannot run 'nosuchcommand': No such file or directory"
 }
 
-@test "waitfor runs shell functions in this shell; --retry-on, -q, bad arguments" {
+@test "waitfor runs shell functions in this shell; --retry-on, -q, 125 to 127 not retried, bad arguments" {
 	both scenario_waitfor_args
 }
 
