@@ -574,6 +574,18 @@ makefile_applets() {
 }
 
 # bats test_tags=lockkind
+@test "a build tree's lockbox runs the PostgreSQL helper built beside it, without LOCKBOX_PG_HELPER" {
+	[[ $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" && -x $LOCKBOX_BUILDDIR/lockbox-pg ]] ||
+		skip "needs a build tree's lockbox and lockbox-pg"
+	grep -q -- '--disable-source-paths' "$LOCKBOX_BUILDDIR/config.log" &&
+		skip "built with --disable-source-paths: the installed helper only"
+	# the helper answers: no server at port 1 (not: no helper at the installed path)
+	run -125 --separate-stderr env -u LOCKBOX_PG_HELPER "$LOCKBOX" mutex "postgresql://127.0.0.1:1/db?lock=x" touch "$T/ran"
+	assert_stderr_regex "^mutex: $(re_quote "postgresql://127.0.0.1:1/db?lock=x"): cannot connect: "
+	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=lockkind
 @test "no secret of a postgresql:// URL is ever printed, even when no server answers" {
 	local url='postgresql://u:pw1@127.0.0.1:1/db?password=pw2&sslpassword=pw3&%70assword=pw4&lock=x&application_name=a@b'
 	local shown='postgresql://u:***@127.0.0.1:1/db?password=***&sslpassword=***&%70assword=***&lock=x&application_name=a@b'
