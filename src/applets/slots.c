@@ -494,6 +494,27 @@ static int misordered(const struct poolcmd *cmd, const char *path, char *const *
 	return 0;
 }
 
+/*
+ * "slots LOCKFILE 4 list": a word of the forms that take no MAX, where
+ * COMMAND goes, and no command of that name: 127 as for any command not
+ * found (nothing created), saying the form meant. 1: said.
+ */
+static int mode_word(const struct poolcmd *cmd, char *const *command)
+{
+	static const char *const words[] = { "check", "list", "held", "create" };
+	size_t i;
+
+	if (cmd->fixed_max || command[0] == NULL || command[1] != NULL || lb_exec_found(command[0]))
+		return 0;
+	for (i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strcmp(command[0], words[i]) == 0) {
+			lb_warnx("cannot run '%s': %s (%s takes no MAX: slots LOCKFILE %s)",
+			    command[0], strerror(ENOENT), words[i], words[i]);
+			return 1;
+		}
+	return 0;
+}
+
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
@@ -514,6 +535,8 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
+	if (mode_word(cmd, command))
+		return LB_EXIT_NOTFOUND;
 	if (misordered(cmd, path, command))
 		return LB_EXIT_FAIL;
 	/* a pool of one (mutex) takes any file, as flock(1) does */
