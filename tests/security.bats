@@ -790,7 +790,7 @@ not_adopted() {
 }
 
 # bats test_tags=lockkind,privilege
-@test "a pool made with --mode 0666 is shared with another user; a default one is not" {
+@test "a pool made with --mode 0666 is shared with another user; a default one is not, nor one for a group the user is not in" {
 	need_root_and_nobody
 	local d
 	d=$(world_readable_dir)
@@ -802,6 +802,12 @@ not_adopted() {
 	assert_stderr "mutex: $d/private.lock: Permission denied: the file is UID 0's, mode 0600; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it"
 	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/private.lock" list
 	assert_stderr "mutex: $d/private.lock: Permission denied: the file is UID 0's, mode 0600; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it"
+	# a pool for a group (--mode 0664) that the user is not in: said so,
+	# not told to use the mode the file has
+	run -0 "$LOCKBOX" mutex --mode 0664 "$d/group.lock" true
+	chgrp 0 "$d/group.lock"
+	run -125 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/group.lock" true
+	assert_stderr "mutex: $d/group.lock: Permission denied: the file is UID 0's, mode 0664, for group 0, which this user is not in; join that group, or have the lock made for everyone with --mode 0666"
 }
 
 # bats test_tags=lockkind

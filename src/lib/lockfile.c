@@ -304,11 +304,29 @@ static int create_new(int dfd, const char *base, int flags, mode_t mode, const c
 	return fd;
 }
 
+/* Whether this process is in group GID (its own or a supplementary one). */
+static int in_group(gid_t gid)
+{
+	gid_t *groups;
+	int n, i, in = getegid() == gid;
+
+	n = in ? 0 : getgroups(0, NULL);
+	groups = n > 0 ? calloc((size_t)n, sizeof *groups) : NULL;
+	if (groups != NULL) {
+		n = getgroups(n, groups);
+		for (i = 0; i < n && !in; i++)
+			in = groups[i] == gid;
+		free(groups);
+	}
+	return in;
+}
+
 /*
  * Why PATH could not be opened, with what to do about it where lockbox
  * knows: a missing directory is named as the directory (lockbox makes
- * the lock file, not its directory), and a user denied another user's
- * private lock file learns about --mode. DFD is PATH's directory or -1.
+ * the lock file, not its directory), a user denied another user's
+ * private lock file learns about --mode, and one outside the group of a
+ * file made for a group is told so. DFD is PATH's directory or -1.
  */
 static void warn_open(const char *path, int dfd, const char *base, int in_dir)
 {
@@ -326,8 +344,13 @@ static void warn_open(const char *path, int dfd, const char *base, int in_dir)
 	} else if (e == EACCES && geteuid() != 0 &&
 	    (dfd >= 0 ? fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) : lstat(path, &st)) == 0 &&
 	    S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
-		lb_warnx("%s: %s: the file is UID %u's, mode %04o; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it",
-		    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		if ((st.st_mode & (S_IRGRP | S_IWGRP)) == (S_IRGRP | S_IWGRP) && !in_group(st.st_gid))
+			lb_warnx("%s: %s: the file is UID %u's, mode %04o, for group %u, which this user is not in; join that group, or have the lock made for everyone with --mode 0666",
+			    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			    (unsigned)st.st_gid);
+		else
+			lb_warnx("%s: %s: the file is UID %u's, mode %04o; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it",
+			    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	} else {
 		errno = e;
 		lb_warn("%s", path);
