@@ -81,6 +81,39 @@ slot=1"
 	assert_stderr "slots: $T/data: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
 }
 
+@test "any file: DIR/ and / are directories, locked as flock(1) locks them; a slash after a file or nothing is refused" {
+	need_flock
+	mkdir "$T/dir"
+	local d
+	for d in "$T/dir/" "$T/dir//" / //; do
+		# shellcheck disable=SC2016 # expanded by the inner sh
+		run -0 --separate-stderr "$LOCKBOX" mutex "$d" sh -c \
+			'flock -n "$1" true && echo free || echo locked' sh "$d"
+		assert_stderr ""
+		assert_output "locked"
+	done
+	# flock(1)'s lock on / keeps mutex / out, and mutex DIR/ is mutex DIR
+	hold_marked "$T/held" flock /
+	run -75 --separate-stderr "$LOCKBOX" mutex / true
+	assert_stderr_regex "^mutex: /: held by PID [0-9]+ \\((flock|sh), $AGE_RE\\)"
+	stop_pid "$SPAWN_PID"
+	hold_marked "$T/held2" "$LOCKBOX" mutex "$T/dir"
+	run -75 --separate-stderr "$LOCKBOX" mutex -q "$T/dir/" true
+	stop_pid "$SPAWN_PID"
+	run -0 ls -A "$T/dir"
+	assert_output ""
+	# a slash names a directory: after a file, or nothing there, it is refused, and nothing is made
+	: >"$T/file"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/file/" true
+	assert_stderr "mutex: $T/file/: Not a directory"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/none/" true
+	assert_stderr "mutex: $T/none/: no such directory $T/none; lockbox creates the lock file, not its directory"
+	assert [ ! -e "$T/none" ]
+	# slots keeps its pools to lock files
+	run -125 --separate-stderr "$LOCKBOX" slots "$T/dir/" 2 true
+	assert_stderr "slots: $T/dir/: not a regular file"
+}
+
 # bats test_tags=privilege
 @test "any file: one the caller may only read is locked read-only, and a lockbox lock file so is still refused" {
 	need_root_and_nobody

@@ -442,25 +442,19 @@ static int reopen_writable(int dfd, const char *base, int flags, const struct st
 /* How many times a path that keeps changing under an open is looked up again. */
 #define OPEN_TRIES	8
 
-int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any)
+/*
+ * lb_lockfile_open's open to write, of WHERE (PATH in messages): in its
+ * directory, read-only first. FLAGS has O_DIRECTORY for a PATH that ends
+ * with a slash, which names a directory or nothing (never a file made).
+ */
+static int open_in_dir(const char *path, const char *where, int flags, mode_t mode,
+    int *idflags, int *any)
 {
-	/*
-	 * O_NOFOLLOW: a final symlink (perhaps planted in /tmp) is never
-	 * followed, so lockbox never creates or writes through it.
-	 * O_NONBLOCK: opening a FIFO must not hang; the fstat below then
-	 * refuses it like any other non-regular file.
-	 */
-	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	const char *base;
 	struct stat dir, st;
 	int dfd, fd, rw, reported = 0, tries, other;
 
-	*idflags = 0;
-	if (any != NULL)
-		*any = 0;
-	if (!writable)
-		return open_reader(path, flags, any);
-	dfd = open_dir(path, &base, &dir);
+	dfd = open_dir(where, &base, &dir);
 	if (dfd < 0) {
 		warn_open(path, -1, base, 1);
 		return -1;
@@ -485,7 +479,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 		do
 			fd = openat(dfd, base, flags | O_RDONLY);
 		while (fd < 0 && errno == EINTR);
-		if (fd < 0 && errno == ENOENT) {
+		if (fd < 0 && errno == ENOENT && !(flags & O_DIRECTORY)) {
 			fd = create_new(dfd, base, flags, mode, path, &reported);
 			if (fd < 0 && errno == EEXIST)
 				continue;	/* another creator's file: use it */
@@ -540,6 +534,39 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 		warn_open(path, dfd, base, 1);
 	close(dfd);
 	return -1;
+}
+
+int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any)
+{
+	/*
+	 * O_NOFOLLOW: a final symlink (perhaps planted in /tmp) is never
+	 * followed, so lockbox never creates or writes through it.
+	 * O_NONBLOCK: opening a FIFO must not hang; the fstat below then
+	 * refuses it like any other non-regular file.
+	 */
+	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	size_t n = strlen(path);
+	char *where;
+	int fd;
+
+	*idflags = 0;
+	if (any != NULL)
+		*any = 0;
+	if (!writable)
+		return open_reader(path, flags, any);
+	if (n == 0 || path[n - 1] != '/')
+		return open_in_dir(path, path, flags, mode, idflags, any);
+	/* DIR/ and /, as flock(1) takes them: the directory (/ as /.) */
+	while (n > 0 && path[n - 1] == '/')
+		n--;
+	where = n > 0 ? strndup(path, n) : strdup("/.");
+	if (where == NULL) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	fd = open_in_dir(path, where, flags | O_DIRECTORY, mode, idflags, any);
+	free(where);
+	return fd;
 }
 
 int lb_lockfile_check_path(const struct stat *f, const char *path, int *idflags)
