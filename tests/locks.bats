@@ -238,7 +238,7 @@ print("ok")' "$output" "$evil" "$pid"
 }
 
 # bats test_tags=lockkind
-@test "locks: -p PID, -o COLUMNS and +COLUMNS, --output-all, -n, -r, -l, and nothing held said so" {
+@test "locks: -p PID, -o COLUMNS and +COLUMNS, --output-all, -n, -r, -l, and nothing held said so, but never when stopped short" {
 	need_locks
 	command -v flock >/dev/null || skip "needs flock(1)"
 	printf 'data\n' >"$T/plain"
@@ -269,6 +269,16 @@ print("ok")' "$output" "$evil" "$pid"
 	assert_output ""
 	rows_json -p "$$"
 	assert_output '{"locks":[],"stopped_short":false}'
+	# -l stopped short (no time at all): the lock files not looked at are
+	# rows that say so, and nothing is ever said to be held or not
+	"$LOCKBOX" locks -l --timeout 0 -u -n -o PATH,NOTE >"$T/short" 2>"$T/short.err"
+	run -0 cat "$T/short.err"
+	assert_output --regexp "^locks: stopped short after 0ms: "
+	# (other lock files of this host may be listed, each not looked at either)
+	if [[ $(cat "$T/short") != "none found before it stopped short" ]]; then
+		run -1 grep -c -v -e 'not looked at: stopped short$' "$T/short"
+		assert_output 0
+	fi
 }
 
 # bats test_tags=lockkind,privilege

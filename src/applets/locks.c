@@ -664,15 +664,20 @@ int locks_main(int argc, char **argv)
 			r = lockbox_rows(&t, &o, &nm, &hv, f, fl, n);
 		else if (hv.files[f].lockbox)
 			skipped = 1;
-		/* no lock file after all, one that cannot be read, or one not looked at in time */
-		if (r == 1 && !o.lockbox_only)
+		/*
+		 * no lock file after all, one that cannot be read, or one not
+		 * looked at in time (which -l shows too: it is a lock file)
+		 */
+		if (r == 1 && (!o.lockbox_only || (hv.files[f].lockbox && lb_remaining(deadline) == 0)))
 			r = raw_rows(&t, &o, &nm, &hv, f, fl, n, hv.files[f].lockbox &&
 			    lb_remaining(deadline) == 0 ? "not looked at: stopped short" : NULL);
 		rc = r == 1 ? 0 : r;
 	}
 	if (rc == 0) {
+		/* a look stopped short may have missed what is held */
 		if (t.nrows == 0 && o.form == LB_TABLE_TEXT)
-			printf("nothing is held\n");
+			printf("%s\n", hv.cut || skipped ? "none found before it stopped short" :
+			    "nothing is held");
 		else if (o.form == LB_TABLE_JSON)
 			print_json(&t, hv.cut || skipped);
 		else
