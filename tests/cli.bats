@@ -503,12 +503,6 @@ makefile_applets() {
 	expect_usage "invalid option '-z'" mutex -z "$F" true
 	expect_usage "--json goes with check or list" slots --json "$F" 2 true
 	expect_usage "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" slots --fd 0 "$F" 2 true
-	# util-linux's newest flock(1) habit, as typed
-	exec 9<>"$T/fd9"
-	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex --fd 9 touch "$T/ran"
-	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex -n --fd 9 "$T/fd9" touch "$T/ran"
-	exec 9>&-
-	assert [ ! -e "$T/ran" ]
 	expect_usage "unexpected argument 'extra'" slots "$F" check extra
 	expect_usage "unexpected argument 'extra'" slots "$F" list extra
 	expect_usage "acquire needs --fd FD" slots acquire 2

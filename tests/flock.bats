@@ -766,23 +766,45 @@ Locking"
 	assert_output "flock -s with mutex -s"
 }
 
-@test "util-linux flock: close: with -o the command does not inherit the lock, without it it does" {
+@test "util-linux flock: close: --fd FD COMMAND runs COMMAND holding FD's lock; with -o COMMAND does not have FD" {
 	need_flock
 	ts_lockfile flock
-	# theirs: flock -o --fd 10 -c 'flock -n --fd 10 true' fails, EBADF; without -o it succeeds
-	# shellcheck disable=SC2016 # expanded by the command's shell
-	run -0 --separate-stderr env LOCK="$TS_LOCK" "$LOCKBOX" mutex --exclusive --close "$TS_LOCK" --command \
-		'for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$LOCK" ] && echo inherited; done; flock --exclusive --nonblock "$LOCK" true; echo "exit code: $?"'
-	assert_output "exit code: 1"
-	# shellcheck disable=SC2016 # expanded by the command's shell
-	run -0 --separate-stderr env LOCK="$TS_LOCK" "$LOCKBOX" mutex --exclusive "$TS_LOCK" --command \
-		'for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$LOCK" ] && echo inherited; done; echo "exit code: 0"'
-	assert_output "inherited
+	# theirs, word for word: with --close the command gets no fd 10 (EBADF); without, it locks it again
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		exec 10<>"$2"
+		"$1" mutex --exclusive --close --fd 10 --command "\"$1\" mutex --exclusive --nonblock --fd 10 true"
+		echo "exit code: $?"
+		"$1" mutex --exclusive --fd 10 --command "\"$1\" mutex --exclusive --nonblock --fd 10 true"
+		echo "exit code: $?"' sh "$LOCKBOX" "$TS_LOCK"
+	assert_output "exit code: 125
 exit code: 0"
+	assert_stderr "mutex: fd 10: Bad file descriptor"
+	# COMMAND and its words, -c and --, under the lock: flock(1) on the file is kept out
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		exec 10<>"$2"
+		"$1" mutex --fd 10 sh -c "flock -n \"\$0\" true || echo \"held \$LOCKBOX_SLOT\"" "$2"
+		"$1" mutex -o --fd 10 -c "flock -n \"$2\" true || echo held"
+		"$1" mutex --fd 10 -- sh -c "echo \$0" words
+		exec 10>&-
+		flock -n "$2" true && echo free' sh "$LOCKBOX" "$TS_LOCK"
+	assert_output "held 1
+held
+words
+free"
+	assert_stderr ""
+	# a pool's slot on an fd goes by acquire; --fd alone names no command
+	run -125 --separate-stderr "$LOCKBOX" mutex --fd 0
+	assert_stderr "mutex: missing COMMAND
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex --mode 0644 --fd 0 true
+	assert_stderr "mutex: --mode goes with a LOCKFILE: the caller made FD's file
+Try 'lockbox mutex --help'."
 }
 
 # bats test_tags=wait
-@test "util-linux flock: unlock: lock and unlock a descriptor, then -w 0 is -n, with --verbose" {
+@test "util-linux flock: unlock: lock and unlock a descriptor, then -w 0 is -n; --verbose prints flock(1)'s lines on stdout" {
 	need_flock
 	ts_lockfile flock
 	# shellcheck disable=SC2016 # expanded by the inner bash
@@ -792,9 +814,23 @@ exit code: 0"
 		flock --nonblock "$2" true && echo "taken by flock: not locked" || echo locked
 		"$1" mutex --unlock 10
 		"$1" mutex --exclusive --wait 0 --verbose "$2" true' sh "$LOCKBOX" "$TS_LOCK"
-	assert_output locked
-	assert_stderr "mutex: $TS_LOCK: took slot 1 of 1
-mutex: $TS_LOCK: took slot 1 of 1"
+	assert_line --index 0 --regexp '^mutex: getting lock took [0-9]+\.[0-9]{6} seconds$'
+	assert_line --index 1 locked
+	assert_line --index 2 --regexp '^mutex: getting lock took [0-9]+\.[0-9]{6} seconds$'
+	assert_line --index 3 "mutex: executing true"
+	assert_equal "${#lines[@]}" 4
+	assert_stderr ""
+	# -v is lockbox's own, on stderr; slots --verbose is -v; acquire's stdout stays the slot's number
+	run -0 --separate-stderr "$LOCKBOX" mutex -v "$T/v.lock" true
+	assert_output ""
+	assert_stderr "mutex: $T/v.lock: took slot 1 of 1"
+	run -0 --separate-stderr "$LOCKBOX" slots --verbose "$T/s.lock" 2 true
+	assert_output ""
+	assert_stderr "slots: $T/s.lock: took slot 1 of 2"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c 'exec 9<>"$2"; "$1" mutex acquire --verbose --fd 9' sh "$LOCKBOX" "$T/a.lock"
+	assert_output 1
+	assert_stderr "mutex: $T/a.lock: took slot 1 of 1"
 }
 
 @test "the library's acquire_mutex -s: shared locks held by shells, an exclusive one refused, acquire_slot -s refused" {

@@ -74,6 +74,7 @@ struct opts {
 	int64_t wait;		/* -w, ns; -1: do not wait; LB_DURATION_MAX: -w inf */
 	int busy_status;	/* -E */
 	int quiet, verbose, json;
+	int flock_verbose;	/* mutex --verbose: flock(1)'s lines, on stdout as it prints them */
 	int fd;			/* --fd, or flock(1)'s FD; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
 	int reopen;		/* --reopen: the caller opens PATH again when it was replaced */
@@ -87,7 +88,8 @@ struct opts {
 	int flock_fd;		/* flock(1)'s "flock FD": FD any file, nothing on stdout */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS, OPT_REOPEN };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS, OPT_REOPEN,
+	OPT_VERBOSE };
 
 /*
  * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
@@ -136,9 +138,7 @@ static const struct rule {
 	{ M(HELD), HAS_JSON, 0, 0, "--json goes with check or list; held says it with its status" },
 	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, 0, "create takes no option but --mode" },
 	{ M(RUN), HAS_JSON, 0, 0, "--json goes with check or list" },
-	/* flock(1)'s habit of an fd opened by the shell, with a command: not this form */
-	{ M(RUN), HAS_FD, 0, FOR_MUTEX,
-	    "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" },
+	/* util-linux flock's --fd FD COMMAND is mutex's (fd_command); a pool's slot goes by acquire */
 	{ M(RUN), HAS_FD, 0, FOR_SLOTS,
 	    "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" },
 };
@@ -163,7 +163,7 @@ static const struct option longopts[] = {
 	{ "shared", no_argument, NULL, 's' },
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "unlock", no_argument, NULL, 'u' },
-	{ "verbose", no_argument, NULL, 'v' },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "version", no_argument, NULL, 'V' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
@@ -188,7 +188,17 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 	int c;
 
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:E:FVehnoqsuvw:x", longopts)) != -1) {
+	for (;;) {
+		/* flock(1)'s --fd FD -c COMMAND: -c, where a word of options goes, starts COMMAND */
+		c = optind > 0 ? optind : 1;
+		if (o->fd >= 0 && cmd->fixed_max == 1 && c < argc &&
+		    (strcmp(argv[c], "-c") == 0 || strcmp(argv[c], "--command") == 0)) {
+			optind = c;
+			break;
+		}
+		c = lb_getopt(argc, argv, "+:E:FVehnoqsuvw:x", longopts);
+		if (c == -1)
+			break;
 		switch (c) {
 		case 'E':
 			o->busy_status = lb_opt_exit_code(optarg);
@@ -247,6 +257,13 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 			break;
 		case OPT_REOPEN:
 			o->reopen = 1;
+			break;
+		case OPT_VERBOSE:
+			/* flock(1)'s spelling: its lines, where it prints them; slots has -v's */
+			if (cmd->fixed_max == 1)
+				o->flock_verbose = 1;
+			else
+				o->verbose = 1;
 			break;
 		}
 	}
@@ -381,6 +398,7 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 {
 	struct lb_holders busy = { NULL, 0 };
 	struct poolcmd_status sl = { name, lb_now(CLOCK_MONOTONIC), 0 };
+	int64_t took;
 	int r;
 
 	/* -v on a terminal: one line, rewritten while we wait; off one, the last line only */
@@ -411,8 +429,23 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 	}
 	if (o->verbose)
 		lb_warnx("%s: took slot %u of %u", name, *slot, max);
+	if (o->flock_verbose) {
+		took = lb_now(CLOCK_MONOTONIC) - sl.start;
+		printf("%s: getting lock took %lld.%06lld seconds\n", lb_prog,
+		    (long long)(took / LB_NS_PER_S), (long long)(took % LB_NS_PER_S / 1000));
+	}
 	*status = LB_EXIT_OK;
 	return 1;
+}
+
+/* mutex --verbose: flock(1)'s last line before COMMAND runs, out before the exec */
+static void say_executing(const struct opts *o, char *const *command)
+{
+	if (!o->flock_verbose)
+		return;
+	printf("%s: executing %s\n", lb_prog, command[0]);
+	if (lb_flush_stdout() != 0)
+		lb_exit(LB_EXIT_FAIL);
 }
 
 /*
@@ -560,6 +593,7 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 	snprintf(env, sizeof env, "%u", slot);
 	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
 		lb_die(LB_EXIT_FAIL, "setenv");
+	say_executing(o, command);
 	if (o->close) {
 		/* COMMAND has ended: the lock goes with our open file */
 		status = run_closed(command);
@@ -692,6 +726,41 @@ static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigne
 	return status;
 }
 
+/*
+ * util-linux flock's "--fd FD COMMAND" and "--fd FD -c COMMAND": FD, an
+ * open file of the caller's, locked as "mutex FD" locks it (its lock
+ * stays with the caller's open file), then COMMAND run in place, which
+ * inherits FD, or with -o in a child that does not: FD is closed at its
+ * exec, as flock --close closes it.
+ */
+static int fd_command(const struct poolcmd *cmd, struct opts *o, char **command)
+{
+	int status;
+
+	if (command[0] != NULL && strcmp(command[0], "--") == 0)
+		command++;
+	else
+		command = shell_command(command);
+	if (command[0] == NULL)
+		lb_usage_error("missing COMMAND");
+	check_mode(cmd, o, RUN, NULL);
+	if (o->mode != 0)
+		lb_usage_error("--mode goes with a LOCKFILE: the caller made FD's file");
+	o->flock_fd = 1;
+	status = fd_op(cmd, o, 0, 1);
+	if (status != LB_EXIT_OK)
+		return status;
+	if (setenv("LOCKBOX_SLOT", "1", 1) != 0)
+		lb_die(LB_EXIT_FAIL, "setenv");
+	say_executing(o, command);
+	if (o->close) {
+		if (fcntl(o->fd, F_SETFD, FD_CLOEXEC) != 0)
+			lb_die(LB_EXIT_FAIL, "fd %d", o->fd);
+		return run_closed(command);
+	}
+	lb_exec(command);
+}
+
 static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **argv)
 {
 	int release = strcmp(argv[0], "release") == 0;
@@ -700,6 +769,11 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 	unsigned max = 0;
 
 	check_mode(cmd, o, release ? RELEASE : ACQUIRE, argv[0]);
+	/* acquire's stdout is the slot's number: --verbose is -v's there */
+	if (o->flock_verbose) {
+		o->flock_verbose = 0;
+		o->verbose = 1;
+	}
 	if (o->reopen && o->path == NULL)
 		lb_usage_error("--reopen goes with acquire --path");
 	if (release || cmd->fixed_max) {
@@ -844,9 +918,11 @@ int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv)
 	uint64_t fd;
 
 	if (i >= argc)
-		lb_usage_error("missing LOCKFILE");
+		lb_usage_error(o.fd >= 0 && cmd->fixed_max == 1 ? "missing COMMAND" : "missing LOCKFILE");
 	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
 		return by_fd(cmd, &o, argc - i, argv + i);
+	if (o.fd >= 0 && cmd->fixed_max == 1)
+		return fd_command(cmd, &o, argv + i);
 	/* flock(1)'s "flock [-s|-x|-u] FD": a number alone is a descriptor */
 	if (cmd->fixed_max == 1 && i + 1 == argc && lb_parse_uint(argv[i], 0, INT_MAX, &fd) == 0) {
 		o.fd = (int)fd;
