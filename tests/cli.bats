@@ -93,17 +93,25 @@ makefile_applets() {
 }
 
 # bats test_tags=lockkind
-@test "--help for every applet goes to stdout, status 0" {
+@test "--help for every applet goes to stdout, status 0, within 80 columns and 24 lines, the commonest form first" {
 	local applet opt
 	for applet in slots mutex; do
 		for opt in --help -h; do
 			run -0 --separate-stderr "$LOCKBOX" "$applet" "$opt"
 			assert_stderr ""
-			assert_line --index 0 --regexp "^usage: $applet "
+			assert_line --index 0 --regexp "^usage: $applet .*COMMAND \\[ARG\\.\\.\\.\\]\$"
 			assert_output --partial "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed"
 		done
 	done
 	assert [ ! -e "$F" ]
+	# a terminal's size, for every applet, and lockbox's own
+	for applet in "" slots mutex waitfor adaptive locks; do
+		# shellcheck disable=SC2086 # no applet: lockbox --help
+		run -0 --separate-stderr "$LOCKBOX" $applet --help
+		assert [ "${#lines[@]}" -le 24 ]
+		run -0 awk 'length($0) > 80 { print FILENAME ": " $0 }' <<<"$output"
+		assert_output ""
+	done
 }
 
 @test "--version names the version and the lock kind" {

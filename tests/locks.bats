@@ -294,10 +294,8 @@ Try 'lockbox locks --help'."
 		run -125 --separate-stderr "$LOCKBOX" locks "$opt"
 		assert_stderr_regex "^locks: -i \\(--noinaccessible\\) is lslocks's: -l shows"
 	done
-	run -125 --separate-stderr "$LOCKBOX" locks --list-columns
-	assert_stderr_regex "^locks: -H \\(--list-columns\\) is lslocks's: --help lists the columns"
 	run -125 --separate-stderr "$LOCKBOX" locks -o PID,NOPE
-	assert_stderr "locks: unknown column 'NOPE' (see --help for the columns)
+	assert_stderr "locks: unknown column 'NOPE' (-H lists the columns)
 Try 'lockbox locks --help'."
 	run -125 --separate-stderr "$LOCKBOX" locks -p 0
 	assert_stderr_regex "^locks: invalid PID '0'"
@@ -310,8 +308,11 @@ Try 'lockbox locks --help'."
 Try 'lockbox locks --help'."
 	assert_output ""
 	run -0 "$LOCKBOX" locks --help
-	assert_line --regexp '^  NOTE +'
 	assert_line --partial -- '--timeout DUR'
+	# -H, as lslocks has it: each column and what it holds
+	run -0 --separate-stderr "$LOCKBOX" locks -H
+	assert_line --regexp '^NOTE +what else is known'
+	assert_equal "${#lines[@]}" 15
 }
 
 # hold_marked_root LOCKFILE: root holds LOCKFILE (mode 0644) with mutex, until killed.

@@ -32,41 +32,31 @@
 #include "title.h"
 
 #define USAGE \
-	"usage: slots [-noqvF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
-	"       slots [--json] LOCKFILE check|list\n" \
-	"       slots LOCKFILE held\n" \
-	"       slots [--mode MODE] LOCKFILE create\n" \
-	"       slots acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD MAX\n" \
-	"       slots release [--path PATH] --fd FD"
+	"usage: slots [-nqv] [-w DUR] [-E CODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
+	"       slots [--json] LOCKFILE list|check|held|create\n" \
+	"       slots acquire|release [OPTION...] --fd FD [MAX]  (the shell library's)"
 
 static const struct poolcmd slots = {
 	.usage = USAGE,
 	.help =
 	    "\n"
-	    "Run COMMAND in place (exec) holding one of MAX slots of LOCKFILE;\n"
-	    "LOCKBOX_SLOT tells it which (1..MAX). Fail with 75 when all are busy.\n"
-	    "MAX is 1 to 10000, or as sem has it +N, -N or P% of the processors.\n"
+	    "Run COMMAND in place holding one of MAX slots of LOCKFILE; LOCKBOX_SLOT\n"
+	    "tells it which (1..MAX). 75 at once, naming the holders, when all are busy.\n"
+	    "MAX: 1 to 10000, or as sem has it +N, -N or P% of the processors.\n"
 	    "'mutex -w inf LOCKFILE true' waits until every slot is free.\n"
 	    "\n"
-	    "  -w, --wait DUR      wait up to DUR for a slot (bare number: seconds;\n"
-	    "                      units ms s m h d, sums like 1m30s; inf: no end)\n"
-	    "      --timeout DUR   the same as --wait\n"
-	    "  -n, --nb, --nonblock\n"
-	    "                      do not wait: the default (the last of -n and -w counts)\n"
-	    "  -o, --close         run COMMAND in a child that does not inherit the\n"
-	    "                      slot, holding it until the child ends\n"
-	    "  -F, --no-fork       accepted: COMMAND always runs in place\n"
-	    "  -E, --conflict-exit-code CODE\n"
-	    "                      exit with CODE instead of 75 when no slot is taken\n"
-	    "  -q, --quiet         no message when no slot is taken\n"
-	    "  -v, --verbose       say which slot was taken; on a terminal, a status\n"
-	    "                      line while waiting\n"
-	    POOLCMD_HELP_OPTIONS
-	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND,\n"
-	    "the holders and then the -w waiters in queue order; held exits 0 when\n"
-	    "a slot is held and 1 when none is. A slot is never shared (mutex -s).\n"
-	    "\n"
-	    POOLCMD_HELP_TAIL "See slots(1).\n",
+	    "  -w, --wait DUR, --timeout DUR  wait up to DUR (bare: seconds; 10m, inf)\n"
+	    "  -n, --nb, --nonblock       do not wait: the default (the last one counts)\n"
+	    "  -q, --quiet                no message when no slot is taken\n"
+	    "  -E, --conflict-exit-code CODE  CODE instead of 75 when none is taken\n"
+	    "  -v, --verbose              say which slot was taken; a status line on a tty\n"
+	    "  -o, --close                COMMAND in a child that does not inherit it\n"
+	    "      --mode MODE            a new LOCKFILE's mode: 0600, or 0664 for a group\n"
+	    "      --record-args          record whole command lines, not only names\n"
+	    "  -F, --no-fork, --json, --fd FD, --path PATH, --reopen, --on-loss SIG,\n"
+	    "  -h, --help: see slots(1)\n"
+	    POOLCMD_HELP_VERSION
+	    POOLCMD_HELP_EXIT "See slots(1).\n",
 	.fixed_max = 0,
 };
 
