@@ -1172,6 +1172,10 @@ try acquire_mutex -w
 try acquire_mutex -- -v
 try release_mutex -- -v
 ls
+# an option is the call's own: a plain acquire after an -s one is exclusive
+acquire_mutex -s s.lock
+acquire_mutex x.lock
+"$LOCKBOX" mutex x.lock list | grep -c 'shared:' || :
 EOF
 	cmd options
 	mkdir "$T/opts.$MODE"
@@ -1199,7 +1203,8 @@ b.lock
 c.lock
 d.lock
 default.lock
-e.lock"
+e.lock
+0"
 	assert_equal "$stderr" "mutex: $T/opts.$MODE/default.lock: took slot 1 of 1
 mutex: a.lock: took slot 1 of 1
 mutex: c.lock: took slot 1 of 1
