@@ -766,6 +766,7 @@ Locking"
 	assert_output "flock -s with mutex -s"
 }
 
+# bats test_tags=privilege
 @test "util-linux flock: close: --fd FD COMMAND runs COMMAND holding FD's lock; with -o COMMAND does not have FD" {
 	need_flock
 	ts_lockfile flock

@@ -1095,7 +1095,7 @@ EOF
 	assert [ ! -e "$T/symlink.$MODE" ]
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,wait
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "a lock file swapped between the library's check and its open is refused (--path), or cannot be" {
 	need_ofd	# the library locks the fd its shell opened: --fd

@@ -116,6 +116,7 @@ for x in v:
 	assert [ ! -e "$F" ]
 }
 
+# bats test_tags=privilege
 @test "slots LOCKFILE MAX list: no command of that name, 127, and the form meant; nothing made" {
 	local w
 	for w in list check held create; do

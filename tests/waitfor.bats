@@ -203,6 +203,7 @@ stderr_line() {
 	assert_equal "$output" ""
 }
 
+# bats test_tags=lockkind
 @test "a command that exits 125, 126 or 127 is not retried, unless --retry-on names the status" {
 	local code
 	for code in 125 126 127; do
