@@ -109,7 +109,7 @@ makefile_applets() {
 		# shellcheck disable=SC2086 # no applet: lockbox --help
 		run -0 --separate-stderr "$LOCKBOX" $applet --help
 		assert [ "${#lines[@]}" -le 24 ]
-		run -0 awk 'length($0) > 80 { print FILENAME ": " $0 }' <<<"$output"
+		run -0 awk 'length > 80' <<<"$output"
 		assert_output ""
 	done
 }

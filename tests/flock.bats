@@ -953,6 +953,7 @@ overwrite_head() {
 # locks itself, which README.md prints too
 self_lock_idiom() {
 	local src=${LOCKBOX_SRCDIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)} line
+	# shellcheck disable=SC2016 # the script's own $0 and $@, matched as written
 	line=$(grep -m 1 -E '^\[ .* \|\| exec .*mutex .*"\$0" "\$0" "\$@"$' "$src/man/mutex.1.in") &&
 		grep -qxF -- "$line" "$src/README.md" && printf '%s\n' "$line"
 }
@@ -962,16 +963,16 @@ self_lock_idiom() {
 # binary under test where the unprivileged user can reach it too, once
 # nobody_reach has found it (the script holds its path).
 self_locking() {
-	local f=$1 lockbox=${NOBODY_LOCKBOX:-$LOCKBOX} idiom
+	local f=$1 bin=${NOBODY_LOCKBOX:-$LOCKBOX} idiom
 	# shellcheck disable=SC2016 # expanded by the script
 	case $2 in
 	lockbox)
 		idiom=$(self_lock_idiom) || return
 		printf '#!/bin/sh\n%s\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"${idiom/ mutex / \"$lockbox\" mutex }" >"$f" ;;
+			"${idiom/ mutex / \"$bin\" mutex }" >"$f" ;;
 	flock)
 		printf '#!/bin/sh\n[ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" "%s" mutex -en "$0" "$0" "$@" || :\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"$lockbox" >"$f" ;;
+			"$bin" >"$f" ;;
 	esac
 	chmod 0755 "$f"
 }

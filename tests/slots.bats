@@ -127,6 +127,7 @@ for x in v:
 	done
 	# a command of that name is a command
 	mkdir "$T/bin"
+	# shellcheck disable=SC2016 # expanded by the command
 	printf '#!/bin/sh\necho "listed $LOCKBOX_SLOT"\n' >"$T/bin/list"
 	chmod +x "$T/bin/list"
 	PATH=$T/bin:$PATH run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 list
