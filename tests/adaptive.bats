@@ -735,8 +735,8 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	f=$(echo "$d"/x-*.lock)
 	as_nobody chmod 0666 "$f"
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
-	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
-	# status says the same, with the same status, and shows nothing of it
+	assert_stderr "adaptive: $f: $STICKY_REFUSAL"
+	# status refuses it too, with the same status, and shows nothing of it
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
 	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
 	assert_output ""
