@@ -14,14 +14,15 @@ _lockbox_opts() {
 	if [[ -z ${_lockbox_optcache[$applet]+set} ]]; then
 		local out=
 		while IFS= read -r line; do
-			# option lines: "  -w, --wait DUR  text", "      --json  text"
+			# option lines: "  -w, --wait DUR  text", "  -F, --json, --fd FD, ...";
+			# every spelling on them, in the text too ("...; --syslog: ...")
 			[[ $line =~ ^\ +-[-a-zA-Z] ]] || continue
-			read -ra words <<<"${line//,/ }"
+			read -ra words <<<"${line//[,;:()]/ }"
 			for ((i = 0; i < ${#words[@]}; i++)); do
 				word=${words[i]}
-				[[ $word == -* ]] || break
+				[[ $word =~ ^--?[a-zA-Z][-a-zA-Z]*$ ]] || continue
 				next=${words[i + 1]:-}
-				# an argument is an upper-case word after the last spelling
+				# an argument is an upper-case word right after a spelling
 				[[ $next =~ ^[A-Z]+$ ]] || next=
 				out+="$word ${next}"$'\n'
 			done
@@ -32,9 +33,11 @@ _lockbox_opts() {
 	printf '%s\n' "${_lockbox_optcache[$applet]}"
 }
 
-# "-w " followed by "--wait DUR" on one help line: -w takes DUR too.
+# "-w " followed by "--wait DUR" on one help line: -w takes DUR too. A
+# spelling named again (in another option's text) is listed once.
 _lockbox_fill_args() {
 	local -a names=() args=()
+	local -A seen=()
 	local name arg i j
 	while read -r name arg; do
 		[[ -n $name ]] || continue
@@ -48,6 +51,8 @@ _lockbox_fill_args() {
 		fi
 	done
 	for ((i = 0; i < ${#names[@]}; i++)); do
+		[[ -z ${seen[${names[i]}]+set} ]] || continue
+		seen[${names[i]}]=1
 		printf '%s %s\n' "${names[i]}" "${args[i]}"
 	done
 }

@@ -502,10 +502,10 @@ static char *lb_trap_doc[] = DOC("bash's trap, with lockbox's release on EXIT ke
 	}
 
 BUILTIN(_lockbox_builtin, lockbox_builtin, 0, "_lockbox_builtin exit");
-BUILTIN(acquire_mutex, acquire_mutex_builtin, 0, "acquire_mutex [-q] [-s] [-w DUR] [FILE]");
+BUILTIN(acquire_mutex, acquire_mutex_builtin, 0, "acquire_mutex [-nqsvx] [-w DUR] [FILE]");
 BUILTIN(release_mutex, release_mutex_builtin, 0, "release_mutex [FILE]");
-BUILTIN(mutex, mutex_builtin, 0, "mutex acquire [-q] [-s] [-w DUR] [FILE] | mutex release [FILE]");
-BUILTIN(acquire_slot, acquire_slot_builtin, 0, "acquire_slot [-q] [-w DUR] FILE MAX");
+BUILTIN(mutex, mutex_builtin, 0, "mutex acquire [-nqsvx] [-w DUR] [FILE] | mutex release [FILE]");
+BUILTIN(acquire_slot, acquire_slot_builtin, 0, "acquire_slot [-nqv] [-w DUR] FILE MAX");
 BUILTIN(release_slot, release_slot_builtin, 0, "release_slot [FILE]");
 BUILTIN(waitfor, waitfor_builtin, 0,
     "waitfor [-qv] [--retry-on LIST] TIMEOUT INTERVAL [--] COMMAND [ARG...]");

@@ -275,9 +275,18 @@ _lockbox_waitfor() {
 			return 0
 		fi
 		_lockbox_wf_what="exited $_lockbox_wf_rc"
+		# without a list, every failure is retried but 125 (a usage error,
+		# lockbox's own failure), 126 and 127 (cannot run): they say the
+		# command cannot succeed
 		if ((_lockbox_wf_listed)) && [[ -z ${_lockbox_wf_retry[$_lockbox_wf_rc]-} ]]; then
 			if ((_lockbox_wf_verbose)); then
 				_lockbox_warn "waitfor: attempt $_lockbox_wf_n $_lockbox_wf_what; not a --retry-on status, stopping"
+			fi
+			return "$_lockbox_wf_rc"
+		fi
+		if ((!_lockbox_wf_listed && _lockbox_wf_rc >= 125 && _lockbox_wf_rc <= 127)); then
+			if ((_lockbox_wf_verbose)); then
+				_lockbox_warn "waitfor: attempt $_lockbox_wf_n $_lockbox_wf_what; 125, 126 and 127 are retried only when --retry-on names them, stopping"
 			fi
 			return "$_lockbox_wf_rc"
 		fi

@@ -30,12 +30,17 @@ declare -A _lockbox_fd=()	# F -> the fd this shell opened on F
 declare -A _lockbox_pid=()	# F -> $BASHPID of the shell that holds F
 declare -A _lockbox_kind=()	# F -> mutex or slots
 declare -A _lockbox_slot=()	# F -> the slot number held on F
+declare -A _lockbox_depth=()	# F -> how many of the script's functions ran when F was taken
+declare -A _lockbox_nested=()	# F -> 1: taken again (changing nothing) by a deeper function
 _lockbox_nfd=0			# how many F have an fd (this shell's or a parent's)
 _lockbox_slot_file=		# the F that LOCKBOX_SLOT came from
 _lockbox_r=			# a function's result (no subshell needed)
-_lockbox_quiet=0		# acquire_*'s -q, -w and -s, as _lockbox_acquire_opts read them
+_lockbox_quiet=0		# acquire_*'s -q, -w, -s and -v, as _lockbox_acquire_opts read them
 _lockbox_wait=
 _lockbox_shared=0
+_lockbox_verbose=0
+_lockbox_warned_sub=0		# the warnings this shell gave, once each
+_lockbox_warned_nested=0
 
 # The EXIT trap: _lockbox_exit_pid is the $BASHPID whose real EXIT trap is
 # _lockbox_on_exit; _lockbox_exit_cmd is the script's own EXIT command, which
@@ -142,6 +147,21 @@ _lockbox_default_file() {
 	_lockbox_r=$dir/$name.lock
 }
 
+# _lockbox_r: how many of the script's own functions are running (the
+# builtin's variable_context): FUNCNAME less the library's frames, those
+# of source and the script's main (the one called from line 0).
+_lockbox_fdepth() {
+	local i n=0
+	for ((i = 1; i < ${#FUNCNAME[@]}; i++)); do
+		case ${FUNCNAME[i]} in
+		_lockbox_* | acquire_mutex | release_mutex | mutex | acquire_slot | release_slot | waitfor | trap | source) ;;
+		main) ((BASH_LINENO[i] == 0)) || n=$((n + 1)) ;;
+		*) n=$((n + 1)) ;;
+		esac
+	done
+	_lockbox_r=$n
+}
+
 # _lockbox_held FILE: whether this shell holds the lock on FILE (the key).
 _lockbox_held() {
 	[[ -n ${_lockbox_fd[$1]-} && ${_lockbox_pid[$1]-} == "$BASHPID" ]]
@@ -224,52 +244,27 @@ _lockbox_close() {
 	exec {fd}>&-
 }
 
-# _lockbox_acquire APPLET QUIET WAIT FILE [MAX]: take a slot (mutex: the one
-# slot, or with _lockbox_shared one shared lock); WAIT is -w's duration, or
-# empty not to wait.
-_lockbox_acquire() {
-	local app=$1 quiet=$2 wait=$3 file=$4 key fd slot rc=0
+# _lockbox_try APPLET FILE FD WAIT [MAX]: one try at the slot on FD, open on
+# FILE, waiting WAIT (empty: not at all); a FILE replaced at its path is not
+# reported (--reopen), as we open it again. _lockbox_r is the slot.
+_lockbox_try() {
+	local app=$1 file=$2 fd=$3 wait=$4 slot rc=0
 	local -a args=("$app" acquire)
-	if ((quiet)); then
+	if ((_lockbox_quiet)); then
 		args+=(-q)
 	fi
 	if ((_lockbox_shared)); then
 		args+=(-s)
 	fi
+	if ((_lockbox_verbose)); then
+		args+=(-v)
+	fi
 	if [[ -n $wait ]]; then
 		args+=(-w "$wait")
 	fi
-	if _lockbox_find "$file"; then
-		key=$_lockbox_r
-		# already ours: taking it again changes nothing; but a slot above
-		# MAX is not taken twice (the binary's words)
-		slot=${_lockbox_slot[$key]}
-		if [[ $app == mutex ]] && ((slot != 1)); then
-			_lockbox_warn "mutex: $file: fd ${_lockbox_fd[$key]} holds slot $slot already, not the mutex's slot 1; release it first"
-			return 125
-		fi
-		if [[ $app == slots && $5 =~ ^0*[0-9]{1,9}$ ]] && ((10#$5 < slot)); then
-			_lockbox_warn "slots: $file: fd ${_lockbox_fd[$key]} holds slot $slot already, above MAX $((10#$5)); release it first"
-			return 125
-		fi
-		if [[ $app == slots ]]; then
-			LOCKBOX_SLOT=${_lockbox_slot[$key]}
-			_lockbox_slot_file=$key
-			export LOCKBOX_SLOT
-		fi
-		return 0
-	fi
-	key=$_lockbox_r
-	_lockbox_open "$app" "$file" || return
-	fd=$_lockbox_r
-	args+=(--fd "$fd" --path "$file")
+	args+=(--fd "$fd" --path "$file" --reopen)
 	if [[ $app == slots ]]; then
 		args+=("$5")
-	fi
-	# A waiter arms the EXIT trap before it waits, not in the handoff:
-	# the script's next command starts as soon as the lock is its own.
-	if [[ -n $wait && $_lockbox_exit_pid != "$BASHPID" ]]; then
-		_lockbox_arm
 	fi
 	# The slot's number comes on stdout. A mutex is always slot 1, so the
 	# binary runs as a plain command, with no capture (a command
@@ -283,10 +278,84 @@ _lockbox_acquire() {
 	else
 		slot=$(exec "$_lockbox_bin" "${args[@]}") || rc=$?
 	fi
-	if ((rc != 0)); then
-		_lockbox_close "$fd"
-		return "$rc"
+	_lockbox_r=$slot
+	return "$rc"
+}
+
+# _lockbox_acquire APPLET QUIET WAIT FILE [MAX]: take a slot (mutex: the one
+# slot, or with _lockbox_shared one shared lock); WAIT is -w's duration, or
+# empty not to wait. A file replaced at its path before the lock was had
+# (the lock taken on it given back) is opened again, and waited for for the
+# rest of -w, as the binary's own runs do: the shell's fd cannot be opened
+# again by the binary.
+_lockbox_acquire() {
+	local app=$1 wait=$3 file=$4 key fd slot rc=0 tries deadline='' left
+	_lockbox_quiet=$2
+	if _lockbox_find "$file"; then
+		key=$_lockbox_r
+		# already ours: taking it again changes nothing; but a slot above
+		# MAX is not taken twice (the binary's words)
+		slot=${_lockbox_slot[$key]}
+		if [[ $app == mutex ]] && ((slot != 1)); then
+			_lockbox_warn "mutex: $file: fd ${_lockbox_fd[$key]} holds slot $slot already, not the mutex's slot 1; release it first"
+			return 125
+		fi
+		if [[ $app == slots && $5 =~ ^0*[0-9]{1,9}$ ]] && ((10#$5 < slot)); then
+			_lockbox_warn "slots: $file: fd ${_lockbox_fd[$key]} holds slot $slot already, above MAX $((10#$5)); release it first"
+			return 125
+		fi
+		_lockbox_fdepth
+		if ((_lockbox_r > _lockbox_depth[$key])); then
+			_lockbox_nested[$key]=1
+		fi
+		if [[ $app == slots ]]; then
+			LOCKBOX_SLOT=${_lockbox_slot[$key]}
+			_lockbox_slot_file=$key
+			export LOCKBOX_SLOT
+		fi
+		return 0
 	fi
+	key=$_lockbox_r
+	# a DUR the binary refuses is refused on the first try, as given
+	if [[ -n $wait && $wait != inf && $wait != infinity ]] && _lockbox_duration "$wait" 1000; then
+		left=$_lockbox_r
+		_lockbox_now
+		deadline=$((_lockbox_r + left))
+	fi
+	# A waiter arms the EXIT trap before it waits, not in the handoff:
+	# the script's next command starts as soon as the lock is its own.
+	if [[ -n $wait && $_lockbox_exit_pid != "$BASHPID" ]]; then
+		_lockbox_arm
+	fi
+	for ((tries = 1; ; tries++)); do
+		_lockbox_open "$app" "$file" || return
+		fd=$_lockbox_r
+		rc=0
+		_lockbox_try "$app" "$file" "$fd" "$wait" "${5-}" || rc=$?
+		slot=$_lockbox_r
+		if ((rc == 0)); then
+			break
+		fi
+		# replaced at its path: another file is there to lock now
+		if ((rc != 75)) || [[ ! -L $file && $file -ef /proc/self/fd/$fd ]]; then
+			_lockbox_close "$fd"
+			return "$rc"
+		fi
+		_lockbox_close "$fd"
+		# the rest of -w; none left: a few more looks (16, as the builtin)
+		if [[ -n $deadline ]]; then
+			_lockbox_now
+			left=$((deadline - _lockbox_r))
+			wait=
+			if ((left > 0)); then
+				wait=${left}ms
+			fi
+		fi
+		if ((tries >= 16)) && [[ -z $wait ]]; then
+			_lockbox_warn "$app: $file: replaced again and again while being locked; giving up"
+			return 125
+		fi
+	done
 	if [[ -z $slot || $slot == *[!0-9]* ]]; then
 		_lockbox_warn "$app: $file: no slot number from $_lockbox_bin"
 		_lockbox_run "$app" release --fd "$fd" 2>/dev/null || :
@@ -297,6 +366,9 @@ _lockbox_acquire() {
 	_lockbox_pid[$key]=$BASHPID
 	_lockbox_kind[$key]=$app
 	_lockbox_slot[$key]=$slot
+	_lockbox_fdepth
+	_lockbox_depth[$key]=$_lockbox_r
+	_lockbox_nested[$key]=
 	_lockbox_nfd=$((_lockbox_nfd + 1))
 	if [[ $app == slots ]]; then
 		LOCKBOX_SLOT=$slot
@@ -306,20 +378,40 @@ _lockbox_acquire() {
 	if [[ $_lockbox_exit_pid != "$BASHPID" ]]; then
 		_lockbox_arm
 	fi
+	# Taken in a subshell that $(...) or a pipeline runs (its stdout a
+	# pipe, not the script's own), the lock ends with that subshell, at
+	# once: the script never holds it. Said once in this shell. A ( ... )
+	# that runs its commands under the lock writes to the script's stdout.
+	if [[ $BASHPID != "$$" ]] && ((!_lockbox_warned_sub)) && [[ -p /proc/self/fd/1 ]] &&
+		! [[ /proc/self/fd/1 -ef /proc/$$/fd/1 ]]; then
+		_lockbox_warned_sub=1
+		_lockbox_warn "acquire_${app%s}: $file: taken in a subshell of \$(...) or a pipeline, which releases it as it ends: the script does not hold it"
+	fi
 	return 0
 }
 
-# _lockbox_drop KEY: unlock, then close. The explicit unlock matters: a
-# background child that inherited the fd shares the open file, and closing
-# our copy alone would leave the lock with it.
+# _lockbox_drop KEY [NAME FILE]: unlock, then close. The explicit unlock
+# matters: a background child that inherited the fd shares the open file,
+# and closing our copy alone would leave the lock with it. NAME: a release
+# the script called (not the EXIT trap's), which says once when it drops
+# a lock that an outer caller took and a deeper function took again: that
+# caller goes on as if it held it.
 _lockbox_drop() {
 	local key=$1 fd=${_lockbox_fd[$1]} rc=0
+	if [[ -n ${2-} && -n ${_lockbox_nested[$key]-} ]] && ((!_lockbox_warned_nested)); then
+		_lockbox_fdepth
+		if ((_lockbox_r > _lockbox_depth[$key])); then
+			_lockbox_warned_nested=1
+			_lockbox_warn "$2: ${3:-$key}: released in a function that took it again, which changed nothing: the caller that took it first holds it no more"
+		fi
+	fi
 	# _lockbox_run and _lockbox_close, written out: every release's path
 	"$_lockbox_bin" "${_lockbox_kind[$key]}" release --fd "$fd" || rc=$?
 	exec {fd}>&-
 	_lockbox_fd[$key]=
 	_lockbox_pid[$key]=
 	_lockbox_slot[$key]=
+	_lockbox_nested[$key]=
 	_lockbox_nfd=$((_lockbox_nfd - 1))
 	if [[ $_lockbox_slot_file == "$key" ]]; then
 		_lockbox_slot_file=
@@ -334,10 +426,10 @@ _lockbox_drop() {
 # parent shell seen from a subshell) changes nothing and returns 0, so a
 # script's own EXIT trap may release what the library's released first.
 _lockbox_release() {
-	local rc=0
+	local rc=0 name=release_${1%s}
 	if (($# > 1)); then
 		if _lockbox_find "$2"; then
-			_lockbox_drop "$_lockbox_r" || rc=$?
+			_lockbox_drop "$_lockbox_r" "$name" "$2" || rc=$?
 		fi
 		return "$rc"
 	fi
@@ -347,7 +439,7 @@ _lockbox_release() {
 	fi
 	for key in "${!_lockbox_fd[@]}"; do
 		if [[ ${_lockbox_kind[$key]} == "$kind" ]] && _lockbox_held "$key"; then
-			_lockbox_drop "$key" || rc=$?
+			_lockbox_drop "$key" "$name" || rc=$?
 		fi
 	done
 	return "$rc"
@@ -544,31 +636,75 @@ _lockbox_trap() {
 	return "$rc"
 }
 
-# _lockbox_acquire_opts NAME ARG...: -q and -w DUR of acquire_*, in
-# _lockbox_quiet and _lockbox_wait; _lockbox_r is how many words they took.
+# _lockbox_acquire_opts NAME USAGE ARG...: mutex(1)'s spellings where they
+# make sense, -n -q -s -v -x (-e), bundled too, -w DUR (-wDUR, -qw DUR), and
+# their long forms (--wait DUR, --wait=DUR), in _lockbox_quiet,
+# _lockbox_wait, _lockbox_shared and _lockbox_verbose; _lockbox_r is how
+# many words they took. Nothing else starting with - is a FILE: it is
+# refused (125, one line naming USAGE), so that no file is made for an
+# option mistyped (-- before a FILE that starts with -).
 _lockbox_acquire_opts() {
-	local name=$1 n=0
-	shift
+	local name=$1 usage=$2 n=0 word i c
+	shift 2
 	_lockbox_quiet=0
 	_lockbox_wait=
 	_lockbox_shared=0
+	_lockbox_verbose=0
 	while (($#)); do
-		case $1 in
-		-q) _lockbox_quiet=1 ;;
-		-s | --shared) _lockbox_shared=1 ;;
-		-w)
+		word=$1
+		case $word in
+		--)
+			n=$((n + 1))
+			break
+			;;
+		--exclusive) _lockbox_shared=0 ;;
+		--nb | --nonblock | --nonblocking) _lockbox_wait= ;;
+		--quiet) _lockbox_quiet=1 ;;
+		--shared) _lockbox_shared=1 ;;
+		--verbose) _lockbox_verbose=1 ;;
+		--wait=* | --timeout=*) _lockbox_wait=${word#*=} ;;
+		--wait | --timeout)
 			if (($# < 2)); then
-				_lockbox_warn "$name: option '-w' needs an argument"
+				_lockbox_warn "$name: option '$word' needs an argument"
 				return 125
 			fi
 			_lockbox_wait=$2
 			shift
 			n=$((n + 1))
 			;;
-		-w?*) _lockbox_wait=${1#-w} ;;
-		--)
-			n=$((n + 1))
-			break
+		--?*)
+			_lockbox_warn "$name: invalid option '$word'; usage: $usage"
+			return 125
+			;;
+		-?*)
+			for ((i = 1; i < ${#word}; i++)); do
+				c=${word:i:1}
+				case $c in
+				e | x) _lockbox_shared=0 ;;
+				n) _lockbox_wait= ;;
+				q) _lockbox_quiet=1 ;;
+				s) _lockbox_shared=1 ;;
+				v) _lockbox_verbose=1 ;;
+				w)
+					# its value: the rest of the word, else the next one
+					if ((i + 1 < ${#word})); then
+						_lockbox_wait=${word:i+1}
+					elif (($# < 2)); then
+						_lockbox_warn "$name: option '-w' needs an argument"
+						return 125
+					else
+						_lockbox_wait=$2
+						shift
+						n=$((n + 1))
+					fi
+					break
+					;;
+				*)
+					_lockbox_warn "$name: invalid option '-$c'; usage: $usage"
+					return 125
+					;;
+				esac
+			done
 			;;
 		*) break ;;
 		esac
@@ -578,13 +714,13 @@ _lockbox_acquire_opts() {
 	_lockbox_r=$n
 }
 
-# acquire_mutex [-q] [-s] [-w DUR] [FILE]: take the exclusive lock on FILE
+# acquire_mutex [-nqsvx] [-w DUR] [FILE]: take the exclusive lock on FILE
 # (-s, --shared: a shared one, which other shared holders may hold too); 75
 # (and the holder named on stderr, unless -q) when it is held. With -w the
 # binary waits up to DUR for it, blocked in the kernel (bare number: seconds).
 _lockbox_acquire_mutex() {
 	local quiet wait
-	_lockbox_acquire_opts acquire_mutex "$@" || return
+	_lockbox_acquire_opts acquire_mutex 'acquire_mutex [-nqsvx] [-w DUR] [FILE]' "$@" || return
 	shift "$_lockbox_r"
 	quiet=$_lockbox_quiet
 	wait=$_lockbox_wait
@@ -599,16 +735,34 @@ _lockbox_acquire_mutex() {
 	_lockbox_acquire mutex "$quiet" "$wait" "$1"
 }
 
-# release_mutex [FILE]: drop FILE's lock, or with no FILE every mutex this shell holds.
-_lockbox_release_mutex() {
-	if (($# > 1)); then
-		_lockbox_warn "release_mutex: unexpected argument '$2'"
+# _lockbox_release_args NAME [--] [FILE]: release_mutex's and release_slot's
+# words; _lockbox_r is how many to shift (an option: none is taken, and
+# none names a file, 125).
+_lockbox_release_args() {
+	local name=$1 n=0
+	shift
+	if [[ ${1-} == -- ]]; then
+		n=1
+		shift
+	elif [[ ${1-} == -?* ]]; then
+		_lockbox_warn "$name: invalid option '$1'; usage: $name [FILE]"
 		return 125
 	fi
+	if (($# > 1)); then
+		_lockbox_warn "$name: unexpected argument '$2'"
+		return 125
+	fi
+	_lockbox_r=$n
+}
+
+# release_mutex [FILE]: drop FILE's lock, or with no FILE every mutex this shell holds.
+_lockbox_release_mutex() {
+	_lockbox_release_args release_mutex "$@" || return
+	shift "$_lockbox_r"
 	_lockbox_release mutex "$@"
 }
 
-# mutex acquire [-q] [-w DUR] [FILE] | mutex release [FILE]: the seed's
+# mutex acquire [-nqsvx] [-w DUR] [FILE] | mutex release [FILE]: the seed's
 # spelling. Every other form is the program's (mutex FILE list|check,
 # mutex [-w DUR] FILE COMMAND..., mutex acquire|release --fd FD), which
 # this function would otherwise hide in a script that sources the library.
@@ -638,11 +792,11 @@ _lockbox_mutex() {
 	esac
 }
 
-# acquire_slot [-q] [-w DUR] FILE MAX: take one of MAX slots; sets and
+# acquire_slot [-nqv] [-w DUR] FILE MAX: take one of MAX slots; sets and
 # exports LOCKBOX_SLOT (1..MAX). 75 when all are busy (after DUR with -w).
 _lockbox_acquire_slot() {
-	local quiet wait
-	_lockbox_acquire_opts acquire_slot "$@" || return
+	local quiet wait usage='acquire_slot [-nqv] [-w DUR] FILE MAX'
+	_lockbox_acquire_opts acquire_slot "$usage" "$@" || return
 	shift "$_lockbox_r"
 	quiet=$_lockbox_quiet
 	wait=$_lockbox_wait
@@ -651,7 +805,7 @@ _lockbox_acquire_slot() {
 		return 125
 	fi
 	if (($# != 2)); then
-		_lockbox_warn "acquire_slot: usage: acquire_slot [-q] [-w DUR] FILE MAX"
+		_lockbox_warn "acquire_slot: usage: $usage"
 		return 125
 	fi
 	_lockbox_acquire slots "$quiet" "$wait" "$1" "$2"
@@ -659,10 +813,8 @@ _lockbox_acquire_slot() {
 
 # release_slot [FILE]: drop FILE's slot, or with no FILE every slot this shell holds.
 _lockbox_release_slot() {
-	if (($# > 1)); then
-		_lockbox_warn "release_slot: unexpected argument '$2'"
-		return 125
-	fi
+	_lockbox_release_args release_slot "$@" || return
+	shift "$_lockbox_r"
 	_lockbox_release slots "$@"
 }
 
@@ -683,6 +835,8 @@ acquire_mutex() {
 	# short way (every function call costs a shell some microseconds)
 	if (($# == 1)) && [[ $1 != -* && $- != *a* ]]; then
 		_lockbox_allexport=0
+		_lockbox_shared=0
+		_lockbox_verbose=0
 		_lockbox_acquire mutex 0 '' "$1"
 		return
 	fi
@@ -694,7 +848,7 @@ release_mutex() {
 		printf 'release_mutex: %s\n' 'lockbox.bash was not sourced in this shell (a function inherited from the environment?); source it' >&2
 		return 125
 	fi
-	if (($# == 1)) && [[ $- != *a* ]]; then
+	if (($# == 1)) && [[ $1 != -?* && $- != *a* ]]; then
 		_lockbox_allexport=0
 		_lockbox_release mutex "$1"
 		return

@@ -29,8 +29,11 @@
 #include "shell.h"
 #include "common.h"
 
+#include "clock.h"
 #include "exitcodes.h"
 #include "inshell.h"
+#include "lockfile.h"
+#include "parse.h"
 #include "procfs.h"
 
 /* One lock this shell (or, in a subshell, its parent) holds. */
@@ -40,12 +43,16 @@ struct held {
 	pid_t pid;		/* the process that holds it */
 	int slots;		/* taken as a slot (release_slot's), else as a mutex */
 	unsigned slot;		/* its number */
+	int depth;		/* how many of the script's functions ran when it was taken */
+	int nested;		/* taken again (changing nothing) by a deeper function */
 };
 
 static struct held *held;
 static size_t nheld, room;
 /* the key LOCKBOX_SLOT came from, or NULL */
 static char *slot_key;
+/* the warnings this shell gave, once each */
+static int warned_subshell, warned_nested;
 
 static int ours(size_t i)
 {
@@ -271,7 +278,7 @@ static int small_number(const char *text, unsigned long *v)
 	return 1;
 }
 
-static int add(char *key, int fd, int slots, unsigned slot)
+static int add(char *key, int fd, int slots, unsigned slot, int depth)
 {
 	struct held *more;
 
@@ -287,40 +294,103 @@ static int add(char *key, int fd, int slots, unsigned slot)
 	held[nheld].pid = getpid();
 	held[nheld].slots = slots;
 	held[nheld].slot = slot;
+	held[nheld].depth = depth;
+	held[nheld].nested = 0;
 	nheld++;
 	return 0;
 }
 
-/* The acquire_* options: -q, -s, -w DUR; how many words they took. */
+/* The acquire_* options, mutex(1)'s spellings where they make sense. */
 struct acquire_opts {
-	int quiet, shared;
+	int quiet, shared, verbose;
 	const char *wait;	/* NULL: do not wait */
 };
 
-static int acquire_opts(const char *name, struct acquire_opts *o, int argc, char **argv,
-    int *status)
+/* mutex(1)'s long options that the library takes, as their letters */
+static const struct {
+	const char *name;
+	char letter;
+} long_opts[] = {
+	{ "exclusive", 'x' }, { "nb", 'n' }, { "nonblock", 'n' }, { "nonblocking", 'n' },
+	{ "quiet", 'q' }, { "shared", 's' }, { "timeout", 'w' }, { "verbose", 'v' },
+	{ "wait", 'w' },
+};
+
+/*
+ * -n -q -s -v -x (-e), bundled too, -w DUR (-wDUR, -qw DUR), and their
+ * long forms (--wait DUR, --wait=DUR): how many words they took, or -1
+ * with *STATUS after a one-line usage error naming USAGE. Nothing else
+ * starting with - is a FILE: it is refused, so that no file is made for
+ * an option mistyped (-- before a FILE that starts with -).
+ */
+static int acquire_opts(const char *name, const char *usage, struct acquire_opts *o,
+    int argc, char **argv, int *status)
 {
-	int i;
+	const char *a, *val, *word;
+	size_t k, n, nlong = sizeof long_opts / sizeof long_opts[0];
+	int i, last;
 
 	memset(o, 0, sizeof *o);
 	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-q") == 0) {
-			o->quiet = 1;
-		} else if (strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--shared") == 0) {
-			o->shared = 1;
-		} else if (strcmp(argv[i], "-w") == 0) {
-			if (i + 1 >= argc) {
-				lb_sh_warn(name, "option '-w' needs an argument");
+		word = argv[i];
+		if (strcmp(word, "--") == 0) {
+			i++;
+			break;
+		}
+		if (word[0] != '-' || word[1] == '\0')
+			break;
+		for (a = word + 1, last = 0; !last && *a != '\0'; a++) {
+			val = NULL;
+			if (*a == '-') {
+				/* a long option as its letter, with --NAME=VALUE's value */
+				n = strcspn(a + 1, "=");
+				for (k = 0; k < nlong; k++)
+					if (strlen(long_opts[k].name) == n &&
+					    strncmp(long_opts[k].name, a + 1, n) == 0)
+						break;
+				if (k == nlong || (a[n + 1] == '=' && long_opts[k].letter != 'w')) {
+					lb_sh_warn(name, "invalid option '%s'; usage: %s", word, usage);
+					*status = LB_EXIT_FAIL;
+					return -1;
+				}
+				val = a[n + 1] == '=' ? a + n + 2 : NULL;
+				a = &long_opts[k].letter;
+				last = 1;
+			} else if (*a == 'w' && a[1] != '\0') {
+				val = a + 1;
+			}
+			switch (*a) {
+			case 'e':
+			case 'x':
+				o->shared = 0;
+				break;
+			case 'n':
+				o->wait = NULL;	/* the last of -n and -w counts, as in mutex(1) */
+				break;
+			case 'q':
+				o->quiet = 1;
+				break;
+			case 's':
+				o->shared = 1;
+				break;
+			case 'v':
+				o->verbose = 1;
+				break;
+			case 'w':
+				if (val == NULL && i + 1 >= argc) {
+					lb_sh_warn(name, "option '%s' needs an argument",
+					    word[1] == '-' ? word : "-w");
+					*status = LB_EXIT_FAIL;
+					return -1;
+				}
+				o->wait = val != NULL ? val : argv[++i];
+				last = 1;	/* its value ends the word */
+				break;
+			default:
+				lb_sh_warn(name, "invalid option '-%c'; usage: %s", *a, usage);
 				*status = LB_EXIT_FAIL;
 				return -1;
 			}
-			o->wait = argv[++i];
-		} else if (strncmp(argv[i], "-w", 2) == 0) {
-			o->wait = argv[i] + 2;
-		} else {
-			if (strcmp(argv[i], "--") == 0)
-				i++;
-			break;
 		}
 	}
 	/* -w '' is no wait, as the library has always read it */
@@ -329,17 +399,82 @@ static int acquire_opts(const char *name, struct acquire_opts *o, int argc, char
 	return i;
 }
 
+/* How often a file replaced at its path is opened again, at least: while a -w lasts */
+#define REOPEN_TRIES	16
+
+/*
+ * The lock taken in a subshell that $(...) or a pipeline runs (its stdout
+ * a pipe, not the script's own) ends with that subshell, at once: the
+ * script never holds it. Said once in this shell. A ( ... ) that runs
+ * its commands under the lock writes to the script's stdout, and is left
+ * alone.
+ */
+static void warn_subshell(const char *name, const char *file)
+{
+	struct stat mine, top;
+
+	if (warned_subshell || getpid() == dollar_dollar_pid ||
+	    fstat(STDOUT_FILENO, &mine) != 0 || !S_ISFIFO(mine.st_mode))
+		return;
+	if (lb_procfs_fd_stat(dollar_dollar_pid, STDOUT_FILENO, &top) == 0 &&
+	    top.st_dev == mine.st_dev && top.st_ino == mine.st_ino)
+		return;
+	warned_subshell = 1;
+	lb_sh_warn(name, "%s: taken in a subshell of $(...) or a pipeline, which releases it as it ends: the script does not hold it",
+	    file);
+}
+
+/*
+ * One try at the slot on FD, open on FILE, waiting WAIT (NULL: not at
+ * all); a FILE replaced at its path is not reported (--reopen), as we
+ * open it again. The applet's status; its stdout in *OUT.
+ */
+static int try_fd(const char *app, const struct acquire_opts *o, const char *file,
+    const char *max, int fd, const char *wait, char **out)
+{
+	char fdtext[16], *args[16];
+	int n = 0;
+
+	args[n++] = (char *)app;
+	args[n++] = "acquire";
+	if (o->quiet)
+		args[n++] = "-q";
+	if (o->shared)
+		args[n++] = "-s";
+	if (o->verbose)
+		args[n++] = "-v";
+	if (wait != NULL) {
+		args[n++] = "-w";
+		args[n++] = (char *)wait;
+	}
+	snprintf(fdtext, sizeof fdtext, "%d", fd);
+	args[n++] = "--fd";
+	args[n++] = fdtext;
+	args[n++] = "--path";
+	args[n++] = (char *)file;
+	args[n++] = "--reopen";
+	if (max != NULL)
+		args[n++] = (char *)max;
+	args[n] = NULL;
+	return lb_sh_applet(out, n, args);
+}
+
 /*
  * Take a slot of FILE (APP mutex: its one slot, or with -s one shared
- * lock; slots: one of MAX's).
+ * lock; slots: one of MAX's). A file replaced at its path before the
+ * lock was had (the lock taken on it given back) is opened again, and
+ * waited for for the rest of -w, as the binary's own runs do: the
+ * shell's fd cannot be opened again by the applet.
  */
-static int acquire(const char *app, const struct acquire_opts *o, const char *file,
-    const char *max)
+static int acquire(const char *name, const char *app, const struct acquire_opts *o,
+    const char *file, const char *max)
 {
-	char fdtext[16], *args[12], *out = NULL, *key, *end;
+	char *out = NULL, *key, *end, left[32];
+	const char *wait = o->wait;
 	unsigned long slot, limit;
+	int64_t ns, deadline = LB_NO_DEADLINE;
 	ssize_t i;
-	int n = 0, fd, status;
+	int fd = -1, status, tries;
 
 	i = find(file, &key);
 	if (i == -2)
@@ -359,47 +494,55 @@ static int acquire(const char *app, const struct acquire_opts *o, const char *fi
 			    file, held[i].fd, slot, limit);
 			return LB_EXIT_FAIL;
 		}
+		if (variable_context > held[i].depth)
+			held[i].nested = 1;
 		if (max != NULL)
 			set_slot(held[i].key, (unsigned)slot);
 		return 0;
 	}
-	fd = open_lock(app, file, &status);
-	if (fd < 0) {
-		free(key);
-		return status;
-	}
-	args[n++] = (char *)app;
-	args[n++] = "acquire";
-	if (o->quiet)
-		args[n++] = "-q";
-	if (o->shared)
-		args[n++] = "-s";
-	if (o->wait != NULL) {
-		args[n++] = "-w";
-		args[n++] = (char *)o->wait;
-	}
-	snprintf(fdtext, sizeof fdtext, "%d", fd);
-	args[n++] = "--fd";
-	args[n++] = fdtext;
-	args[n++] = "--path";
-	args[n++] = (char *)file;
-	if (max != NULL)
-		args[n++] = (char *)max;
-	args[n] = NULL;
+	/* a DUR the applet refuses is refused on the first try, as given */
+	if (wait != NULL && strcmp(wait, "inf") != 0 && strcmp(wait, "infinity") != 0 &&
+	    lb_parse_duration(wait, LB_NS_PER_S, &ns) == 0)
+		deadline = lb_deadline_after(ns);
 	/* a waiter arms the EXIT trap before it waits, not in the handoff:
 	 * the script's next command starts as soon as the lock is its own */
-	if (o->wait != NULL)
+	if (wait != NULL)
 		lb_sh_arm();
-	status = lb_sh_applet(&out, n, args);
-	if (status != 0) {
+	for (tries = 1;; tries++) {
+		fd = open_lock(app, file, &status);
+		if (fd < 0) {
+			free(key);
+			return status;
+		}
+		status = try_fd(app, o, file, max, fd, wait, &out);
+		if (status == 0)
+			break;
 		free(out);
-		free(key);
+		out = NULL;
+		/* replaced at its path: another file is there to lock now */
+		if (status != LB_EXIT_BUSY || lb_lockfile_at_path(fd, file)) {
+			free(key);
+			close(fd);
+			return status;
+		}
 		close(fd);
-		return status;
+		/* the rest of -w, to the millisecond up; none left: a few more looks */
+		if (deadline != LB_NO_DEADLINE) {
+			ns = lb_remaining(deadline);
+			snprintf(left, sizeof left, "%lldms", (long long)((ns + LB_NS_PER_MS - 1) / LB_NS_PER_MS));
+			wait = ns > 0 ? left : NULL;
+		}
+		if (tries >= REOPEN_TRIES && wait == NULL) {
+			lb_sh_warn(app, "%s: replaced again and again while being locked; giving up", file);
+			free(key);
+			return LB_EXIT_FAIL;
+		}
 	}
 	end = out;
 	slot = out != NULL && *out >= '1' && *out <= '9' ? strtoul(out, &end, 10) : 0;
-	if (slot == 0 || *end != '\0' || slot > UINT_MAX || add(key, fd, max != NULL, (unsigned)slot) != 0) {
+	if (slot == 0 || *end != '\0' || slot > UINT_MAX ||
+	    add(key, fd, max != NULL, (unsigned)slot, variable_context) != 0) {
+		char fdtext[16];
 		char *release[] = { (char *)app, "release", "--fd", fdtext, NULL };
 
 		if (slot == 0 || *end != '\0' || slot > UINT_MAX)
@@ -408,6 +551,7 @@ static int acquire(const char *app, const struct acquire_opts *o, const char *fi
 			builtin_error("%s", strerror(ENOMEM));
 		free(out);
 		free(key);
+		snprintf(fdtext, sizeof fdtext, "%d", fd);
 		lb_sh_applet(NULL, 4, release);
 		close(fd);
 		return LB_EXIT_FAIL;
@@ -416,20 +560,29 @@ static int acquire(const char *app, const struct acquire_opts *o, const char *fi
 	if (max != NULL)
 		set_slot(key, (unsigned)slot);
 	lb_sh_arm();
+	warn_subshell(name, file);
 	return 0;
 }
 
 /*
  * Unlock entry I, then close its fd. The explicit unlock matters: a
  * background child that inherited the fd shares the open file, and
- * closing our copy alone would leave the lock with it.
+ * closing our copy alone would leave the lock with it. NAME: a release
+ * the script called (the EXIT trap's: NULL), which says once when it
+ * drops a lock that an outer caller took and a deeper function took
+ * again: that caller goes on as if it held it.
  */
-static int drop(size_t i)
+static int drop(const char *name, size_t i, const char *file)
 {
 	char fdtext[16];
 	char *args[] = { held[i].slots ? "slots" : "mutex", "release", "--fd", fdtext, NULL };
 	int status;
 
+	if (name != NULL && held[i].nested && variable_context > held[i].depth && !warned_nested) {
+		warned_nested = 1;
+		lb_sh_warn(name, "%s: released in a function that took it again, which changed nothing: the caller that took it first holds it no more",
+		    file != NULL ? file : held[i].key);
+	}
 	snprintf(fdtext, sizeof fdtext, "%d", held[i].fd);
 	status = lb_sh_applet(NULL, 4, args);
 	close(held[i].fd);
@@ -450,7 +603,7 @@ static int drop(size_t i)
  * seen from a subshell) changes nothing and returns 0, so a script's own
  * EXIT trap may release what the library's released first.
  */
-static int release(int slots, const char *file)
+static int release(const char *name, int slots, const char *file)
 {
 	char *key;
 	ssize_t i;
@@ -462,10 +615,10 @@ static int release(int slots, const char *file)
 		free(key);
 		if (i == -2)
 			return LB_EXIT_FAIL;
-		return i >= 0 ? drop((size_t)i) : 0;
+		return i >= 0 ? drop(name, (size_t)i, file) : 0;
 	}
 	for (j = nheld; j-- > 0;)
-		if (ours(j) && held[j].slots == slots && (r = drop(j)) != 0)
+		if (ours(j) && held[j].slots == slots && (r = drop(name, j, NULL)) != 0)
 			status = r;
 	return status;
 }
@@ -476,7 +629,7 @@ int lb_sh_release_all(void)
 	int status = 0, r;
 
 	for (j = nheld; j-- > 0;)
-		if (ours(j) && (r = drop(j)) != 0)
+		if (ours(j) && (r = drop(NULL, j, NULL)) != 0)
 			status = r;
 	return status;
 }
@@ -542,8 +695,11 @@ static char *default_file(void)
 	return file;
 }
 
+#define USAGE_ACQUIRE_MUTEX	"acquire_mutex [-nqsvx] [-w DUR] [FILE]"
+#define USAGE_ACQUIRE_SLOT	"acquire_slot [-nqv] [-w DUR] FILE MAX"
+
 /*
- * acquire_mutex [-q] [-s] [-w DUR] [FILE]: the exclusive lock on FILE (-s:
+ * acquire_mutex [-nqsvx] [-w DUR] [FILE]: the exclusive lock on FILE (-s:
  * a shared one); 75 (and the holder named, unless -q) when it is held;
  * with -w the applet waits up to DUR, blocked in the kernel.
  */
@@ -553,7 +709,7 @@ int lb_sh_acquire_mutex(int argc, char **argv)
 	char *file;
 	int i, status;
 
-	i = acquire_opts(argv[0], &o, argc, argv, &status);
+	i = acquire_opts(argv[0], USAGE_ACQUIRE_MUTEX, &o, argc, argv, &status);
 	if (i < 0)
 		return status;
 	if (argc - i > 1) {
@@ -561,34 +717,55 @@ int lb_sh_acquire_mutex(int argc, char **argv)
 		return LB_EXIT_FAIL;
 	}
 	if (i < argc)
-		return acquire("mutex", &o, argv[i], NULL);
+		return acquire(argv[0], "mutex", &o, argv[i], NULL);
 	file = default_file();
 	if (file == NULL) {
 		builtin_error("%s", strerror(ENOMEM));
 		return LB_EXIT_FAIL;
 	}
-	status = acquire("mutex", &o, file, NULL);
+	status = acquire(argv[0], "mutex", &o, file, NULL);
 	free(file);
 	return status;
+}
+
+/*
+ * release_mutex and release_slot take [--] [FILE]: FILE, or NULL for
+ * none, in *FILE; -1 after a one-line usage error (an option: none is
+ * taken, and none names a file).
+ */
+static int release_args(int argc, char **argv, const char **file)
+{
+	int i = argc > 1 && strcmp(argv[1], "--") == 0 ? 2 : 1;
+
+	*file = i < argc ? argv[i] : NULL;
+	if (i == 1 && *file != NULL && (*file)[0] == '-' && (*file)[1] != '\0') {
+		lb_sh_warn(argv[0], "invalid option '%s'; usage: %s [FILE]", *file, argv[0]);
+		return -1;
+	}
+	if (argc > i + 1) {
+		lb_sh_warn(argv[0], "unexpected argument '%s'", argv[i + 1]);
+		return -1;
+	}
+	return 0;
 }
 
 /* release_mutex [FILE]: FILE's lock, or with no FILE every mutex this shell holds */
 int lb_sh_release_mutex(int argc, char **argv)
 {
-	if (argc > 2) {
-		lb_sh_warn(argv[0], "unexpected argument '%s'", argv[2]);
+	const char *file;
+
+	if (release_args(argc, argv, &file) != 0)
 		return LB_EXIT_FAIL;
-	}
-	return release(0, argc == 2 ? argv[1] : NULL);
+	return release(argv[0], 0, file);
 }
 
-/* acquire_slot [-q] [-w DUR] FILE MAX: one of MAX slots; LOCKBOX_SLOT set and exported */
+/* acquire_slot [-nqv] [-w DUR] FILE MAX: one of MAX slots; LOCKBOX_SLOT set and exported */
 int lb_sh_acquire_slot(int argc, char **argv)
 {
 	struct acquire_opts o;
 	int i, status;
 
-	i = acquire_opts(argv[0], &o, argc, argv, &status);
+	i = acquire_opts(argv[0], USAGE_ACQUIRE_SLOT, &o, argc, argv, &status);
 	if (i < 0)
 		return status;
 	if (o.shared) {
@@ -596,20 +773,20 @@ int lb_sh_acquire_slot(int argc, char **argv)
 		return LB_EXIT_FAIL;
 	}
 	if (argc - i != 2) {
-		lb_sh_warn(argv[0], "usage: acquire_slot [-q] [-w DUR] FILE MAX");
+		lb_sh_warn(argv[0], "usage: %s", USAGE_ACQUIRE_SLOT);
 		return LB_EXIT_FAIL;
 	}
-	return acquire("slots", &o, argv[i], argv[i + 1]);
+	return acquire(argv[0], "slots", &o, argv[i], argv[i + 1]);
 }
 
 /* release_slot [FILE]: FILE's slot, or with no FILE every slot this shell holds */
 int lb_sh_release_slot(int argc, char **argv)
 {
-	if (argc > 2) {
-		lb_sh_warn(argv[0], "unexpected argument '%s'", argv[2]);
+	const char *file;
+
+	if (release_args(argc, argv, &file) != 0)
 		return LB_EXIT_FAIL;
-	}
-	return release(1, argc == 2 ? argv[1] : NULL);
+	return release(argv[0], 1, file);
 }
 
 /*

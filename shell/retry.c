@@ -109,8 +109,8 @@ static int attempts(const struct waitfor_opts *o, char **command)
 		}
 		if (!o->retry[status & 255]) {
 			if (o->verbose)
-				lb_sh_warn("waitfor", "attempt %u exited %d; not a --retry-on status, stopping",
-				    n, status);
+				lb_sh_warn("waitfor", "attempt %u exited %d; %s, stopping", n, status,
+				    waitfor_not_retried(o));
 			return status;
 		}
 		left = lb_remaining(deadline);

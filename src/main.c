@@ -39,6 +39,22 @@ static const struct applet applets[] = {
 
 #define NAPPLETS (sizeof applets / sizeof applets[0])
 
+/*
+ * Whether this is the installed lockbox; else one run from its build tree,
+ * which uses the build tree's files that go with it (the shell library,
+ * the PostgreSQL helper) where they are there.
+ */
+static int installed(void)
+{
+	char *self = lb_procfs_self_exe();
+	char *path = realpath(LOCKBOX_BINDIR "/" PACKAGE, NULL);
+	int is = self != NULL && path != NULL && strcmp(self, path) == 0;
+
+	free(self);
+	free(path);
+	return is;
+}
+
 #if defined(HAVE_LIBPQ) && !defined(LOCKBOX_PG_BACKEND)
 static char **main_argv;
 
@@ -46,9 +62,10 @@ static char **main_argv;
  * lockbox is static and has no libpq; lockbox-pg is the same program with
  * it. Nothing has been locked or opened yet when a target is opened, so
  * running the helper on the very same argv is the same run, only with
- * the backend that can do it. LOCKBOX_PG_HELPER points at a build tree's;
+ * the backend that can do it: the installed helper, or a build tree's
+ * lockbox the one built beside it. LOCKBOX_PG_HELPER names another;
  * secure_getenv, so that a setuid, setgid or capability-raised lockbox
- * runs only the installed helper, never a program its caller names.
+ * never runs a program its caller names.
  */
 static void pg_handoff(const char *target)
 {
@@ -57,7 +74,8 @@ static void pg_handoff(const char *target)
 	int e;
 
 	if (helper == NULL || *helper == '\0')
-		helper = LOCKBOX_PG_HELPER;
+		helper = !installed() && access(LOCKBOX_BUILD_PG_HELPER, X_OK) == 0 ?
+		    LOCKBOX_BUILD_PG_HELPER : LOCKBOX_PG_HELPER;
 	fflush(NULL);
 	/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
 	lb_exec_restore();
@@ -118,13 +136,9 @@ static int run(const char *name, int argc, char **argv, int linked)
  */
 static int shell_lib(void)
 {
-	char *self = lb_procfs_self_exe();
-	char *installed = realpath(LOCKBOX_BINDIR "/" PACKAGE, NULL);
-	int is_installed = self != NULL && installed != NULL && strcmp(self, installed) == 0;
+	int is_installed = installed();
 	const char *path = NULL;
 
-	free(self);
-	free(installed);
 	if (!is_installed && access(LOCKBOX_BUILD_SHELL_LIB, R_OK) == 0)
 		path = LOCKBOX_BUILD_SHELL_LIB;
 	else if (!is_installed && access(LOCKBOX_SRC_SHELL_LIB, R_OK) == 0)

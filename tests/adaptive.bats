@@ -190,7 +190,17 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	run -0 grep -c "signal sig=KILL pids=.*\\b$CMD_PID\\b" "$LOG"
 	run -0 "$LOCKBOX" adaptive status hung
 	assert_line --regexp '^  last status +0$'
-	assert_line --regexp '^  runs +2 \(1 expired\); last 2: median .*, longest .*$'
+	# the expired run is no duration of the job's: the one that completed is
+	assert_line --regexp '^  runs +2 \(1 expired\); last 1 completed: median ([0-9a-z]+), longest \1$'
+	run -0 "$LOCKBOX" adaptive --json status hung
+	# shellcheck disable=SC2016 # python's
+	run -0 python3 -c '
+import json, sys
+a = json.load(sys.stdin)[0]
+ran = [r for r in a["history"] if r["status"] == 0]
+assert a["longest_duration_seconds"] == ran[0]["duration_seconds"], a
+print("ok")' <<<"$output"
+	assert_output ok
 }
 
 @test "expiry: after KILL the wait for the lock does not depend on GRACE (-g 0)" {
@@ -434,7 +444,7 @@ finished status=0 duration=[0-9]+\\.[0-9]{3}s\$"
 	assert_line --regexp '^  next run +in (10m|9m[0-9]+s)$'
 	assert_line --regexp '^  if elapsed +10m$'
 	assert_line --regexp '^  expire after +2h$'
-	assert_line --regexp "^  runs +1 \\(0 expired\\); last 1: median $AGE_RE, longest $AGE_RE\$"
+	assert_line --regexp "^  runs +1 \\(0 expired\\); last 1 completed: median $AGE_RE, longest $AGE_RE\$"
 	assert_line --regexp "^  file +$(re_quote "$(state_file st)")\$"
 	run -0 "$LOCKBOX" adaptive --json status st
 	valid_json <<<"$output"
@@ -725,8 +735,8 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	f=$(echo "$d"/x-*.lock)
 	as_nobody chmod 0666 "$f"
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" x touch "$T/ran"
-	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
-	# status says the same, with the same status, and shows nothing of it
+	assert_stderr "adaptive: $f: $STICKY_REFUSAL"
+	# status refuses it too, with the same status, and shows nothing of it
 	run -125 --separate-stderr "$LOCKBOX" adaptive -d "$d" status x
 	assert_stderr "adaptive: $f: owned by uid 65534 in a directory others can write to; refusing it"
 	assert_output ""

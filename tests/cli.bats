@@ -93,17 +93,25 @@ makefile_applets() {
 }
 
 # bats test_tags=lockkind
-@test "--help for every applet goes to stdout, status 0" {
+@test "--help for every applet goes to stdout, status 0, within 80 columns and 24 lines, the commonest form first" {
 	local applet opt
 	for applet in slots mutex; do
 		for opt in --help -h; do
 			run -0 --separate-stderr "$LOCKBOX" "$applet" "$opt"
 			assert_stderr ""
-			assert_line --index 0 --regexp "^usage: $applet "
+			assert_line --index 0 --regexp "^usage: $applet .*COMMAND \\[ARG\\.\\.\\.\\]\$"
 			assert_output --partial "Exit: 0 or COMMAND's status, 75 busy, 125 lockbox failed"
 		done
 	done
 	assert [ ! -e "$F" ]
+	# a terminal's size, for every applet, and lockbox's own
+	for applet in "" slots mutex waitfor adaptive locks; do
+		# shellcheck disable=SC2086 # no applet: lockbox --help
+		run -0 --separate-stderr "$LOCKBOX" $applet --help
+		assert [ "${#lines[@]}" -le 24 ]
+		run -0 awk 'length > 80' <<<"$output"
+		assert_output ""
+	done
 }
 
 @test "--version names the version and the lock kind" {
@@ -503,12 +511,6 @@ makefile_applets() {
 	expect_usage "invalid option '-z'" mutex -z "$F" true
 	expect_usage "--json goes with check or list" slots --json "$F" 2 true
 	expect_usage "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" slots --fd 0 "$F" 2 true
-	# util-linux's newest flock(1) habit, as typed
-	exec 9<>"$T/fd9"
-	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex --fd 9 touch "$T/ran"
-	expect_usage "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" mutex -n --fd 9 "$T/fd9" touch "$T/ran"
-	exec 9>&-
-	assert [ ! -e "$T/ran" ]
 	expect_usage "unexpected argument 'extra'" slots "$F" check extra
 	expect_usage "unexpected argument 'extra'" slots "$F" list extra
 	expect_usage "acquire needs --fd FD" slots acquire 2
@@ -574,6 +576,18 @@ makefile_applets() {
 }
 
 # bats test_tags=lockkind
+@test "a build tree's lockbox runs the PostgreSQL helper built beside it, without LOCKBOX_PG_HELPER" {
+	[[ $LOCKBOX == "$LOCKBOX_BUILDDIR/lockbox" && -x $LOCKBOX_BUILDDIR/lockbox-pg ]] ||
+		skip "needs a build tree's lockbox and lockbox-pg"
+	grep -q -- '--disable-source-paths' "$LOCKBOX_BUILDDIR/config.log" &&
+		skip "built with --disable-source-paths: the installed helper only"
+	# the helper answers: no server at port 1 (not: no helper at the installed path)
+	run -125 --separate-stderr env -u LOCKBOX_PG_HELPER "$LOCKBOX" mutex "postgresql://127.0.0.1:1/db?lock=x" touch "$T/ran"
+	assert_stderr_regex "^mutex: $(re_quote "postgresql://127.0.0.1:1/db?lock=x"): cannot connect: "
+	assert [ ! -e "$T/ran" ]
+}
+
+# bats test_tags=lockkind
 @test "no secret of a postgresql:// URL is ever printed, even when no server answers" {
 	local url='postgresql://u:pw1@127.0.0.1:1/db?password=pw2&sslpassword=pw3&%70assword=pw4&lock=x&application_name=a@b'
 	local shown='postgresql://u:***@127.0.0.1:1/db?password=***&sslpassword=***&%70assword=***&lock=x&application_name=a@b'
@@ -612,17 +626,33 @@ Try 'lockbox slots --help'."
 
 # --- licence ----------------------------------------------------------
 
-# bats test_tags=lockkind
+# The programs Makefile.am builds (its NAME_PROGRAMS lines), one a
+# line, as paths in the build tree: an in-tree build (the Debian
+# package's) leaves them beside the sources.
+makefile_programs() {
+	awk '/^[a-z_]+_PROGRAMS =/ { for (i = 3; i <= NF; i++) print $i }' "$1"
+}
+
 @test "the tree has a LICENSE and every source file names it by SPDX id" {
 	[[ -n ${LOCKBOX_SRCDIR:-} && -f $LOCKBOX_SRCDIR/Makefile.am ]] ||
 		skip "needs the source tree (LOCKBOX_SRCDIR)"
 	assert [ -f "$LOCKBOX_SRCDIR/LICENSE" ]
 	run -0 grep -q '^ISC License' "$LOCKBOX_SRCDIR/LICENSE"
-	local f missing=()
+	local f p missing=() built=() unignored=()
+	mapfile -t built < <(makefile_programs "$LOCKBOX_SRCDIR/Makefile.am")
+	assert [ "${#built[@]}" -ge 4 ]
+	# what a build leaves in the tree is no source file, and git ignores it
+	local -a skip_built=()
+	for p in "${built[@]}"; do
+		skip_built+=(! -path "$p")
+		[[ ! -f $LOCKBOX_SRCDIR/.gitignore ]] || grep -qxF "/$p" "$LOCKBOX_SRCDIR/.gitignore" ||
+			unignored+=("$p")
+	done
+	assert_equal "${unignored[*]}" ""
 	while IFS= read -r f; do
 		head -n 3 "$f" | grep -q 'SPDX-License-Identifier: ISC' || missing+=("$f")
 	done < <(cd "$LOCKBOX_SRCDIR" && find src shell man tests tools bench .ci configure.ac Makefile.am \
-		-type f ! -name '*.md' ! -name '*.log' ! -name '*.trs' ! -name lockhold ! -name '*.o' \
+		-type f ! -name '*.md' ! -name '*.log' ! -name '*.trs' ! -name '*.o' "${skip_built[@]}" \
 		! -path '*/.deps/*' ! -path 'bench/results/*' ! -name '.dirstamp' -print | sed "s|^|$LOCKBOX_SRCDIR/|")
 	assert_equal "${missing[*]}" ""
 }

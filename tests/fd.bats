@@ -122,6 +122,10 @@ only_slot_3() {
 	run -75 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd" --path "$F" 2
 	assert_output ""
 	assert_stderr "slots: $F: replaced at its path since it was opened; open it again"
+	# --reopen: the caller says it will, and is not told
+	run -75 --separate-stderr "$LOCKBOX" mutex acquire --fd "$fd" --path "$F" --reopen
+	assert_output ""
+	assert_stderr ""
 	run -0 held "$T/old"
 	assert_output 0
 	assert [ ! -s "$F" ]
@@ -150,6 +154,13 @@ only_slot_3() {
 Try 'lockbox slots --help'."
 	run -125 --separate-stderr "$LOCKBOX" mutex --path "$F" "$F" check
 	assert_stderr "mutex: --path goes with acquire or release --fd
+Try 'lockbox mutex --help'."
+	# --reopen with acquire --path only
+	run -125 --separate-stderr "$LOCKBOX" mutex acquire --reopen --fd 0
+	assert_stderr "mutex: --reopen goes with acquire --path
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex release --reopen --path "$F" --fd 0
+	assert_stderr "mutex: --reopen goes with acquire --path
 Try 'lockbox mutex --help'."
 }
 

@@ -81,6 +81,39 @@ slot=1"
 	assert_stderr "slots: $T/data: not a lockbox lock file; refusing to touch it (give the lock a path of its own: lockbox creates it)"
 }
 
+@test "any file: DIR/ and / are directories, locked as flock(1) locks them; a slash after a file or nothing is refused" {
+	need_flock
+	mkdir "$T/dir"
+	local d
+	for d in "$T/dir/" "$T/dir//" / //; do
+		# shellcheck disable=SC2016 # expanded by the inner sh
+		run -0 --separate-stderr "$LOCKBOX" mutex "$d" sh -c \
+			'flock -n "$1" true && echo free || echo locked' sh "$d"
+		assert_stderr ""
+		assert_output "locked"
+	done
+	# flock(1)'s lock on / keeps mutex / out, and mutex DIR/ is mutex DIR
+	hold_marked "$T/held" flock /
+	run -75 --separate-stderr "$LOCKBOX" mutex / true
+	assert_stderr_regex "^mutex: /: held by PID [0-9]+ \\((flock|sh), $AGE_RE\\)"
+	stop_pid "$SPAWN_PID"
+	hold_marked "$T/held2" "$LOCKBOX" mutex "$T/dir"
+	run -75 --separate-stderr "$LOCKBOX" mutex -q "$T/dir/" true
+	stop_pid "$SPAWN_PID"
+	run -0 ls -A "$T/dir"
+	assert_output ""
+	# a slash names a directory: after a file, or nothing there, it is refused, and nothing is made
+	: >"$T/file"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/file/" true
+	assert_stderr "mutex: $T/file/: Not a directory"
+	run -125 --separate-stderr "$LOCKBOX" mutex "$T/none/" true
+	assert_stderr "mutex: $T/none/: no such directory $T/none; lockbox creates the lock file, not its directory"
+	assert [ ! -e "$T/none" ]
+	# slots keeps its pools to lock files
+	run -125 --separate-stderr "$LOCKBOX" slots "$T/dir/" 2 true
+	assert_stderr "slots: $T/dir/: not a regular file"
+}
+
 # bats test_tags=privilege
 @test "any file: one the caller may only read is locked read-only, and a lockbox lock file so is still refused" {
 	need_root_and_nobody
@@ -734,23 +767,46 @@ Locking"
 	assert_output "flock -s with mutex -s"
 }
 
-@test "util-linux flock: close: with -o the command does not inherit the lock, without it it does" {
+# bats test_tags=privilege
+@test "util-linux flock: close: --fd FD COMMAND runs COMMAND holding FD's lock; with -o COMMAND does not have FD" {
 	need_flock
 	ts_lockfile flock
-	# theirs: flock -o --fd 10 -c 'flock -n --fd 10 true' fails, EBADF; without -o it succeeds
-	# shellcheck disable=SC2016 # expanded by the command's shell
-	run -0 --separate-stderr env LOCK="$TS_LOCK" "$LOCKBOX" mutex --exclusive --close "$TS_LOCK" --command \
-		'for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$LOCK" ] && echo inherited; done; flock --exclusive --nonblock "$LOCK" true; echo "exit code: $?"'
-	assert_output "exit code: 1"
-	# shellcheck disable=SC2016 # expanded by the command's shell
-	run -0 --separate-stderr env LOCK="$TS_LOCK" "$LOCKBOX" mutex --exclusive "$TS_LOCK" --command \
-		'for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$LOCK" ] && echo inherited; done; echo "exit code: 0"'
-	assert_output "inherited
+	# theirs, word for word: with --close the command gets no fd 10 (EBADF); without, it locks it again
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		exec 10<>"$2"
+		"$1" mutex --exclusive --close --fd 10 --command "\"$1\" mutex --exclusive --nonblock --fd 10 true"
+		echo "exit code: $?"
+		"$1" mutex --exclusive --fd 10 --command "\"$1\" mutex --exclusive --nonblock --fd 10 true"
+		echo "exit code: $?"' sh "$LOCKBOX" "$TS_LOCK"
+	assert_output "exit code: 125
 exit code: 0"
+	assert_stderr "mutex: fd 10: Bad file descriptor"
+	# COMMAND and its words, -c and --, under the lock: flock(1) on the file is kept out
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '
+		exec 10<>"$2"
+		"$1" mutex --fd 10 sh -c "flock -n \"\$0\" true || echo \"held \$LOCKBOX_SLOT\"" "$2"
+		"$1" mutex -o --fd 10 -c "flock -n \"$2\" true || echo held"
+		"$1" mutex --fd 10 -- sh -c "echo \$0" words
+		exec 10>&-
+		flock -n "$2" true && echo free' sh "$LOCKBOX" "$TS_LOCK"
+	assert_output "held 1
+held
+words
+free"
+	assert_stderr ""
+	# a pool's slot on an fd goes by acquire; --fd alone names no command
+	run -125 --separate-stderr "$LOCKBOX" mutex --fd 0
+	assert_stderr "mutex: missing COMMAND
+Try 'lockbox mutex --help'."
+	run -125 --separate-stderr "$LOCKBOX" mutex --mode 0644 --fd 0 true
+	assert_stderr "mutex: --mode goes with a LOCKFILE: the caller made FD's file
+Try 'lockbox mutex --help'."
 }
 
 # bats test_tags=wait
-@test "util-linux flock: unlock: lock and unlock a descriptor, then -w 0 is -n, with --verbose" {
+@test "util-linux flock: unlock: lock and unlock a descriptor, then -w 0 is -n; --verbose prints flock(1)'s lines on stdout" {
 	need_flock
 	ts_lockfile flock
 	# shellcheck disable=SC2016 # expanded by the inner bash
@@ -760,9 +816,23 @@ exit code: 0"
 		flock --nonblock "$2" true && echo "taken by flock: not locked" || echo locked
 		"$1" mutex --unlock 10
 		"$1" mutex --exclusive --wait 0 --verbose "$2" true' sh "$LOCKBOX" "$TS_LOCK"
-	assert_output locked
-	assert_stderr "mutex: $TS_LOCK: took slot 1 of 1
-mutex: $TS_LOCK: took slot 1 of 1"
+	assert_line --index 0 --regexp '^mutex: getting lock took [0-9]+\.[0-9]{6} seconds$'
+	assert_line --index 1 locked
+	assert_line --index 2 --regexp '^mutex: getting lock took [0-9]+\.[0-9]{6} seconds$'
+	assert_line --index 3 "mutex: executing true"
+	assert_equal "${#lines[@]}" 4
+	assert_stderr ""
+	# -v is lockbox's own, on stderr; slots --verbose is -v; acquire's stdout stays the slot's number
+	run -0 --separate-stderr "$LOCKBOX" mutex -v "$T/v.lock" true
+	assert_output ""
+	assert_stderr "mutex: $T/v.lock: took slot 1 of 1"
+	run -0 --separate-stderr "$LOCKBOX" slots --verbose "$T/s.lock" 2 true
+	assert_output ""
+	assert_stderr "slots: $T/s.lock: took slot 1 of 2"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c 'exec 9<>"$2"; "$1" mutex acquire --verbose --fd 9' sh "$LOCKBOX" "$T/a.lock"
+	assert_output 1
+	assert_stderr "mutex: $T/a.lock: took slot 1 of 1"
 }
 
 @test "the library's acquire_mutex -s: shared locks held by shells, an exclusive one refused, acquire_slot -s refused" {
@@ -849,9 +919,19 @@ overwrite_head() {
 	chmod 1777 "$d"
 	as_nobody touch "$d/job.lock"
 	run -125 --separate-stderr "$LOCKBOX" mutex "$d/job.lock" touch "$T/ran"
-	assert_stderr "mutex: $d/job.lock: owned by UID 65534 in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)"
+	assert_stderr "mutex: $d/job.lock: $STICKY_REFUSAL"
 	assert [ ! -e "$T/ran" ]
 	assert_equal "$(stat -c %s "$d/job.lock")" 0
+	# a lock file made to be shared is another user's too, which its owner
+	# may delete and make again under root's holder: refused, whatever its mode
+	as_nobody "$LOCKBOX" mutex --mode 0666 "$d/pool.lock" create
+	run -125 --separate-stderr "$LOCKBOX" mutex "$d/pool.lock" touch "$T/ran"
+	assert_stderr "mutex: $d/pool.lock: $STICKY_REFUSAL"
+	run -125 --separate-stderr "$LOCKBOX" slots "$d/pool.lock" 2 touch "$T/ran"
+	assert_stderr "slots: $d/pool.lock: $STICKY_REFUSAL"
+	assert [ ! -e "$T/ran" ]
+	# its owner uses it
+	run -0 --separate-stderr as_nobody "$LOCKBOX" mutex "$d/pool.lock" true
 	# root's own empty file that others may write: held as any file, a
 	# lockbox header written into it lets no second holder in
 	: >"$d/own.lock"
@@ -870,18 +950,30 @@ overwrite_head() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# self_lock_idiom: the line of mutex(1)'s example of a script that
+# locks itself, which README.md prints too
+self_lock_idiom() {
+	local src=${LOCKBOX_SRCDIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)} line
+	# shellcheck disable=SC2016 # the script's own $0 and $@, matched as written
+	line=$(grep -m 1 -E '^\[ .* \|\| exec .*mutex .*"\$0" "\$0" "\$@"$' "$src/man/mutex.1.in") &&
+		grep -qxF -- "$line" "$src/README.md" && printf '%s\n' "$line"
+}
+
 # self_locking NAME FORM: a script that locks itself and runs itself, in
-# the form mutex(1) prints (lockbox) or flock(1) does (flock).
+# the form mutex(1) prints (lockbox) or flock(1) does (flock), running the
+# binary under test where the unprivileged user can reach it too, once
+# nobody_reach has found it (the script holds its path).
 self_locking() {
-	local f=$1
+	local f=$1 bin=${NOBODY_LOCKBOX:-$LOCKBOX} idiom
 	# shellcheck disable=SC2016 # expanded by the script
 	case $2 in
 	lockbox)
-		printf '#!/bin/sh\n[ "$LOCKBOX_SLOT" ] || exec "%s" mutex -q -E 0 "$0" "$0" "$@"\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"$LOCKBOX" >"$f" ;;
+		idiom=$(self_lock_idiom) || return
+		printf '#!/bin/sh\n%s\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
+			"${idiom/ mutex / \"$bin\" mutex }" >"$f" ;;
 	flock)
 		printf '#!/bin/sh\n[ "${FLOCKER}" != "$0" ] && exec env FLOCKER="$0" "%s" mutex -en "$0" "$0" "$@" || :\necho "ran $*"\n[ -z "$HOLD" ] || { : >"$HOLD"; exec sleep 600; }\n' \
-			"$LOCKBOX" >"$f" ;;
+			"$bin" >"$f" ;;
 	esac
 	chmod 0755 "$f"
 }
@@ -903,6 +995,46 @@ self_locking() {
 		assert_output ""
 		stop_pid "$SPAWN_PID"
 	done
+}
+
+@test "mutex(1)'s self-locking script runs once under slots, in a unit's environment and after acquire_slot" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	local lib unit
+	lib=$("$LOCKBOX" --shell-lib)
+	# the environment systemd gives a service, one of a pool of workers
+	# that a slots line started (lockbox-systemd(7)'s worker unit)
+	unit=(env -i PATH="$PATH" LANG=C.UTF-8 INVOCATION_ID=0123456789abcdef0123456789abcdef
+		JOURNAL_STREAM=8:12345 SYSTEMD_EXEC_PID=$$ LOCKBOX_SLOT=1)
+	self_locking "$T/job" lockbox
+	# a job of a slots pool: LOCKBOX_SLOT names the pool's slot, not this lock
+	spawn "$LOCKBOX" slots "$T/pool" 4 env HOLD="$T/held.slots" "$T/job" first
+	wait_for test -e "$T/held.slots"
+	run -0 --separate-stderr "$LOCKBOX" slots "$T/pool" 4 env HOLD= "$T/job" second
+	assert_output ""
+	assert_stderr ""
+	stop_pid "$SPAWN_PID"
+	# a unit's environment, LOCKBOX_SLOT among it
+	spawn "${unit[@]}" HOLD="$T/held.unit" "$T/job" first
+	wait_for test -e "$T/held.unit"
+	run -0 --separate-stderr "${unit[@]}" HOLD= "$T/job" second
+	assert_output ""
+	stop_pid "$SPAWN_PID"
+	# children of scripts that took a slot with the library
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	spawn bash -c '. "$1" && acquire_slot "$2" 4 && HOLD=$3 exec "$4" first' sh \
+		"$lib" "$T/lib.pool" "$T/held.lib" "$T/job"
+	wait_for test -e "$T/held.lib"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	run -0 --separate-stderr bash -c '. "$1" && acquire_slot "$2" 4 && HOLD= "$3" second' sh \
+		"$lib" "$T/lib.pool" "$T/job"
+	assert_output ""
+	assert_stderr ""
+	stop_pid "$SPAWN_PID"
+	# with the holder gone, each place runs it
+	run -0 --separate-stderr "$LOCKBOX" slots "$T/pool" 4 env HOLD= "$T/job" third
+	assert_output "ran third"
+	run -0 --separate-stderr "${unit[@]}" HOLD= "$T/job" fourth
+	assert_output "ran fourth"
 }
 
 # bats test_tags=privilege,wait

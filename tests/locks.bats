@@ -238,7 +238,7 @@ print("ok")' "$output" "$evil" "$pid"
 }
 
 # bats test_tags=lockkind
-@test "locks: -p PID, -o COLUMNS and +COLUMNS, --output-all, -n, -r, -l, and nothing held said so" {
+@test "locks: -p PID, -o COLUMNS and +COLUMNS, --output-all, -n, -r, -l, and nothing held said so, but never when stopped short" {
 	need_locks
 	command -v flock >/dev/null || skip "needs flock(1)"
 	printf 'data\n' >"$T/plain"
@@ -269,6 +269,16 @@ print("ok")' "$output" "$evil" "$pid"
 	assert_output ""
 	rows_json -p "$$"
 	assert_output '{"locks":[],"stopped_short":false}'
+	# -l stopped short (no time at all): the lock files not looked at are
+	# rows that say so, and nothing is ever said to be held or not
+	"$LOCKBOX" locks -l --timeout 0 -u -n -o PATH,NOTE >"$T/short" 2>"$T/short.err"
+	run -0 cat "$T/short.err"
+	assert_output --regexp "^locks: stopped short after 0ms: "
+	# (other lock files of this host may be listed, each not looked at either)
+	if [[ $(cat "$T/short") != "none found before it stopped short" ]]; then
+		run -1 grep -c -v -e 'not looked at: stopped short$' "$T/short"
+		assert_output 0
+	fi
 }
 
 # bats test_tags=lockkind,privilege
@@ -284,10 +294,8 @@ Try 'lockbox locks --help'."
 		run -125 --separate-stderr "$LOCKBOX" locks "$opt"
 		assert_stderr_regex "^locks: -i \\(--noinaccessible\\) is lslocks's: -l shows"
 	done
-	run -125 --separate-stderr "$LOCKBOX" locks --list-columns
-	assert_stderr_regex "^locks: -H \\(--list-columns\\) is lslocks's: --help lists the columns"
 	run -125 --separate-stderr "$LOCKBOX" locks -o PID,NOPE
-	assert_stderr "locks: unknown column 'NOPE' (see --help for the columns)
+	assert_stderr "locks: unknown column 'NOPE' (-H lists the columns)
 Try 'lockbox locks --help'."
 	run -125 --separate-stderr "$LOCKBOX" locks -p 0
 	assert_stderr_regex "^locks: invalid PID '0'"
@@ -300,8 +308,11 @@ Try 'lockbox locks --help'."
 Try 'lockbox locks --help'."
 	assert_output ""
 	run -0 "$LOCKBOX" locks --help
-	assert_line --regexp '^  NOTE +'
 	assert_line --partial -- '--timeout DUR'
+	# -H, as lslocks has it: each column and what it holds
+	run -0 --separate-stderr "$LOCKBOX" locks -H
+	assert_line --regexp '^NOTE +what else is known'
+	assert_equal "${#lines[@]}" 15
 }
 
 # hold_marked_root LOCKFILE: root holds LOCKFILE (mode 0644) with mutex, until killed.

@@ -943,7 +943,7 @@ HUNG_SCRIPT='trap "" TERM; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; while :; do slee
 	assert_line "$NAME"
 	assert_regex "$output" $'\n  state +idle\n'
 	assert_regex "$output" $'\n  last status +0\n'
-	assert_regex "$output" $'\n  runs +2 \\(0 expired\\); last 2: '
+	assert_regex "$output" $'\n  runs +2 \\(0 expired\\); last 2 completed: '
 	assert_regex "$output" $'\n  server +'"$(re_quote "$LOCKBOX_PG_URL?lock=$NAME")"'$'
 	# with no NAME, every atom of the database
 	run -0 "$LOCKBOX" adaptive -d "$LOCKBOX_PG_URL" status

@@ -464,16 +464,26 @@ rc=0; waitfor 1 x true || rc=$?
 printf 'bad %s\n' "$rc"
 rc=0; waitfor 1 1 nosuchcommand || rc=$?
 printf 'missing %s\n' "$rc"
+# 125, 126 and 127 say no attempt can do better: retried only when listed
+cannot() { count=$((count + 1)); return "$1"; }
+for code in 125 126 127; do
+	count=0
+	rc=0; waitfor 1m 1ms cannot "$code" || rc=$?
+	printf 'cannot %s %s\n' "$rc" "$count"
+done
+count=0
+rc=0; waitfor -q --retry-on 125 200ms 1ms cannot 125 || rc=$?
+printf 'listed %s %s\n' "$rc" "$((count > 1))"
 EOF
 	cmd waitfor-args
 	run -0 --separate-stderr "${CMD[@]}"
-	assert_equal "${lines[*]}" "count 3 stop 4 -9 once 1 bad 125 missing 127"
+	assert_equal "${lines[*]}" "count 3 stop 4 -9 once 1 bad 125 missing 127 cannot 125 1 cannot 126 1 cannot 127 1 listed 125 1"
 	assert_equal "$stderr" "waitfor: invalid INTERVAL 'x': expected a duration like 5 (seconds), 500ms or 1m
 Try 'lockbox waitfor --help'.
 waitfor: cannot run 'nosuchcommand': No such file or directory"
 }
 
-@test "waitfor runs shell functions in this shell; --retry-on, -q, bad arguments" {
+@test "waitfor runs shell functions in this shell; --retry-on, -q, 125 to 127 not retried, bad arguments" {
 	both scenario_waitfor_args
 }
 
@@ -612,7 +622,7 @@ EOF
 	wait_for held_is "$F.slots" 1
 	run -0 --separate-stderr "${CMD[@]}"
 	assert_equal "${lines[*]}" "slot 2 child sees 2 mine mine mine after unset 1 1 0 0 again 2 usage 125"
-	assert_equal "$stderr" "acquire_slot: usage: acquire_slot [-q] [-w DUR] FILE MAX"
+	assert_equal "$stderr" "acquire_slot: usage: acquire_slot [-nqv] [-w DUR] FILE MAX"
 	run -0 "$LOCKBOX" slots "$F.slots" check
 	assert_output 1
 	# a full pool: 75, the binary's words with the file's name
@@ -1073,9 +1083,10 @@ EOF
 		assert_equal "$stderr" ""
 		return 0
 	fi
+	# the file at F now is opened again, and locked
 	SWAP_FROM=$T/other.$MODE run -0 --separate-stderr "${CMD[@]}"
-	assert_output "swapped 75"
-	assert_equal "$stderr" "mutex: $F: replaced at its path since it was opened; open it again"
+	assert_output "swapped 0"
+	assert_equal "$stderr" ""
 	assert [ ! -e "$T/other.$MODE" ]
 	SWAP_FROM=$T/symlink.$MODE run -0 --separate-stderr "${CMD[@]}"
 	assert_output "swapped 125"
@@ -1084,11 +1095,175 @@ EOF
 	assert [ ! -e "$T/symlink.$MODE" ]
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,wait
 # shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
 @test "a lock file swapped between the library's check and its open is refused (--path), or cannot be" {
 	need_ofd	# the library locks the fd its shell opened: --fd
 	both scenario_swapped
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_replaced_wait() {
+	script replaced <<'EOF'
+printf '%s\n' "$$" >"$T/waiting.$MODE"
+rc=0; acquire_mutex -w 120 "$F" || rc=$?
+printf 'took %s\n' "$rc"
+"$LOCKBOX" mutex "$F" check
+stat -c %i "$F"
+EOF
+	cmd replaced
+	rm -f "$T/waiting.$MODE"
+	spawn "$LOCKBOX" mutex "$F" sleep 600
+	local first=$SPAWN_PID second
+	wait_for held_is "$F" 1
+	spawn "${CMD[@]}"
+	local waiter=$SPAWN_PID out=$SPAWN_OUT err=$SPAWN_ERR
+	wait_for test -e "$T/waiting.$MODE"
+	wait_for waiting_on "$F" 1
+	# another lock file, held by another, takes F's place while the script waits
+	spawn "$LOCKBOX" mutex "$T/new.$MODE" sleep 600
+	second=$SPAWN_PID
+	wait_for held_is "$T/new.$MODE" 1
+	mv -f "$T/new.$MODE" "$F"
+	# the first holder ends: the file it held is no longer at F, and the
+	# script waits for the one there now, for the rest of its -w
+	stop_pid "$first"
+	wait_for waiting_on "$F" 1
+	kill -0 "$waiter"
+	stop_pid "$second"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$out")" "took 0
+1
+$(stat -c %i "$F")"
+	assert_equal "$(cat "$err")" ""
+}
+
+# bats test_tags=lockkind,wait
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "acquire_mutex -w: a lock file replaced at its path during the wait is opened again and waited for" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_replaced_wait
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_options() {
+	script options <<'EOF'
+cd "$T/opts.$MODE"
+try() { local rc=0; "$@" || rc=$?; printf '%s %s\n' "$*" "$rc"; }
+# mutex(1)'s spellings: the default file, or FILE
+try acquire_mutex -v
+try acquire_mutex --wait=5s
+try acquire_mutex --quiet --verbose a.lock
+try acquire_mutex -qw 1s b.lock
+try acquire_mutex -xvn c.lock
+try mutex acquire --timeout 1 -q d.lock
+try acquire_slot -qvw1s e.lock 2
+# anything else: one line, 125, nothing made
+try acquire_mutex --bogus
+try acquire_mutex -z f.lock
+try acquire_mutex -E 0 g.lock
+try acquire_mutex --quiet=1 h.lock
+try acquire_slot -qk i.lock 2
+try release_mutex -v
+try release_slot --all
+try acquire_mutex -w
+# a FILE that starts with -, after --
+try acquire_mutex -- -v
+try release_mutex -- -v
+ls
+# an option is the call's own: a plain acquire after an -s one is exclusive
+acquire_mutex -s s.lock
+acquire_mutex x.lock
+"$LOCKBOX" mutex x.lock list | grep -c 'shared:' || :
+EOF
+	cmd options
+	mkdir "$T/opts.$MODE"
+	LOCKBOX_MUTEX_FILE=$T/opts.$MODE/default.lock run -0 --separate-stderr "${CMD[@]}"
+	assert_output "acquire_mutex -v 0
+acquire_mutex --wait=5s 0
+acquire_mutex --quiet --verbose a.lock 0
+acquire_mutex -qw 1s b.lock 0
+acquire_mutex -xvn c.lock 0
+mutex acquire --timeout 1 -q d.lock 0
+acquire_slot -qvw1s e.lock 2 0
+acquire_mutex --bogus 125
+acquire_mutex -z f.lock 125
+acquire_mutex -E 0 g.lock 125
+acquire_mutex --quiet=1 h.lock 125
+acquire_slot -qk i.lock 2 125
+release_mutex -v 125
+release_slot --all 125
+acquire_mutex -w 125
+acquire_mutex -- -v 0
+release_mutex -- -v 0
+-v
+a.lock
+b.lock
+c.lock
+d.lock
+default.lock
+e.lock
+0"
+	assert_equal "$stderr" "mutex: $T/opts.$MODE/default.lock: took slot 1 of 1
+mutex: a.lock: took slot 1 of 1
+mutex: c.lock: took slot 1 of 1
+slots: e.lock: took slot 1 of 2
+acquire_mutex: invalid option '--bogus'; usage: acquire_mutex [-nqsvx] [-w DUR] [FILE]
+acquire_mutex: invalid option '-z'; usage: acquire_mutex [-nqsvx] [-w DUR] [FILE]
+acquire_mutex: invalid option '-E'; usage: acquire_mutex [-nqsvx] [-w DUR] [FILE]
+acquire_mutex: invalid option '--quiet=1'; usage: acquire_mutex [-nqsvx] [-w DUR] [FILE]
+acquire_slot: invalid option '-k'; usage: acquire_slot [-nqv] [-w DUR] FILE MAX
+release_mutex: invalid option '-v'; usage: release_mutex [FILE]
+release_slot: invalid option '--all'; usage: release_slot [FILE]
+acquire_mutex: option '-w' needs an argument"
+}
+
+# bats test_tags=lockkind,wait
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "the library takes mutex(1)'s spellings of its options, and refuses any other with one line and 125, making nothing" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_options
+}
+
+# shellcheck disable=SC2030,SC2031 # bats' run sets output and lines for the test
+scenario_lost_locks() {
+	script lost <<'EOF'
+# in $(...): it ends there, and is said once
+out=$(acquire_mutex "$F.c"; printf 'in'); printf '%s\n' "$out"
+# in a pipeline's part: said too (this subshell's own first time)
+acquire_mutex "$F.p" | cat
+# in a ( ... ) that runs under it, on the script's stdout: nothing said
+( acquire_mutex "$F.s"; "$LOCKBOX" mutex "$F.s" check )
+# a helper's own acquire and release of a lock its caller took
+helper() { acquire_mutex "$F"; release_mutex "$F"; }
+acquire_mutex "$F"
+helper
+"$LOCKBOX" mutex "$F" check
+acquire_mutex "$F"
+helper
+# a helper that releases what its caller took, without taking it again: nothing said
+done_with() { release_mutex "$F.d"; }
+acquire_mutex "$F.d"
+done_with
+"$LOCKBOX" mutex "$F.d" check
+EOF
+	cmd lost
+	run -0 --separate-stderr "${CMD[@]}"
+	assert_output "in
+1
+0
+0"
+	assert_equal "$stderr" "acquire_mutex: $F.c: taken in a subshell of \$(...) or a pipeline, which releases it as it ends: the script does not hold it
+acquire_mutex: $F.p: taken in a subshell of \$(...) or a pipeline, which releases it as it ends: the script does not hold it
+release_mutex: $F: released in a function that took it again, which changed nothing: the caller that took it first holds it no more"
+}
+
+# bats test_tags=lockkind
+# shellcheck disable=SC2030 # bats' run sets output and lines for the test
+@test "a lock taken in \$(...) or a pipeline, or released by a helper under its caller, is said once on stderr" {
+	need_ofd	# the library locks the fd its shell opened: --fd
+	both scenario_lost_locks
 }
 
 # bats test_tags=lockkind,privilege,wait

@@ -116,6 +116,24 @@ for x in v:
 	assert [ ! -e "$F" ]
 }
 
+# bats test_tags=privilege
+@test "slots LOCKFILE MAX list: no command of that name, 127, and the form meant; nothing made" {
+	local w
+	for w in list check held create; do
+		run -127 --separate-stderr "$LOCKBOX" slots "$F" 4 "$w"
+		assert_stderr "slots: cannot run '$w': No such file or directory ($w takes no MAX: slots LOCKFILE $w)"
+		assert_output ""
+		assert [ ! -e "$F" ]
+	done
+	# a command of that name is a command
+	mkdir "$T/bin"
+	# shellcheck disable=SC2016 # expanded by the command
+	printf '#!/bin/sh\necho "listed $LOCKBOX_SLOT"\n' >"$T/bin/list"
+	chmod +x "$T/bin/list"
+	PATH=$T/bin:$PATH run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 list
+	assert_output "listed 1"
+}
+
 @test "busy: the message names the holders' PIDs" {
 	local a b c
 	start_holder "$F" 3

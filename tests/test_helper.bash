@@ -67,6 +67,10 @@ at_once() {
 	within 4 "$@"
 }
 
+# Why another user's file in a sticky directory others may write is refused
+# shellcheck disable=SC2034 # used by the test files
+STICKY_REFUSAL="owned by UID 65534 in a shared sticky directory, where its owner may replace it under a holder; refusing it (lock a file of your own, or one lockbox makes; a pool shared with --mode belongs in a directory of its own)"
+
 # A holder's age as list and the busy message print it: 850ms, 42s, 3m12s
 # shellcheck disable=SC2034 # used by the test files
 AGE_RE='[0-9]+(ms|s|m([0-9]+s)?|h([0-9]+m)?|d([0-9]+h)?)'

@@ -31,51 +31,31 @@
 #include "supervise.h"
 
 #define USAGE \
-	"usage: adaptive [-qvV] [-e IFELAPSED] [-x EXPIREAFTER | auto[:BOUND]] [-g GRACE] [-d DIR]\n" \
-	"                [-E CODE] [--on-loss SIG] [--log FILE | --syslog] NAME [--] COMMAND [ARG...]\n" \
+	"usage: adaptive [-qv] [-e IFELAPSED] [-x EXPIREAFTER|auto[:BOUND]] [-g GRACE]\n" \
+	"                [-d DIR] [--log FILE|--syslog] NAME [--] COMMAND [ARG...]\n" \
 	"       adaptive [-d DIR] [--json] status [NAME...]"
 
 #define HELP \
 	"\n" \
-	"Run COMMAND for the atom NAME unless its last completed run (one that\n" \
-	"ended by itself, not expired) ended less than IFELAPSED ago (too soon:\n" \
-	"75) or it is running (busy: 75). A run older than EXPIREAFTER is\n" \
-	"expired: its whole job gets CONT, INT, TERM, KILL, GRACE apart, and\n" \
-	"this run takes over. adaptive stays as a small supervisor, passes\n" \
-	"signals on and records how the run ended; 'status' shows the record.\n" \
+	"Run COMMAND for the atom NAME unless its last completed run ended less\n" \
+	"than IFELAPSED ago (too soon: 75) or a run goes on (busy: 75); a run older\n" \
+	"than EXPIREAFTER is expired (CONT, INT, TERM, KILL to its job, GRACE\n" \
+	"apart) and this one takes over. 'status' shows the atom's record.\n" \
 	"\n" \
-	"  -e, --if-elapsed DUR   least time from the last completed run's end to\n" \
-	"                         the next start (bare number: minutes, 50 = 50\n" \
-	"                         minutes; default 1m)\n" \
-	"  -x, --expire-after DUR age at which a run is expired (bare number:\n" \
-	"                         minutes, 90 = 90 minutes; default 2h); auto[:BOUND]:\n" \
-	"                         learned from the completed runs, at most BOUND\n" \
-	"                         (default 2h)\n" \
-	"  -g, --grace DUR        wait after each signal (bare number: seconds;\n" \
-	"                         default 5s)\n" \
-	"  -d, --dir DIR          state directory (default $LOCKBOX_DIR, else\n" \
-	"                         /var/lib/lockbox for root, else\n" \
-	"                         ${XDG_STATE_HOME:-~/.local/state}/lockbox), or a\n" \
-	"                         PostgreSQL database, postgresql://HOST/DB, that\n" \
-	"                         keeps the state on the server's clock\n" \
-	"  -E, --conflict-exit-code CODE\n" \
-	"                         exit with CODE instead of 75 when skipping\n" \
-	"      --on-loss SIG      postgresql:// state: signal COMMAND with SIG (default\n" \
-	"                         TERM; none: nothing) when the run's session ends\n" \
-	"  -q, --quiet            no message when skipping\n" \
-	"  -v, --verbose          narrate on standard error, and say what a bare\n" \
-	"                         -e or -x was taken for\n" \
-	"      --log FILE         append one line per event to FILE\n" \
-	"      --syslog           log events to syslog(3) instead\n" \
-	"      --json             status as JSON\n" \
-	"  -h, --help             this help\n" \
-	"  -V, --version          print lockbox's version and lock kind\n" \
-	"\n" \
-	"DUR: a number with a unit, ms, s or sec, m or min, h or hr, d, and sums\n" \
-	"like 1h30m (see Durations in lockbox(1)).\n" \
-	"Exit: COMMAND's status (128+n when killed by signal n), 75 skipped,\n" \
-	"125 lockbox failed, 126 COMMAND not executable, 127 COMMAND not found.\n" \
-	"See adaptive(1).\n"
+	"  -e, --if-elapsed DUR    least time since the last completed run's end\n" \
+	"                          (bare number: minutes, 50 = 50 minutes; default 1m)\n" \
+	"  -x, --expire-after DUR  age at which a run is expired (bare number:\n" \
+	"                          minutes, 90 = 90 minutes; default 2h), or\n" \
+	"                          auto[:BOUND]: learned, at most BOUND\n" \
+	"  -g, --grace DUR         wait after each signal (default 5s)\n" \
+	"  -d, --dir DIR           state directory, or postgresql://HOST/DB\n" \
+	"  -q, --quiet             no message when skipping; -v, --verbose: narrate\n" \
+	"  -E, --conflict-exit-code CODE  CODE instead of 75 when skipping\n" \
+	"      --log FILE          a line per event, appended to FILE; --syslog\n" \
+	"      --json, --on-loss SIG, -h, --help: see adaptive(1)\n" \
+	"  -V, --version           print lockbox's version and lock kind\n" \
+	"Exit: COMMAND's status (128+n: signal n), 75 skipped, 125 lockbox failed,\n" \
+	"126/127 COMMAND not executable/found. See adaptive(1).\n"
 
 #define DEFAULT_IFELAPSED	(1 * LB_NS_PER_MIN)
 #define DEFAULT_EXPIREAFTER	(120 * LB_NS_PER_MIN)

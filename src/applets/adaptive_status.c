@@ -220,7 +220,7 @@ static void print_text(const struct view *v, int first)
 			    "starving", lb_atom_expired_streak(a));
 		n = lb_atom_stats(a, &longest, &median);
 		if (n > 0)
-			printf("  %-14s %u (%u expired); last %zu: median %s, longest %s\n",
+			printf("  %-14s %u (%u expired); last %zu completed: median %s, longest %s\n",
 			    "runs", (unsigned)a->runs, (unsigned)a->expiries, n,
 			    lb_format_duration(median, b1), lb_format_duration(longest, b2));
 		else

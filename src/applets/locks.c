@@ -29,28 +29,27 @@
 
 #define HELP \
 	"\n" \
-	"Every lock on this host, held or waited for, of every kind (flock(2),\n" \
-	"POSIX and open file description locks), one a line, with the process\n" \
-	"that holds it; a lockbox lock file's as its holders (slot, age) and\n" \
-	"waiters (in queue order) show them. root sees every process; another\n" \
-	"user, the processes and files of their own.\n" \
+	"Every lock on this host, held or waited for, of every kind (flock(2), POSIX,\n" \
+	"open file description), one a line, with the process that holds it; a\n" \
+	"lockbox lock file's as its holders and waiters. root sees every process;\n" \
+	"another user, the processes and files of their own.\n" \
 	"\n" \
-	"  -J, --json          the table as JSON\n" \
 	"  -l, --lockbox       lockbox lock files only\n" \
-	"  -n, --noheadings    no heading line\n" \
+	"  -p, --pid PID       the locks of process PID only\n" \
 	"  -o, --output COLS   the columns, COL,COL,...; +COL,... adds to the default\n" \
 	"      --output-all    every column\n" \
-	"  -p, --pid PID       the locks of process PID only\n" \
+	"  -J, --json          the table as JSON\n" \
 	"  -r, --raw           one space between cells, none aligned\n" \
+	"  -n, --noheadings    no heading line\n" \
 	"  -u, --notruncate    never cut COMMAND and PATH to fit the terminal\n" \
-	"      --timeout DUR   stop looking after DUR (bare number: seconds;\n" \
-	"                      default 5s), print what was found, and say so\n" \
+	"      --timeout DUR   stop looking after DUR (default 5s), show what was\n" \
+	"                      found, and say so\n" \
+	"  -H, --list-columns  the columns, and what each holds\n" \
 	"  -h, --help          this help\n" \
 	"  -V, --version       print lockbox's version and lock kind\n" \
 	"\n" \
-	"Columns (default COMMAND,PID,TYPE,MODE,START,END,SLOT,AGE,NOTE,PATH):\n" \
-	"%s" \
-	"\n" \
+	"Columns: %s (the default),\n" \
+	"and the others -H lists.\n" \
 	"Exit: 0, or 125 when the lock table cannot be read. See lockbox(1).\n"
 
 /* how long a look at the host's locks may take, by default */
@@ -486,7 +485,7 @@ static void parse_columns(struct opts *o, const char *list)
 		end = p + strcspn(p, ",");
 		c = column_named(p, (size_t)(end - p));
 		if (c < 0)
-			lb_usage_error("unknown column '%.*s' (see --help for the columns)",
+			lb_usage_error("unknown column '%.*s' (-H lists the columns)",
 			    (int)(end - p), p);
 		if (o->ncols == sizeof o->cols / sizeof o->cols[0])
 			lb_usage_error("too many columns in '%s'", list);
@@ -497,23 +496,27 @@ static void parse_columns(struct opts *o, const char *list)
 	}
 }
 
-/* --help, with the columns. */
+/* --help, with the default columns' names. */
 static _Noreturn void help(void)
 {
-	char *list = NULL, *grown;
-	size_t len = 0;
-	int c, r;
+	char list[128];
+	size_t i, len = 0;
 
-	for (c = 0; c < C_COUNT; c++) {
-		r = snprintf(NULL, 0, "  %-9s %s\n", columns[c].name, columns[c].help);
-		grown = r > 0 ? realloc(list, len + (size_t)r + 1) : NULL;
-		if (grown == NULL)
-			break;
-		list = grown;
-		len += (size_t)sprintf(list + len, "  %-9s %s\n", columns[c].name, columns[c].help);
-	}
-	printf("%s\n" HELP, USAGE, list != NULL ? list : "");
-	free(list);
+	for (i = 0; i < sizeof default_columns / sizeof default_columns[0]; i++)
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i > 0 ? "," : "",
+		    columns[default_columns[i]].name);
+	printf("%s\n" HELP, USAGE, list);
+	lb_close_stdout();
+	lb_exit(LB_EXIT_OK);
+}
+
+/* -H, as lslocks(8) has it: every column, and what it holds. */
+static _Noreturn void list_columns(void)
+{
+	int c;
+
+	for (c = 0; c < C_COUNT; c++)
+		printf("%-9s %s\n", columns[c].name, columns[c].help);
 	lb_close_stdout();
 	lb_exit(LB_EXIT_OK);
 }
@@ -532,7 +535,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		case 'b':
 			lb_usage_error("-b (--bytes) is lslocks's: SIZE is in bytes here already (-o +SIZE)");
 		case 'H':
-			lb_usage_error("-H (--list-columns) is lslocks's: --help lists the columns");
+			list_columns();
 		case 'h':
 			help();
 		case 'i':
@@ -664,15 +667,20 @@ int locks_main(int argc, char **argv)
 			r = lockbox_rows(&t, &o, &nm, &hv, f, fl, n);
 		else if (hv.files[f].lockbox)
 			skipped = 1;
-		/* no lock file after all, one that cannot be read, or one not looked at in time */
-		if (r == 1 && !o.lockbox_only)
+		/*
+		 * no lock file after all, one that cannot be read, or one not
+		 * looked at in time (which -l shows too: it is a lock file)
+		 */
+		if (r == 1 && (!o.lockbox_only || (hv.files[f].lockbox && lb_remaining(deadline) == 0)))
 			r = raw_rows(&t, &o, &nm, &hv, f, fl, n, hv.files[f].lockbox &&
 			    lb_remaining(deadline) == 0 ? "not looked at: stopped short" : NULL);
 		rc = r == 1 ? 0 : r;
 	}
 	if (rc == 0) {
+		/* a look stopped short may have missed what is held */
 		if (t.nrows == 0 && o.form == LB_TABLE_TEXT)
-			printf("nothing is held\n");
+			printf("%s\n", hv.cut || skipped ? "none found before it stopped short" :
+			    "nothing is held");
 		else if (o.form == LB_TABLE_JSON)
 			print_json(&t, hv.cut || skipped);
 		else

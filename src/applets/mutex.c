@@ -6,50 +6,33 @@
 #include "slots.h"
 
 #define USAGE \
-	"usage: mutex [-noqsvxF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE [--] COMMAND [ARG...]\n" \
-	"       mutex [-noqsvxF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE -c COMMAND\n" \
-	"       mutex [--json] LOCKFILE check|list\n" \
-	"       mutex LOCKFILE held\n" \
-	"       mutex [--mode MODE] LOCKFILE create\n" \
-	"       mutex acquire [-qsv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD\n" \
-	"       mutex release [--path PATH] --fd FD\n" \
-	"       mutex [-nqsuvx] [-w DUR] [-E CODE] FD"
+	"usage: mutex [-nqsvx] [-w DUR] [-E CODE] LOCKFILE [--] COMMAND [ARG...]\n" \
+	"       mutex [OPTION...] LOCKFILE -c 'COMMAND'\n" \
+	"       mutex [--json] LOCKFILE list|check|held|create\n" \
+	"       mutex [OPTION...] FD | -u FD | --fd FD COMMAND  (flock(1)'s forms)\n" \
+	"       mutex acquire|release [OPTION...] --fd FD  (the shell library's)"
 
 static const struct poolcmd mutex = {
 	.usage = USAGE,
 	.help =
 	    "\n"
-	    "Run COMMAND in place (exec) holding the exclusive lock on LOCKFILE\n"
-	    "(exactly 'slots LOCKFILE 1'). Fail with 75, naming the holder, when\n"
-	    "it is held. An existing file that is not a lockbox lock file (a\n"
-	    "script, a directory, a file you may only read) is locked as flock(1)\n"
-	    "locks it, with nothing written into it. A COMMAND named check, list,\n"
-	    "held or create goes after '--'.\n"
+	    "Run COMMAND in place holding LOCKFILE's exclusive lock ('slots LOCKFILE 1');\n"
+	    "75 at once, naming the holder, when it is held. A file that is not a lockbox\n"
+	    "lock file (a script, a directory) is locked as flock(1) locks it, unwritten.\n"
 	    "\n"
-	    "  -w, --wait DUR      wait up to DUR for the lock (bare number: seconds;\n"
-	    "                      units ms s m h d, sums like 1m30s; inf: no end)\n"
-	    "      --timeout DUR   the same as --wait (flock(1)'s spelling)\n"
-	    "  -n, --nb, --nonblock\n"
-	    "                      do not wait: the default (the last of -n and -w counts)\n"
-	    "  -s, --shared        a shared lock: any number of shared holders together,\n"
-	    "                      never with an exclusive one\n"
-	    "  -x, -e, --exclusive the lock alone: the default\n"
-	    "  -o, --close         run COMMAND in a child that does not inherit the\n"
-	    "                      lock, holding it until the child ends\n"
-	    "  -F, --no-fork       accepted: COMMAND always runs in place\n"
-	    "  -c, --command CMD   after LOCKFILE: run CMD with $SHELL -c\n"
-	    "  -u, --unlock        with FD: let go of the lock on FD\n"
-	    "  -E, --conflict-exit-code CODE\n"
-	    "                      exit with CODE instead of 75 when the lock is not taken\n"
-	    "  -q, --quiet         no message when the lock is not taken\n"
-	    "  -v, --verbose       say when the lock is taken; on a terminal, a status\n"
-	    "                      line while waiting\n"
-	    POOLCMD_HELP_OPTIONS
-	    "held exits 0 when the lock is held and 1 when it is free, for 'if'.\n"
-	    "FD alone is flock(1)'s 'flock FD': the lock of the file FD is open on,\n"
-	    "taken or (-u) let go of, and nothing on stdout.\n"
-	    "\n"
-	    POOLCMD_HELP_TAIL "See mutex(1).\n",
+	    "  -w, --wait DUR, --timeout DUR  wait up to DUR (bare: seconds; 10m, inf)\n"
+	    "  -n, --nb, --nonblock       do not wait: the default (the last one counts)\n"
+	    "  -q, --quiet                no message when the lock is not taken\n"
+	    "  -E, --conflict-exit-code CODE  CODE instead of 75 when it is not taken\n"
+	    "  -s, --shared               one of any number of shared holders\n"
+	    "  -x, -e, --exclusive        the lock alone: the default\n"
+	    "  -o, --close                COMMAND in a child that does not inherit it\n"
+	    "  -v                         say when it is taken; --verbose: as flock(1) does\n"
+	    "  -c, --command CMD          CMD run by $SHELL -c; -u, --unlock: let FD's go\n"
+	    "  -F, --no-fork, --mode MODE, --record-args, --json, --path PATH, --reopen,\n"
+	    "  --on-loss SIG, -h, --help: see mutex(1)\n"
+	    POOLCMD_HELP_VERSION
+	    POOLCMD_HELP_EXIT "See mutex(1).\n",
 	.fixed_max = 1,
 };
 

@@ -22,6 +22,7 @@
 #include "host.h"
 #include "holders.h"
 #include "json.h"
+#include "lockfile.h"
 #include "opts.h"
 #include "parse.h"
 #include "pool.h"
@@ -31,41 +32,31 @@
 #include "title.h"
 
 #define USAGE \
-	"usage: slots [-noqvF] [-w DUR] [-E CODE] [--mode MODE] [--record-args] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
-	"       slots [--json] LOCKFILE check|list\n" \
-	"       slots LOCKFILE held\n" \
-	"       slots [--mode MODE] LOCKFILE create\n" \
-	"       slots acquire [-qv] [-w DUR] [-E CODE] [--record-args] [--path PATH] --fd FD MAX\n" \
-	"       slots release [--path PATH] --fd FD"
+	"usage: slots [-nqv] [-w DUR] [-E CODE] LOCKFILE MAX [--] COMMAND [ARG...]\n" \
+	"       slots [--json] LOCKFILE list|check|held|create\n" \
+	"       slots acquire|release [OPTION...] --fd FD [MAX]  (the shell library's)"
 
 static const struct poolcmd slots = {
 	.usage = USAGE,
 	.help =
 	    "\n"
-	    "Run COMMAND in place (exec) holding one of MAX slots of LOCKFILE;\n"
-	    "LOCKBOX_SLOT tells it which (1..MAX). Fail with 75 when all are busy.\n"
-	    "MAX is 1 to 10000, or as sem has it +N, -N or P% of the processors.\n"
+	    "Run COMMAND in place holding one of MAX slots of LOCKFILE; LOCKBOX_SLOT\n"
+	    "tells it which (1..MAX). 75 at once, naming the holders, when all are busy.\n"
+	    "MAX: 1 to 10000, or as sem has it +N, -N or P% of the processors.\n"
 	    "'mutex -w inf LOCKFILE true' waits until every slot is free.\n"
 	    "\n"
-	    "  -w, --wait DUR      wait up to DUR for a slot (bare number: seconds;\n"
-	    "                      units ms s m h d, sums like 1m30s; inf: no end)\n"
-	    "      --timeout DUR   the same as --wait\n"
-	    "  -n, --nb, --nonblock\n"
-	    "                      do not wait: the default (the last of -n and -w counts)\n"
-	    "  -o, --close         run COMMAND in a child that does not inherit the\n"
-	    "                      slot, holding it until the child ends\n"
-	    "  -F, --no-fork       accepted: COMMAND always runs in place\n"
-	    "  -E, --conflict-exit-code CODE\n"
-	    "                      exit with CODE instead of 75 when no slot is taken\n"
-	    "  -q, --quiet         no message when no slot is taken\n"
-	    "  -v, --verbose       say which slot was taken; on a terminal, a status\n"
-	    "                      line while waiting\n"
-	    POOLCMD_HELP_OPTIONS
-	    "check prints how many slots are held; list prints SLOT PID AGE COMMAND,\n"
-	    "the holders and then the -w waiters in queue order; held exits 0 when\n"
-	    "a slot is held and 1 when none is. A slot is never shared (mutex -s).\n"
-	    "\n"
-	    POOLCMD_HELP_TAIL "See slots(1).\n",
+	    "  -w, --wait DUR, --timeout DUR  wait up to DUR (bare: seconds; 10m, inf)\n"
+	    "  -n, --nb, --nonblock       do not wait: the default (the last one counts)\n"
+	    "  -q, --quiet                no message when no slot is taken\n"
+	    "  -E, --conflict-exit-code CODE  CODE instead of 75 when none is taken\n"
+	    "  -v, --verbose              say which slot was taken; a status line on a tty\n"
+	    "  -o, --close                COMMAND in a child that does not inherit it\n"
+	    "      --mode MODE            a new LOCKFILE's mode: 0600, or 0664 for a group\n"
+	    "      --record-args          record whole command lines, not only names\n"
+	    "  -F, --no-fork, --json, --fd FD, --path PATH, --reopen, --on-loss SIG,\n"
+	    "  -h, --help: see slots(1)\n"
+	    POOLCMD_HELP_VERSION
+	    POOLCMD_HELP_EXIT "See slots(1).\n",
 	.fixed_max = 0,
 };
 
@@ -73,8 +64,10 @@ struct opts {
 	int64_t wait;		/* -w, ns; -1: do not wait; LB_DURATION_MAX: -w inf */
 	int busy_status;	/* -E */
 	int quiet, verbose, json;
+	int flock_verbose;	/* mutex --verbose: flock(1)'s lines, on stdout as it prints them */
 	int fd;			/* --fd, or flock(1)'s FD; -1: none */
 	const char *path;	/* --path: the file FD must be; NULL: none */
+	int reopen;		/* --reopen: the caller opens PATH again when it was replaced */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
 	unsigned mode;		/* --mode: of a file created now; 0: the default */
 	int record_args;	/* --record-args: the whole command line in the record */
@@ -85,7 +78,8 @@ struct opts {
 	int flock_fd;		/* flock(1)'s "flock FD": FD any file, nothing on stdout */
 };
 
-enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS };
+enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS, OPT_REOPEN,
+	OPT_VERBOSE };
 
 /*
  * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
@@ -97,7 +91,7 @@ enum mode { RUN, LOOK, HELD, CREATE, ACQUIRE, RELEASE };
 
 /* The options a mode may refuse or need. */
 enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32,
-	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512 };
+	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512, HAS_REOPEN = 1024 };
 
 /* The applets a rule is for (0: both). */
 enum { FOR_SLOTS = 1, FOR_MUTEX = 2 };
@@ -122,6 +116,7 @@ static const struct rule {
 	{ M(RELEASE), HAS_RECORD, 0, 0, "--record-args goes with COMMAND or acquire" },
 	{ M(RUN) | M(LOOK) | M(HELD) | M(CREATE), HAS_PATH, 0, 0,
 	    "--path goes with acquire or release --fd" },
+	{ ALL_MODES & ~M(ACQUIRE), HAS_REOPEN, 0, 0, "--reopen goes with acquire --path" },
 	{ ALL_MODES & ~M(RELEASE), HAS_UNLOCK, 0, 0, "-u goes with a file descriptor: mutex -u FD" },
 	{ ALL_MODES & ~M(RUN), HAS_CLOSE | HAS_NO_FORK, 0, 0, "-o and -F go with COMMAND" },
 	/* -o forks to keep the lock from COMMAND; -F says never fork */
@@ -133,9 +128,7 @@ static const struct rule {
 	{ M(HELD), HAS_JSON, 0, 0, "--json goes with check or list; held says it with its status" },
 	{ M(CREATE), HAS_JSON | HAS_RECORD | HAS_FD | HAS_WAIT, 0, 0, "create takes no option but --mode" },
 	{ M(RUN), HAS_JSON, 0, 0, "--json goes with check or list" },
-	/* flock(1)'s habit of an fd opened by the shell, with a command: not this form */
-	{ M(RUN), HAS_FD, 0, FOR_MUTEX,
-	    "--fd FD with COMMAND is not supported: lock FD with 'mutex FD' and run COMMAND after it, or give the file: mutex LOCKFILE COMMAND" },
+	/* util-linux flock's --fd FD COMMAND is mutex's (fd_command); a pool's slot goes by acquire */
 	{ M(RUN), HAS_FD, 0, FOR_SLOTS,
 	    "--fd FD with COMMAND is not supported: take a slot on FD with 'slots acquire --fd FD MAX' and run COMMAND after it, or give the file: slots LOCKFILE MAX COMMAND" },
 };
@@ -156,10 +149,11 @@ static const struct option longopts[] = {
 	{ "on-loss", required_argument, NULL, OPT_ON_LOSS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "record-args", no_argument, NULL, OPT_RECORD_ARGS },
+	{ "reopen", no_argument, NULL, OPT_REOPEN },
 	{ "shared", no_argument, NULL, 's' },
 	{ "timeout", required_argument, NULL, 'w' },
 	{ "unlock", no_argument, NULL, 'u' },
-	{ "verbose", no_argument, NULL, 'v' },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "version", no_argument, NULL, 'V' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 }
@@ -184,7 +178,17 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 	int c;
 
 	lb_getopt_reset();
-	while ((c = lb_getopt(argc, argv, "+:E:FVehnoqsuvw:x", longopts)) != -1) {
+	for (;;) {
+		/* flock(1)'s --fd FD -c COMMAND: -c, where a word of options goes, starts COMMAND */
+		c = optind > 0 ? optind : 1;
+		if (o->fd >= 0 && cmd->fixed_max == 1 && c < argc &&
+		    (strcmp(argv[c], "-c") == 0 || strcmp(argv[c], "--command") == 0)) {
+			optind = c;
+			break;
+		}
+		c = lb_getopt(argc, argv, "+:E:FVehnoqsuvw:x", longopts);
+		if (c == -1)
+			break;
 		switch (c) {
 		case 'E':
 			o->busy_status = lb_opt_exit_code(optarg);
@@ -241,6 +245,16 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case OPT_RECORD_ARGS:
 			o->record_args = 1;
 			break;
+		case OPT_REOPEN:
+			o->reopen = 1;
+			break;
+		case OPT_VERBOSE:
+			/* flock(1)'s spelling: its lines, where it prints them; slots has -v's */
+			if (cmd->fixed_max == 1)
+				o->flock_verbose = 1;
+			else
+				o->verbose = 1;
+			break;
 		}
 	}
 	return optind;
@@ -253,7 +267,8 @@ static void check_mode(const struct poolcmd *cmd, const struct opts *o, enum mod
 	    (o->fd >= 0 ? HAS_FD : 0) | (o->path != NULL ? HAS_PATH : 0) |
 	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0) |
 	    (o->shared ? HAS_SHARED : 0) | (o->close ? HAS_CLOSE : 0) |
-	    (o->no_fork ? HAS_NO_FORK : 0) | (o->unlock ? HAS_UNLOCK : 0);
+	    (o->no_fork ? HAS_NO_FORK : 0) | (o->unlock ? HAS_UNLOCK : 0) |
+	    (o->reopen ? HAS_REOPEN : 0);
 	unsigned applet = cmd->fixed_max == 1 ? FOR_MUTEX : FOR_SLOTS;
 	size_t i;
 
@@ -373,6 +388,7 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 {
 	struct lb_holders busy = { NULL, 0 };
 	struct poolcmd_status sl = { name, lb_now(CLOCK_MONOTONIC), 0 };
+	int64_t took;
 	int r;
 
 	/* -v on a terminal: one line, rewritten while we wait; off one, the last line only */
@@ -393,7 +409,8 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 		return 0;
 	}
 	if (r == 0) {
-		if (!o->quiet)
+		/* --reopen: a caller that opens PATH again needs no words for a file replaced there */
+		if (!o->quiet && !(o->reopen && !lb_lockfile_at_path(o->fd, o->path)))
 			poolcmd_report_busy(name, cmd->fixed_max == 1, o->wait > 0 ? o->wait : 0,
 			    max, &busy, pool);
 		lb_holders_free(&busy);
@@ -402,8 +419,23 @@ static int take(const struct poolcmd *cmd, const struct opts *o,
 	}
 	if (o->verbose)
 		lb_warnx("%s: took slot %u of %u", name, *slot, max);
+	if (o->flock_verbose) {
+		took = lb_now(CLOCK_MONOTONIC) - sl.start;
+		printf("%s: getting lock took %lld.%06lld seconds\n", lb_prog,
+		    (long long)(took / LB_NS_PER_S), (long long)(took % LB_NS_PER_S / 1000));
+	}
 	*status = LB_EXIT_OK;
 	return 1;
+}
+
+/* mutex --verbose: flock(1)'s last line before COMMAND runs, out before the exec */
+static void say_executing(const struct opts *o, char *const *command)
+{
+	if (!o->flock_verbose)
+		return;
+	printf("%s: executing %s\n", lb_prog, command[0]);
+	if (lb_flush_stdout() != 0)
+		lb_exit(LB_EXIT_FAIL);
 }
 
 /*
@@ -485,6 +517,27 @@ static int misordered(const struct poolcmd *cmd, const char *path, char *const *
 	return 0;
 }
 
+/*
+ * "slots LOCKFILE 4 list": a word of the forms that take no MAX, where
+ * COMMAND goes, and no command of that name: 127 as for any command not
+ * found (nothing created), saying the form meant. 1: said.
+ */
+static int mode_word(const struct poolcmd *cmd, char *const *command)
+{
+	static const char *const words[] = { "check", "list", "held", "create" };
+	size_t i;
+
+	if (cmd->fixed_max || command[0] == NULL || command[1] != NULL || lb_exec_found(command[0]))
+		return 0;
+	for (i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strcmp(command[0], words[i]) == 0) {
+			lb_warnx("cannot run '%s': %s (%s takes no MAX: slots LOCKFILE %s)",
+			    command[0], strerror(ENOENT), words[i], words[i]);
+			return 1;
+		}
+	return 0;
+}
+
 static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
@@ -505,6 +558,8 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 		misplaced(command[0]);
 	if (command[0] == NULL)
 		lb_usage_error("missing COMMAND");
+	if (mode_word(cmd, command))
+		return LB_EXIT_NOTFOUND;
 	if (misordered(cmd, path, command))
 		return LB_EXIT_FAIL;
 	/* a pool of one (mutex) takes any file, as flock(1) does */
@@ -528,6 +583,7 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 	snprintf(env, sizeof env, "%u", slot);
 	if (setenv("LOCKBOX_SLOT", env, 1) != 0)
 		lb_die(LB_EXIT_FAIL, "setenv");
+	say_executing(o, command);
 	if (o->close) {
 		/* COMMAND has ended: the lock goes with our open file */
 		status = run_closed(command);
@@ -660,6 +716,41 @@ static int fd_op(const struct poolcmd *cmd, struct opts *o, int release, unsigne
 	return status;
 }
 
+/*
+ * util-linux flock's "--fd FD COMMAND" and "--fd FD -c COMMAND": FD, an
+ * open file of the caller's, locked as "mutex FD" locks it (its lock
+ * stays with the caller's open file), then COMMAND run in place, which
+ * inherits FD, or with -o in a child that does not: FD is closed at its
+ * exec, as flock --close closes it.
+ */
+static int fd_command(const struct poolcmd *cmd, struct opts *o, char **command)
+{
+	int status;
+
+	if (command[0] != NULL && strcmp(command[0], "--") == 0)
+		command++;
+	else
+		command = shell_command(command);
+	if (command[0] == NULL)
+		lb_usage_error("missing COMMAND");
+	check_mode(cmd, o, RUN, NULL);
+	if (o->mode != 0)
+		lb_usage_error("--mode goes with a LOCKFILE: the caller made FD's file");
+	o->flock_fd = 1;
+	status = fd_op(cmd, o, 0, 1);
+	if (status != LB_EXIT_OK)
+		return status;
+	if (setenv("LOCKBOX_SLOT", "1", 1) != 0)
+		lb_die(LB_EXIT_FAIL, "setenv");
+	say_executing(o, command);
+	if (o->close) {
+		if (fcntl(o->fd, F_SETFD, FD_CLOEXEC) != 0)
+			lb_die(LB_EXIT_FAIL, "fd %d", o->fd);
+		return run_closed(command);
+	}
+	lb_exec(command);
+}
+
 static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **argv)
 {
 	int release = strcmp(argv[0], "release") == 0;
@@ -668,6 +759,13 @@ static int by_fd(const struct poolcmd *cmd, struct opts *o, int argc, char **arg
 	unsigned max = 0;
 
 	check_mode(cmd, o, release ? RELEASE : ACQUIRE, argv[0]);
+	/* acquire's stdout is the slot's number: --verbose is -v's there */
+	if (o->flock_verbose) {
+		o->flock_verbose = 0;
+		o->verbose = 1;
+	}
+	if (o->reopen && o->path == NULL)
+		lb_usage_error("--reopen goes with acquire --path");
 	if (release || cmd->fixed_max) {
 		if (max_arg != NULL)
 			lb_usage_error("unexpected argument '%s'", max_arg);
@@ -820,9 +918,11 @@ int poolcmd_main(const struct poolcmd *cmd, int argc, char **argv)
 	uint64_t fd;
 
 	if (i >= argc)
-		lb_usage_error("missing LOCKFILE");
+		lb_usage_error(o.fd >= 0 && cmd->fixed_max == 1 ? "missing COMMAND" : "missing LOCKFILE");
 	if (strcmp(argv[i], "acquire") == 0 || strcmp(argv[i], "release") == 0)
 		return by_fd(cmd, &o, argc - i, argv + i);
+	if (o.fd >= 0 && cmd->fixed_max == 1)
+		return fd_command(cmd, &o, argv + i);
 	/* flock(1)'s "flock [-s|-x|-u] FD": a number alone is a descriptor */
 	if (cmd->fixed_max == 1 && i + 1 == argc && lb_parse_uint(argv[i], 0, INT_MAX, &fd) == 0) {
 		o.fd = (int)fd;

@@ -33,7 +33,8 @@
 	"\n" \
 	"  -q, --quiet         no message when giving up\n" \
 	"      --retry-on LIST retry only on these exit statuses (e.g. 75 or 1,75);\n" \
-	"                      stop at once on any other\n" \
+	"                      stop at once on any other (without it: all but\n" \
+	"                      125, 126 and 127)\n" \
 	"  -v, --verbose       one line per attempt on stderr, and what a bare\n" \
 	"                      TIMEOUT was taken for\n" \
 	"  -h, --help          this help\n" \
@@ -137,9 +138,23 @@ char **waitfor_parse(struct waitfor_opts *o, int argc, char **argv)
 		i++;
 	if (i >= argc)
 		lb_usage_error("missing COMMAND");
-	if (!o->listed)
+	/*
+	 * Without a list, every failure is retried but those that say the
+	 * command cannot succeed: 125 (a usage error, or lockbox's own
+	 * failure), 126 and 127 (not executable, not found). A list that
+	 * names them retries them.
+	 */
+	if (!o->listed) {
 		memset(o->retry + 1, 1, sizeof o->retry - 1);
+		o->retry[LB_EXIT_FAIL] = o->retry[LB_EXIT_NOEXEC] = o->retry[LB_EXIT_NOTFOUND] = 0;
+	}
 	return argv + i;
+}
+
+const char *waitfor_not_retried(const struct waitfor_opts *o)
+{
+	return o->listed ? "not a --retry-on status" :
+	    "125, 126 and 127 are retried only when --retry-on names them";
 }
 
 /* "exited 75" or "killed by signal 9 (status 137)" */
@@ -209,7 +224,7 @@ static int attempts(const struct waitfor_opts *o, char **command)
 		}
 		if (!o->retry[status]) {
 			if (o->verbose)
-				lb_warnx("attempt %u %s; not a --retry-on status, stopping", n, what);
+				lb_warnx("attempt %u %s; %s, stopping", n, what, waitfor_not_retried(o));
 			return status;
 		}
 		if (lb_remaining(deadline) == 0) {

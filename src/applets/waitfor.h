@@ -19,4 +19,10 @@ struct waitfor_opts {
  */
 char **waitfor_parse(struct waitfor_opts *o, int argc, char **argv);
 
+/*
+ * Why an attempt's STATUS is not retried, for -v: it is not on the
+ * --retry-on list, or (no list) it says the command cannot succeed.
+ */
+const char *waitfor_not_retried(const struct waitfor_opts *o);
+
 #endif

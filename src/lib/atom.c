@@ -250,6 +250,12 @@ int64_t lb_atom_last_end(const struct lb_atom *a)
 	return end > 0 ? end : 0;
 }
 
+/* A run that ended by itself, with a duration: what learning and the stats count. */
+static int completed(const struct lb_run *x)
+{
+	return x->status >= 0 && x->duration >= 0;
+}
+
 static int cmp_i64(const void *x, const void *y)
 {
 	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -262,8 +268,9 @@ size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median)
 	int64_t d[LB_ATOM_RING];
 	size_t i, n = 0;
 
+	/* an expired run's duration is how long it was let run, not how long it takes */
 	for (i = 0; i < a->nring; i++)
-		if (a->ring[i].duration >= 0)
+		if (completed(&a->ring[i]))
 			d[n++] = a->ring[i].duration;
 	*longest = *median = -1;
 	if (n == 0)
@@ -283,12 +290,6 @@ static const struct lb_run *back(const struct lb_atom *a, unsigned i)
 	    (a->ring_next + 2 * LB_ATOM_RING - 1 - i) % LB_ATOM_RING;
 
 	return &a->ring[k];
-}
-
-/* A run that ended by itself, with a duration: what learning counts. */
-static int completed(const struct lb_run *x)
-{
-	return x->status >= 0 && x->duration >= 0;
 }
 
 unsigned lb_atom_expired_streak(const struct lb_atom *a)

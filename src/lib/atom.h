@@ -150,7 +150,7 @@ int lb_atom_completed(const struct lb_atom *a);
 /* When the last run ended, wall; 0 when it goes on or its end is unknown. */
 int64_t lb_atom_last_end(const struct lb_atom *a);
 
-/* Longest and median of the known durations in the ring: count of them. */
+/* Longest and median of the durations of the ring's completed runs: count of them. */
 size_t lb_atom_stats(const struct lb_atom *a, int64_t *longest, int64_t *median);
 
 /* How many of the latest runs in the ring were expired, in a row. */

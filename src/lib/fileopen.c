@@ -150,7 +150,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 		 * (one replaced since is found again before the lock is taken)
 		 */
 		if (path != NULL && S_ISREG(a.st_mode) &&
-		    lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
+		    lb_lockfile_check_path(&a, path, &idflags) == -1)
 			return NULL;
 		p = fp_pool_new(fd, fd, 0, 0, name);
 		if (p != NULL) {
@@ -174,7 +174,7 @@ struct lb_pool *lb_filepool_from_fd(int fd, const char *name, const char *path,
 
 	if (lb_lockfile_check_fd(fd, name, 1, &a) != 0)
 		return NULL;
-	if (path != NULL && lb_lockfile_check_path(fd, &a, path, &idflags) == -1)
+	if (path != NULL && lb_lockfile_check_path(&a, path, &idflags) == -1)
 		return NULL;
 	cfd = lb_procfs_fd_reopen(fd, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (cfd < 0) {

@@ -156,28 +156,18 @@ static int sticky_shared(const struct stat *dir)
  * to opens with O_CREAT, and it may be switched off. In a sticky directory
  * that others may write to (/tmp, /run/lock), a file owned by neither the
  * caller nor the directory's owner may have been put there by anyone, for
- * root to write into. Such a file is used only when it is a lock file
- * made to be shared: it has the magic, and a mode that lets others write
- * it (created with --mode 0664 or 0666). 0 to use it, -1 refused (reported).
+ * root to write into, and whatever its mode its owner may delete it and
+ * put another in its place under its holders: the next run would lock the
+ * new file beside a holder of the old one. So such a file is refused,
+ * whatever it holds; a pool shared between users (--mode) lives in a
+ * directory of its own. 0 to use it, -1 refused (reported).
  */
-static int sticky_rule(int fd, const struct stat *st, const struct stat *dir,
-    const char *name)
+static int sticky_rule(const struct stat *st, const struct stat *dir, const char *name)
 {
-	unsigned char magic[LB_MAGIC_LEN];
-	int is_lock;
-
 	if (!sticky_shared(dir) || st->st_uid == geteuid() || st->st_uid == dir->st_uid)
 		return 0;
-	is_lock = S_ISREG(st->st_mode) && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
-	    memcmp(magic, LB_MAGIC, LB_MAGIC_LEN) == 0;
-	if (is_lock && (st->st_mode & (S_IWGRP | S_IWOTH)))
-		return 0;
-	if (is_lock)
-		lb_warnx("%s: owned by UID %u in a shared sticky directory, and not a lock file shared with --mode; refusing it",
-		    name, (unsigned)st->st_uid);
-	else
-		lb_warnx("%s: owned by UID %u in a shared sticky directory, where anyone may have put it; refusing it (lock a file of your own, or one lockbox makes)",
-		    name, (unsigned)st->st_uid);
+	lb_warnx("%s: owned by UID %u in a shared sticky directory, where its owner may replace it under a holder; refusing it (lock a file of your own, or one lockbox makes; a pool shared with --mode belongs in a directory of its own)",
+	    name, (unsigned)st->st_uid);
 	return -1;
 }
 
@@ -314,11 +304,29 @@ static int create_new(int dfd, const char *base, int flags, mode_t mode, const c
 	return fd;
 }
 
+/* Whether this process is in group GID (its own or a supplementary one). */
+static int in_group(gid_t gid)
+{
+	gid_t *groups;
+	int n, i, in = getegid() == gid;
+
+	n = in ? 0 : getgroups(0, NULL);
+	groups = n > 0 ? calloc((size_t)n, sizeof *groups) : NULL;
+	if (groups != NULL) {
+		n = getgroups(n, groups);
+		for (i = 0; i < n && !in; i++)
+			in = groups[i] == gid;
+		free(groups);
+	}
+	return in;
+}
+
 /*
  * Why PATH could not be opened, with what to do about it where lockbox
  * knows: a missing directory is named as the directory (lockbox makes
- * the lock file, not its directory), and a user denied another user's
- * private lock file learns about --mode. DFD is PATH's directory or -1.
+ * the lock file, not its directory), a user denied another user's
+ * private lock file learns about --mode, and one outside the group of a
+ * file made for a group is told so. DFD is PATH's directory or -1.
  */
 static void warn_open(const char *path, int dfd, const char *base, int in_dir)
 {
@@ -336,8 +344,13 @@ static void warn_open(const char *path, int dfd, const char *base, int in_dir)
 	} else if (e == EACCES && geteuid() != 0 &&
 	    (dfd >= 0 ? fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) : lstat(path, &st)) == 0 &&
 	    S_ISREG(st.st_mode) && st.st_uid != geteuid()) {
-		lb_warnx("%s: %s: the file is UID %u's, mode %04o; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it",
-		    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		if ((st.st_mode & (S_IRGRP | S_IWGRP)) == (S_IRGRP | S_IWGRP) && !in_group(st.st_gid))
+			lb_warnx("%s: %s: the file is UID %u's, mode %04o, for group %u, which this user is not in; join that group, or have the lock made for everyone with --mode 0666",
+			    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			    (unsigned)st.st_gid);
+		else
+			lb_warnx("%s: %s: the file is UID %u's, mode %04o; a lock shared between users is created with --mode 0664 (a group) or 0666 (everyone), or chmod it",
+			    path, strerror(e), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	} else {
 		errno = e;
 		lb_warn("%s", path);
@@ -429,25 +442,19 @@ static int reopen_writable(int dfd, const char *base, int flags, const struct st
 /* How many times a path that keeps changing under an open is looked up again. */
 #define OPEN_TRIES	8
 
-int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any)
+/*
+ * lb_lockfile_open's open to write, of WHERE (PATH in messages): in its
+ * directory, read-only first. FLAGS has O_DIRECTORY for a PATH that ends
+ * with a slash, which names a directory or nothing (never a file made).
+ */
+static int open_in_dir(const char *path, const char *where, int flags, mode_t mode,
+    int *idflags, int *any)
 {
-	/*
-	 * O_NOFOLLOW: a final symlink (perhaps planted in /tmp) is never
-	 * followed, so lockbox never creates or writes through it.
-	 * O_NONBLOCK: opening a FIFO must not hang; the fstat below then
-	 * refuses it like any other non-regular file.
-	 */
-	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	const char *base;
 	struct stat dir, st;
 	int dfd, fd, rw, reported = 0, tries, other;
 
-	*idflags = 0;
-	if (any != NULL)
-		*any = 0;
-	if (!writable)
-		return open_reader(path, flags, any);
-	dfd = open_dir(path, &base, &dir);
+	dfd = open_dir(where, &base, &dir);
 	if (dfd < 0) {
 		warn_open(path, -1, base, 1);
 		return -1;
@@ -472,7 +479,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 		do
 			fd = openat(dfd, base, flags | O_RDONLY);
 		while (fd < 0 && errno == EINTR);
-		if (fd < 0 && errno == ENOENT) {
+		if (fd < 0 && errno == ENOENT && !(flags & O_DIRECTORY)) {
 			fd = create_new(dfd, base, flags, mode, path, &reported);
 			if (fd < 0 && errno == EEXIST)
 				continue;	/* another creator's file: use it */
@@ -494,7 +501,7 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 			break;
 		}
 		/* the sticky directory rule for every file, whatever it holds (a planted one) */
-		if (any_kind(fd, &st, path, kind) != 0 || sticky_rule(fd, &st, &dir, path) != 0)
+		if (any_kind(fd, &st, path, kind) != 0 || sticky_rule(&st, &dir, path) != 0)
 			break;
 		if (*kind && any != NULL) {
 			/* any file: locked as flock(1) locks it, and never written */
@@ -529,7 +536,40 @@ int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, 
 	return -1;
 }
 
-int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *idflags)
+int lb_lockfile_open(const char *path, int writable, mode_t mode, int *idflags, int *any)
+{
+	/*
+	 * O_NOFOLLOW: a final symlink (perhaps planted in /tmp) is never
+	 * followed, so lockbox never creates or writes through it.
+	 * O_NONBLOCK: opening a FIFO must not hang; the fstat below then
+	 * refuses it like any other non-regular file.
+	 */
+	int flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	size_t n = strlen(path);
+	char *where;
+	int fd;
+
+	*idflags = 0;
+	if (any != NULL)
+		*any = 0;
+	if (!writable)
+		return open_reader(path, flags, any);
+	if (n == 0 || path[n - 1] != '/')
+		return open_in_dir(path, path, flags, mode, idflags, any);
+	/* DIR/ and /, as flock(1) takes them: the directory (/ as /.) */
+	while (n > 0 && path[n - 1] == '/')
+		n--;
+	where = n > 0 ? strndup(path, n) : strdup("/.");
+	if (where == NULL) {
+		lb_warn("%s", path);
+		return -1;
+	}
+	fd = open_in_dir(path, where, flags | O_DIRECTORY, mode, idflags, any);
+	free(where);
+	return fd;
+}
+
+int lb_lockfile_check_path(const struct stat *f, const char *path, int *idflags)
 {
 	const char *base;
 	struct stat l, dir;
@@ -551,11 +591,19 @@ int lb_lockfile_check_path(int fd, const struct stat *f, const char *path, int *
 		lb_warnx("%s: not a regular file", path);
 	else if (f->st_dev != l.st_dev || f->st_ino != l.st_ino)
 		rc = LB_PATH_MOVED;
-	else if (sticky_rule(fd, f, &dir, path) == 0)
+	else if (sticky_rule(f, &dir, path) == 0)
 		rc = 0;
 	if (rc == 0)
 		*idflags = sticky_shared(&dir) ? LB_ID_SHARED_DIR : 0;
 	return rc;
+}
+
+int lb_lockfile_at_path(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino;
 }
 
 int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st)

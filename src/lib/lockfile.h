@@ -57,17 +57,23 @@ int lb_fstat_regular(int fd, const char *name, struct stat *st);
 int lb_lockfile_check_fd(int fd, const char *name, int writable, struct stat *st);
 
 /*
- * The caller opened FD (stat ST, as lb_lockfile_check_fd found it) on
+ * The caller opened a file (stat ST, as lb_lockfile_check_fd found it) on
  * PATH, but a symlink or another file may have been put in PATH's place
- * between its check and its open: FD must be the regular file PATH names
+ * between its check and its open: it must be the regular file PATH names
  * now (PATH not a symlink), and pass the sticky directory rule that
  * lb_lockfile_open applies. 0 with *IDFLAGS set from PATH's directory, -1
- * (reported), or LB_PATH_MOVED when PATH names another file than FD now
+ * (reported), or LB_PATH_MOVED when PATH names another file than that now
  * (nothing said: replaced since the caller opened it, who may open it
  * again).
  */
 #define LB_PATH_MOVED	(-2)
-int lb_lockfile_check_path(int fd, const struct stat *st, const char *path, int *idflags);
+int lb_lockfile_check_path(const struct stat *st, const char *path, int *idflags);
+
+/*
+ * Whether PATH (a final symlink not followed) names, now, the file open
+ * on FD: 0 once it has been moved, replaced or deleted. Nothing said.
+ */
+int lb_lockfile_at_path(int fd, const char *path);
 
 /*
  * With the header locked: identify the file. An empty file gets a fresh
