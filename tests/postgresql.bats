@@ -484,6 +484,14 @@ count_lock_held() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# A command that holds on: it writes its PID to $1.pid, then loops; TERM
+# (and USR1) are written to $1, and TERM ends it with status 3.
+# shellcheck disable=SC2016 # expanded by the command's shell
+HOLD_ON='trap '\''echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 3'\'' TERM
+trap '\''echo USR1 >"$1.tmp"; mv "$1.tmp" "$1"'\'' USR1
+echo $$ >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"
+while :; do sleep 0.05; done'
+
 # A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
 # on TERM stops the sleep and writes "TERM" to $1.
 # shellcheck disable=SC2016 # expanded by the child shell
@@ -600,20 +608,15 @@ while :; do sleep 0.05; done'
 	assert_equal "$REAP_STATUS" 143
 }
 
-# watcher_of NAME: the PID of the loss watcher of the holder of lock NAME
+# watcher_of PID: the loss watcher of holder PID, by its title
 watcher_of() {
-	local p
-	for p in $(pgrep -x lockbox-watch); do
-		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "lock=$1 "; then
-			printf '%s\n' "$p"
-		fi
-	done
+	pgrep -f "^mutex: loss watcher for PID $1 "
 }
 
 @test "the loss watcher never holds the lock: stopped, it does not keep it past the command" {
 	hold mutex "$U"
 	local w
-	w=$(watcher_of "$NAME")
+	w=$(watcher_of "$HOLD_PID")
 	assert [ -n "$w" ]
 	track_pid "$w"
 	kill -STOP "$w"
@@ -623,6 +626,34 @@ watcher_of() {
 	kill -CONT "$w"
 	# and it leaves once the command has
 	wait_for gone "$w"
+}
+
+@test "the loss watcher: titled for its holder, named in the holder's session; sent TERM it tells the job and stays; killed, the kernel tells the command" {
+	spawn "$LOCKBOX" mutex --on-loss USR1 "$U" sh -c "$HOLD_ON" sh "$T/sig"
+	local holder=$SPAWN_PID holder_err=$SPAWN_ERR w
+	wait_for test -s "$T/sig.pid"
+	w=$(watcher_of "$holder")
+	assert [ -n "$w" ]
+	track_pid "$w"
+	# in a session of its own: a terminal's signals are the command's
+	assert_equal "$(ps -o sid= -p "$w" | tr -d ' ')" "$w"
+	# list's holder names it (the session's application_name)
+	assert_regex "$(sql "SELECT application_name FROM pg_stat_activity WHERE pid = $(backend_of "$holder")")" \
+		"^lockbox pid=$holder uid=[0-9]+ w=$w host="
+	kill -TERM "$w"
+	wait_for test -s "$T/sig"
+	assert_equal "$(cat "$T/sig")" USR1
+	wait_for test -s "$holder_err"
+	assert_regex "$(head -n 1 "$holder_err")" "^mutex: $(re_quote "$U"): its loss watcher \\(PID $w\\) was sent SIGTERM by PID [0-9]+; the lock is held still: sent SIGUSR1 to PIDs $holder(,[0-9]+)*\$"
+	kill -0 "$w"
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 1
+	# killed, it cannot say so: the command hears it from the kernel
+	rm "$T/sig"
+	kill -KILL "$w"
+	wait_for test -s "$T/sig"
+	assert_equal "$(cat "$T/sig")" USR1
+	stop_pid "$holder"
 }
 
 # bats test_tags=privilege

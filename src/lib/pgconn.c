@@ -475,6 +475,9 @@ static int check_keepalives(struct pgpool *p, PGconn *conn, const long srv[4])
 		    cli < 0 ? "keepalives off" : "later");
 		return -1;
 	}
+	/* for the loss watcher's message */
+	p->srv_bound = server * LB_NS_PER_MS;
+	p->cli_bound = cli * LB_NS_PER_MS;
 	return 0;
 }
 
@@ -645,7 +648,6 @@ int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 		p->conn = holder_conn(p, access, later, deadline, &passing_);
 		if (p->conn != NULL) {
 			p->connected = 1;
-			p->conn_gen++;
 			return 1;
 		}
 		if (!passing_)

@@ -117,7 +117,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 		return NULL;
 	}
 	p->access = access;
-	p->watch_fd = -1;
+	p->watcher.ctl = -1;
 	p->on_loss = opts->on_loss;
 	p->to_caller = opts->loss_to_caller;
 	gethostname(host, sizeof host - 1);
@@ -139,15 +139,20 @@ static PGconn *conn_now(struct pgpool *p)
 	return p->conn;
 }
 
-/* "lockbox pid=P uid=U host=H cmd=C", cut to what pg_stat_activity keeps */
+/*
+ * "lockbox pid=P uid=U w=W host=H cmd=C" (w= the watcher, when there is
+ * one), cut to what pg_stat_activity keeps
+ */
 static void describe_self(struct pgpool *p, const struct lb_ident *who)
 {
 	const char *host = secure_getenv("LOCKBOX_HOST");
-	char full[256];
+	char full[256], watcher[24] = "";
 	size_t i;
 
-	snprintf(full, sizeof full, "lockbox pid=%d uid=%u host=%.16s cmd=%s",
-	    (int)who->pid, (unsigned)who->uid, host != NULL ? host : who->host,
+	if (p->watcher.pid > 0)
+		snprintf(watcher, sizeof watcher, " w=%d", (int)p->watcher.pid);
+	snprintf(full, sizeof full, "lockbox pid=%d uid=%u%s host=%.16s cmd=%s",
+	    (int)who->pid, (unsigned)who->uid, watcher, host != NULL ? host : who->host,
 	    who->command);
 	memcpy(p->appname, full, sizeof p->appname - 1);
 	p->appname[sizeof p->appname - 1] = '\0';
@@ -445,9 +450,6 @@ static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned 
 		return rc;
 	if (n == 0)
 		return 0;	/* freed meanwhile: try again at once */
-	/* the holder-to-be's watcher, now: a handoff does not wait for its fork */
-	if (lbpg_watch_start(p) != 0)
-		return -1;
 	if (n > 1) {
 		every = unwatched ? RECHECK_FAST : RECHECK_SLOW;
 		if (lb_remaining(deadline) > every)
@@ -531,7 +533,7 @@ static int acquire_round(struct pgpool *p, unsigned max, int64_t deadline, int *
 }
 
 static int pg_holders(struct lb_pool *pool, struct lb_holders *out);
-static int parse_appname(const char *s, struct lb_ident *who);
+static int parse_appname(const char *s, struct lb_ident *who, pid_t *watcher);
 
 /*
  * A holder's session outlives its command by a moment: the command's exit
@@ -550,12 +552,13 @@ static int parse_appname(const char *s, struct lb_ident *who);
 static int ending_here(struct pgpool *p, const struct lb_holders *h)
 {
 	struct lb_ident self;
+	pid_t watcher;
 	size_t i;
 
 	if (h->n == 0)
 		return 1;
 	memset(&self, 0, sizeof self);
-	parse_appname(p->appname, &self);
+	parse_appname(p->appname, &self, &watcher);
 	for (i = 0; i < h->n; i++)
 		if (h->v[i].known && strcmp(h->v[i].who.host, self.host) == 0 &&
 		    kill(h->v[i].who.pid, 0) != 0 && errno == ESRCH)
@@ -577,6 +580,12 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	struct lb_holders seen = { NULL, 0 };
 	int r, tries = 0, late = 0, looked = 0;
 
+	/*
+	 * The holder-to-be's watcher first, unarmed: a handoff does not wait
+	 * for its fork, and the session names it (list shows it)
+	 */
+	if (lbpg_watch_start(p, who->command) != 0)
+		return -1;
 	describe_self(p, who);
 	p->retrying = 1;
 again:
@@ -594,7 +603,6 @@ again:
 		r = acquire_round(p, max, deadline, &tries);
 		if (r == LOST) {
 			lbpg_drop(p);
-			lbpg_watch_stop(p);
 			r = AGAIN;
 		}
 	} while (r == AGAIN);
@@ -649,8 +657,11 @@ static int pg_release(struct lb_pool *pool, pid_t owner)
 	return 0;
 }
 
-/* Parse "lockbox pid=P uid=U host=H cmd=C" into WHO; 0 when it is not one. */
-static int parse_appname(const char *s, struct lb_ident *who)
+/*
+ * Parse "lockbox pid=P uid=U w=W host=H cmd=C" into WHO and *WATCHER (left
+ * as it is without w=); 0 when it is not one.
+ */
+static int parse_appname(const char *s, struct lb_ident *who, pid_t *watcher)
 {
 	const char *h, *c;
 	int pid;
@@ -663,6 +674,9 @@ static int parse_appname(const char *s, struct lb_ident *who)
 		sscanf(h, " uid=%u", &uid);
 	who->uid = uid;
 	h = strstr(s, " host=");
+	c = strstr(s, " w=");
+	if (c != NULL && (h == NULL || c < h) && sscanf(c, " w=%d", &pid) == 1 && pid > 0)
+		*watcher = pid;
 	c = strstr(s, " cmd=");
 	if (h != NULL) {
 		size_t n = c != NULL && c > h ? (size_t)(c - h - 6) : strlen(h + 6);
@@ -712,7 +726,8 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 
 		memset(h, 0, sizeof *h);
 		h->slot = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
-		h->known = !PQgetisnull(r, i, 1) && parse_appname(PQgetvalue(r, i, 1), &h->who);
+		h->known = !PQgetisnull(r, i, 1) &&
+		    parse_appname(PQgetvalue(r, i, 1), &h->who, &h->watcher);
 		/* no boot id: ages are taken on the wall clock, from the server's;
 		 * a session the server does not show this role has no age to show */
 		h->who.wall_ns = lb_now(CLOCK_REALTIME) - (age > 0 ? age : 0) * LB_NS_PER_MS;

@@ -8,6 +8,8 @@
 #include <libpq-fe.h>
 
 #include "backend.h"
+#include "proc.h"
+#include "watcher.h"
 
 /* what pg_stat_activity keeps of an application_name */
 #define APPNAME_MAX	63
@@ -29,9 +31,10 @@ struct pgpool {
 	int armed;		/* keep_on_exec: the holder's connection must stay silent */
 	int connected;		/* a connection was made in this run (see lbpg_open_conn) */
 	int fresh;		/* p->conn's setup is still to go, with its first query */
-	unsigned conn_gen;	/* counts the connections made */
-	int watch_fd;		/* an unarmed watcher's end of its socket pair; -1: none */
-	unsigned watch_gen;	/* the connection it watches (conn_gen then) */
+	struct lb_watcher watcher;	/* the loss watcher (pgwatch.c); ctl -1: none */
+	char watched[LB_COMMAND_MAX];	/* the command's name, for its title */
+	int64_t srv_bound;	/* ns: how long the server takes to drop a silent client */
+	int64_t cli_bound;	/* ns: how long this client takes to notice a silent server */
 	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
 	int lost;		/* the last lbpg_query failed with the connection (see lbpg_lost) */
 	PGconn *state_conn;	/* for atom transactions once armed */
@@ -78,12 +81,12 @@ int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n);
 
 /*
  * pgwatch.c: the loss watcher of a command that holds a slot. start: one
- * for p->conn, unarmed, while waiting (nothing when no one is to be told,
- * or one runs already); arm: from now on the connection's end is the
- * command's loss (a new watcher, armed, if none watches p->conn); stop:
- * let an unarmed one go. 0, or -1 (reported).
+ * for COMMAND, unarmed, before the acquisition (nothing when no one is to
+ * be told, or one runs already); arm: from now on p->conn's end is the
+ * command's loss (a new watcher, armed, if the first is gone); stop: let
+ * an unarmed one go. 0, or -1 (reported).
  */
-int lbpg_watch_start(struct pgpool *p);
+int lbpg_watch_start(struct pgpool *p, const char *command);
 int lbpg_watch_arm(struct pgpool *p);
 void lbpg_watch_stop(struct pgpool *p);
 
