@@ -492,6 +492,9 @@ trap '\''echo USR1 >"$1.tmp"; mv "$1.tmp" "$1"'\'' USR1
 echo $$ >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"
 while :; do sleep 0.05; done'
 
+# Client keepalives that notice a lost connection within 3 s, for a short --max-hold
+FAST_KEEPALIVES='&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=1000'
+
 # A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
 # on TERM stops the sleep and writes "TERM" to $1.
 # shellcheck disable=SC2016 # expanded by the child shell
@@ -654,6 +657,62 @@ watcher_of() {
 	wait_for test -s "$T/sig"
 	assert_equal "$(cat "$T/sig")" USR1
 	stop_pid "$holder"
+}
+
+@test "--max-hold with a server: shorter than the client's keepalive bound, or longer than a session may idle: one line, 125, nothing taken" {
+	run -125 --separate-stderr "$LOCKBOX" mutex --max-hold 5s "$U" touch "$T/ran"
+	assert_equal "$stderr" "mutex: $U: --max-hold 5s is not longer than the 13s this client takes to notice a lost connection (its keepalives)"
+	run -125 --separate-stderr "$LOCKBOX" slots --max-hold 30d "$U" 2 touch "$T/ran"
+	assert_equal "$stderr" "slots: $U: --max-hold 30d is longer than the server keeps an idle session: at most 24d19h"
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 0
+	assert [ ! -e "$T/ran" ]
+	# the bound is the URL's keepalives': 3s here
+	run -0 --separate-stderr "$LOCKBOX" mutex --max-hold 4s "$U$FAST_KEEPALIVES" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	run -125 --separate-stderr "$LOCKBOX" mutex --max-hold 3s "$U$FAST_KEEPALIVES" true
+	assert_regex "$stderr" "--max-hold 3s is not longer than the 3s this client takes"
+}
+
+# bats test_tags=wait
+@test "--max-hold: a holder frozen past it (its watcher too) loses the lock to the server; the next fence is larger; told when it runs again" {
+	local t0 holder w f1 f2
+	t0=$EPOCHREALTIME
+	# shellcheck disable=SC2016 # expanded by the command's shell
+	spawn "$LOCKBOX" mutex --max-hold 4s "$U$FAST_KEEPALIVES" sh -c \
+		'echo "$LOCKBOX_FENCE" >"$1.fence"; '"$HOLD_ON" sh "$T/held"
+	holder=$SPAWN_PID
+	local holder_err=$SPAWN_ERR
+	wait_for test -s "$T/held.pid"
+	w=$(watcher_of "$holder")
+	assert [ -n "$w" ]
+	track_pid "$w"
+	# a frozen host: the holder and its watcher stopped
+	kill -STOP "$holder" "$w"
+	# shellcheck disable=SC2016 # expanded by the waiter's sh
+	run -0 "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo "$LOCKBOX_FENCE"'
+	f1=$(cat "$T/held.fence") f2=$output
+	assert [ "$f2" -gt "$f1" ]
+	# not before the hold and its grace
+	assert [ "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print (b - a >= 5) }')" = 1 ]
+	kill -CONT "$w" "$holder"
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 3
+	assert_regex "$(head -n 1 "$holder_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ended the session; its lock is free: sent SIGTERM to PIDs $holder(,[0-9]+)*\$"
+}
+
+# bats test_tags=wait
+@test "--max-hold: a -w waiter's hold counts from its take; at the hold its job is told first, the server ends the session a grace later" {
+	hold mutex "$U"
+	spawn "$LOCKBOX" mutex -w 60 --max-hold 4s "$U$FAST_KEEPALIVES" sh -c "$HOLD_ON" sh "$T/held"
+	local waiter=$SPAWN_PID waiter_err=$SPAWN_ERR
+	wait_for queued "$waiter" 1
+	stop_pid "$HOLD_PID"
+	wait_for test -s "$T/held.pid"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 3
+	assert_equal "$(cat "$T/held")" TERM
+	assert_regex "$(head -n 1 "$waiter_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ends the session in about 1s: sent SIGTERM to PIDs $waiter(,[0-9]+)*\$"
 }
 
 # bats test_tags=privilege

@@ -12,9 +12,12 @@
 	"      --json          check/list output as JSON\n" \
 	"      --fd FD         acquire/release: lock on FD, which the caller opened\n" \
 	"      --path PATH     acquire/release: FD must be the file PATH names (no symlink)\n" \
-	"      --on-loss SIG   postgresql:// target: signal COMMAND's job, once, with\n" \
-	"                      SIG (default TERM; none: do not) when the server\n" \
-	"                      connection is lost\n" \
+	"      --max-hold DUR  give the lock back once COMMAND has held it for DUR\n" \
+	"                      (bare number: seconds), its job told as on a loss;\n" \
+	"                      a watcher beside COMMAND keeps it, and a server too\n" \
+	"      --on-loss SIG   signal COMMAND's job, once, with SIG (default TERM;\n" \
+	"                      none: do not) when its lock is lost: the server\n" \
+	"                      connection of a postgresql:// target, --max-hold\n" \
 	"  -h, --help          this help\n" \
 	"  -V, --version       print lockbox's version and lock kind\n" \
 	"\n" \

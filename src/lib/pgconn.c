@@ -106,6 +106,38 @@ static int refused_key(const struct pgpool *p, const char *a, const char *e)
 	return r;
 }
 
+/* The value of KEY in O (NULL when unset or empty). */
+static const char *option_in(const PQconninfoOption *o, const char *key)
+{
+	for (; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, key) == 0 && o->val != NULL && o->val[0] != '\0')
+			return o->val;
+	return NULL;
+}
+
+/* KEY's value in O as an integer; DEF when unset or not a number. */
+static long option_long(const PQconninfoOption *o, const char *key, long def)
+{
+	const char *v = option_in(o, key);
+	char *end;
+	long n;
+
+	if (v == NULL)
+		return def;
+	n = strtol(v, &end, 10);
+	return *end == '\0' ? n : def;
+}
+
+/* A conninfo value of CONN as an integer; DEF when unset or not a number. */
+static long conn_option(PGconn *conn, const char *key, long def)
+{
+	PQconninfoOption *o = PQconninfo(conn);
+	long v = option_long(o, key, def);
+
+	PQconninfoFree(o);
+	return v;
+}
+
 /*
  * Split URL into what libpq gets (every query parameter but lock=) and
  * NAME. 0, or -1 (reported).
@@ -262,23 +294,6 @@ PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql)
 	}
 	PQclear(r);
 	return NULL;
-}
-
-/* A conninfo value as an integer; DEF when unset or not a number. */
-static long conn_option(PGconn *conn, const char *key, long def)
-{
-	PQconninfoOption *o = PQconninfo(conn), *i;
-	long v = def;
-	char *end;
-
-	for (i = o; i != NULL && i->keyword != NULL; i++)
-		if (strcmp(i->keyword, key) == 0 && i->val != NULL && i->val[0] != '\0') {
-			v = strtol(i->val, &end, 10);
-			if (*end != '\0')
-				v = def;
-		}
-	PQconninfoFree(o);
-	return v;
 }
 
 /* Why an attempt failed, into p->last_err; 1 when it may pass (see passing). */
@@ -481,6 +496,44 @@ static int check_keepalives(struct pgpool *p, PGconn *conn, const long srv[4])
 	return 0;
 }
 
+/*
+ * A maximum hold is longer than the time this client takes to notice a
+ * silent server, by its keepalives as the URL sets them: a loss is then
+ * told as a loss, never taken for the hold's end, and a hold so short is
+ * a slip (of a unit: adaptive's bare numbers are minutes). And the server
+ * must be able to keep a session that long (idle_session_timeout, in ms,
+ * an int). 0, or -1 (reported).
+ */
+int lbpg_check_hold(struct pgpool *p)
+{
+	PQconninfoOption *o = PQconninfoParse(p->conninfo, NULL);
+	int64_t most = (int64_t)INT32_MAX * LB_NS_PER_MS, bound;
+	char a[32], b[32];
+	long on;
+
+	if (o == NULL)
+		return 0;	/* libpq says what is wrong with it when it connects */
+	on = option_long(o, "keepalives", 1);
+	bound = loss_bound(option_long(o, "keepalives_idle", atol(CLI_IDLE)),
+	    option_long(o, "keepalives_interval", atol(CLI_INTERVAL)),
+	    option_long(o, "keepalives_count", atol(CLI_COUNT)),
+	    option_long(o, "tcp_user_timeout", atol(CLI_USER_TIMEOUT))) * LB_NS_PER_MS;
+	PQconninfoFree(o);
+	/* no keepalives: refused by check_keepalives, with its reason */
+	if (on != 0 && bound > 0 && p->max_hold <= bound) {
+		lb_warnx("%s: --max-hold %s is not longer than the %s this client takes to notice a lost connection (its keepalives)",
+		    p->base.name, lb_format_duration_ms(p->max_hold, a), lb_format_duration_ms(bound, b));
+		return -1;
+	}
+	most -= LBPG_HOLD_GRACE(most);
+	if (p->max_hold > most) {
+		lb_warnx("%s: --max-hold %s is longer than the server keeps an idle session: at most %s",
+		    p->base.name, lb_format_duration_ms(p->max_hold, a), lb_format_duration(most, b));
+		return -1;
+	}
+	return 0;
+}
+
 /* The URL's options= (and PGOPTIONS), as libpq has them: "" when none. */
 static char *conn_options(PGconn *conn)
 {
@@ -538,7 +591,7 @@ int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t
 		}
 		free(options);
 	}
-	snprintf(sql + n, size - n,
+	snprintf(sql + n, size - n, ", version"
 	    " FROM (SELECT pg_is_in_recovery() AS recovery, pg_backend_pid() AS pid,"
 	    " current_setting('server_version_num')::int AS version,"
 	    " NOT pg_is_in_recovery() AND pg_backend_pid() = %d AS ours OFFSET 0) s;",
@@ -548,11 +601,14 @@ int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t
 
 int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r)
 {
-	long srv[4];
+	long srv[4], version = PQntuples(r) == 1 ? atol(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
 	int i;
 
 	if (PQntuples(r) != 1)
 		lb_warnx("%s: unexpected answer from the server", p->base.name);
+	else if (access == LB_POOL_WRITE && p->max_hold > 0 && version < 140000)
+		lb_warnx("%s: the server is PostgreSQL %ld.%ld: a maximum hold needs 14 or later (idle_session_timeout)",
+		    p->base.name, version / 10000, version % 10000 / (version >= 100000 ? 1 : 100));
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
 		lb_warnx("%s: the server is a standby (in recovery); its advisory locks are not shared with the primary",
 		    p->base.name);

@@ -120,10 +120,12 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	p->watcher.ctl = -1;
 	p->on_loss = opts->on_loss;
 	p->to_caller = opts->loss_to_caller;
+	p->max_hold = opts->max_hold;
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
 	if (lbpg_split_url(p, url, access) != 0 ||
+	    (p->max_hold > 0 && lbpg_check_hold(p) != 0) ||
 	    (access != LB_POOL_WRITE && lbpg_open_conn(p, access, 0, LB_NO_WAIT) != 1)) {
 		lb_pool_close(&p->base);
 		return NULL;
@@ -299,6 +301,8 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
 	va_start(ap, fmt);
 	vsnprintf(sql + n, sizeof sql - n, fmt, ap);
 	va_end(ap);
+	/* a maximum hold counts from before the server could have begun its own count */
+	p->since = lb_now(CLOCK_BOOTTIME);
 	return count_run(p, sql, deadline, res);
 }
 
@@ -313,6 +317,24 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
  * for the flush: a fence seen by a holder survives the server.
  */
 #define FENCE_DURABLE "pg_logical_emit_message(true, 'lockbox', 'fence') IS NOT NULL"
+
+/*
+ * A maximum hold is the server's to enforce too, so that a frozen host
+ * (stopped, cut off) cannot keep the lock past it: the session that takes
+ * the slot gets an idle_session_timeout (PostgreSQL 14) of the hold and
+ * its grace, in the taking transaction. A holder's session never runs
+ * another statement, so the server ends it that long after the take,
+ * freeing the lock; the next holder's fence is larger. Into BUF, for
+ * the taking statement's condition: "" without a hold.
+ */
+static const char *hold_cond(const struct pgpool *p, char *buf, size_t size)
+{
+	if (p->max_hold <= 0)
+		return "";
+	snprintf(buf, size, " AND set_config('idle_session_timeout', '%lld', false) IS NOT NULL",
+	    (long long)((p->max_hold + LBPG_HOLD_GRACE(p->max_hold)) / LB_NS_PER_MS));
+	return buf;
+}
 
 /*
  * Take the lowest free slot in 1..MAX when fewer than MAX are held, all in
@@ -331,14 +353,18 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
 static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 {
 	PGresult *r;
+	char hold[128];
 	int rc = counting(p, deadline, 1, &r,
-	    " SELECT s, CASE WHEN s IS NOT NULL AND " FENCE_DURABLE " THEN txid_current() END, h"
+	    " SELECT s, CASE WHEN s IS NOT NULL AND " FENCE_DURABLE "%s THEN txid_current() END, h"
 	    " FROM (SELECT h, CASE WHEN h < %u AND NOT pg_is_in_recovery()"
-	    " AND pg_backend_pid() = %d THEN"
+	    " AND pg_backend_pid() = %d%s THEN"
 	    " (SELECT s FROM generate_series(1, %u) s"
 	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
 	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
-	    max, PQbackendPID(p->conn), max, p->key, held_where(p));
+	    hold_cond(p, hold, sizeof hold), max, PQbackendPID(p->conn),
+	    /* the setup refuses an older server for it; the claim checks too */
+	    p->max_hold > 0 ? " AND current_setting('server_version_num')::int >= 140000" : "",
+	    max, p->key, held_where(p));
 
 	if (rc != 1)
 		return rc;
@@ -366,11 +392,12 @@ static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 static int confirm(struct pgpool *p, unsigned s, unsigned max, int64_t deadline)
 {
 	PGresult *r;
+	char hold[128];
 	int rc = counting(p, deadline, 0, &r,
 	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
-	    " AND " FENCE_DURABLE " THEN txid_current()"
+	    " AND " FENCE_DURABLE "%s THEN txid_current()"
 	    " WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
-	    s, max, held_where(p), max, p->key, s);
+	    s, max, held_where(p), max, hold_cond(p, hold, sizeof hold), p->key, s);
 
 	if (rc == STUCK) {
 		/* the slot is still ours: a session lock outlives the failed transaction */
@@ -796,12 +823,13 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
  * the kernel (O_ASYNC); else the command's job is told by a watcher
  * (pgwatch.c), once.
  */
-static int pg_keep_on_exec(struct lb_pool *pool)
+static int pg_keep_on_exec(struct lb_pool *pool, const struct lb_ident *who)
 {
 	struct pgpool *p = pp(pool);
 	int fd = PQsocket(p->conn), fl;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
+	(void)who;	/* its watcher was started with the acquisition */
 	if (fd < 0 || fcntl(fd, F_SETFD, 0) != 0) {
 		lb_warn("%s: socket", p->base.name);
 		return -1;
@@ -815,7 +843,7 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 			return -1;
 		}
 	}
-	if (p->on_loss != 0) {
+	if (p->on_loss != 0 || p->max_hold > 0) {
 		/* what arrived before the watch was armed raised no signal */
 		if (poll(&pfd, 1, 0) != 0) {
 			lb_warnx("%s: the connection was lost before the command started",

@@ -8,8 +8,17 @@
 #include <libpq-fe.h>
 
 #include "backend.h"
+#include "parse.h"
 #include "proc.h"
 #include "watcher.h"
+
+/*
+ * The server ends a holder's session this long after its maximum hold H
+ * (idle_session_timeout): the watcher, counting from before the taking
+ * statement was sent, tells the command first, though the two clocks may
+ * run apart by a thousandth.
+ */
+#define LBPG_HOLD_GRACE(h)	((h) > 0 ? LB_NS_PER_S + (h) / 1000 : 0)
 
 /* what pg_stat_activity keeps of an application_name */
 #define APPNAME_MAX	63
@@ -33,6 +42,8 @@ struct pgpool {
 	int fresh;		/* p->conn's setup is still to go, with its first query */
 	struct lb_watcher watcher;	/* the loss watcher (pgwatch.c); ctl -1: none */
 	char watched[LB_COMMAND_MAX];	/* the command's name, for its title */
+	int64_t max_hold;	/* opts.max_hold, ns; 0: none */
+	int64_t since;		/* CLOCK_BOOTTIME ns: the last taking statement was sent */
 	int64_t srv_bound;	/* ns: how long the server takes to drop a silent client */
 	int64_t cli_bound;	/* ns: how long this client takes to notice a silent server */
 	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
@@ -70,6 +81,8 @@ int lbpg_check_server(struct pgpool *p, PGconn *conn);
 /* the setup of a connection for ACCESS, as one statement (";"-ended) into SQL, and the check of its answer */
 int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t size);
 int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r);
+/* 0 when p->max_hold is one this client and the server can keep, else -1 (reported) */
+int lbpg_check_hold(struct pgpool *p);
 int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline);
 void lbpg_drop(struct pgpool *p);
 
@@ -82,9 +95,10 @@ int lbpg_atom_names(struct lb_pool *pool, char ***names, size_t *n);
 /*
  * pgwatch.c: the loss watcher of a command that holds a slot. start: one
  * for COMMAND, unarmed, before the acquisition (nothing when no one is to
- * be told, or one runs already); arm: from now on p->conn's end is the
- * command's loss (a new watcher, armed, if the first is gone); stop: let
- * an unarmed one go. 0, or -1 (reported).
+ * be told and no maximum hold kept, or one runs already); arm: from now
+ * on p->conn's end is the command's loss, and the hold counts from
+ * p->since (a new watcher, armed, if the first is gone); stop: let an
+ * unarmed one go. 0, or -1 (reported).
  */
 int lbpg_watch_start(struct pgpool *p, const char *command);
 int lbpg_watch_arm(struct pgpool *p);

@@ -2,7 +2,7 @@
 /*
  * The loss watcher of a command that holds a server's slot (watcher.c is
  * the process; this is what it watches): the connection the command
- * inherits.
+ * inherits, and the maximum hold.
  *
  * It watches the connection without holding it: the socket comes with
  * the arming, is registered with an epoll set of its own and closed, so
@@ -14,7 +14,10 @@
  * the server ended the session; an error (the keepalives or the user
  * timeout gave up on a silent server) means contact was lost, and the
  * server frees the lock later, by its own keepalives. The message says
- * which. Calls only watcher.c and what is below it.
+ * which. A maximum hold is the server's to enforce (the holder's session
+ * ends after it, idle_session_timeout: pgpool.c): the watcher tells the
+ * job when it has passed, a moment before the server ends the session.
+ * Calls only watcher.c and what is below it.
  */
 #include "config.h"
 
@@ -25,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "parse.h"
 #include "pgpool.h"
@@ -37,6 +41,8 @@
 struct arm_data {
 	int64_t srv_bound;	/* ns: a silent client is dropped by the server after this */
 	int64_t cli_bound;	/* ns: ... and a silent server noticed here after this */
+	int64_t grace;		/* ns: the server ends a session the hold's grace after it */
+	int64_t hold_at;	/* CLOCK_BOOTTIME ns the maximum hold ends at; 0: none */
 };
 
 /* In the watcher: the connection as it was armed. */
@@ -77,13 +83,20 @@ static const char *event(void *arg, uint32_t what, uint32_t events)
 	struct epoll_event got = { 0, { 0 } };
 	char b[32];
 
-	(void)arg;
 	(void)events;
 	if (what != EV_CONN)
 		return NULL;
 	/* the set's own event says only that the socket has one: which */
 	if (epoll_wait(conn, &got, 1, 0) < 0)
 		got.events = EPOLLERR;
+	if ((got.events & EPOLLERR) == 0 && armed_with.hold_at != 0 &&
+	    lb_now(CLOCK_BOOTTIME) >= armed_with.hold_at) {
+		/* a watcher that was stopped, or a server clock that runs fast */
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; the server ended the session; its lock is free",
+		    lb_format_duration_ms(((struct pgpool *)arg)->max_hold, b));
+		return why;
+	}
 	if ((got.events & EPOLLERR) == 0)
 		return "the server ended the session; its lock is free";
 	/*
@@ -98,6 +111,25 @@ static const char *event(void *arg, uint32_t what, uint32_t events)
 	return why;
 }
 
+static const char *expire(void *arg)
+{
+	static char why[192];
+	struct pgpool *p = arg;
+	struct epoll_event got;
+	char h[32], g[32];
+
+	lb_format_duration_ms(p->max_hold, h);
+	/* a watcher that was stopped past the server's end of the session: said so */
+	if (epoll_wait(conn, &got, 1, 0) == 1 && (got.events & EPOLLERR) == 0)
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; the server ended the session; its lock is free", h);
+	else
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; the server ends the session in about %s", h,
+		    lb_format_duration(armed_with.grace, g));
+	return why;
+}
+
 static int site(void *arg, struct lb_lock_site *s)
 {
 	(void)arg;
@@ -108,7 +140,7 @@ static int site(void *arg, struct lb_lock_site *s)
 	return 0;
 }
 
-static const struct lb_watch_ops ops = { armed, event, NULL, NULL, site };
+static const struct lb_watch_ops ops = { armed, event, expire, NULL, site };
 
 void lbpg_watch_stop(struct pgpool *p)
 {
@@ -121,7 +153,7 @@ int lbpg_watch_start(struct pgpool *p, const char *command)
 		"loss watcher", p->base.name, command, p->on_loss, NULL, 0, &ops, p
 	};
 
-	if (p->watcher.ctl >= 0 || p->to_caller || p->on_loss == 0)
+	if (p->watcher.ctl >= 0 || p->to_caller || (p->on_loss == 0 && p->max_hold == 0))
 		return 0;
 	snprintf(p->watched, sizeof p->watched, "%s", command);
 	return lb_watcher_start(&p->watcher, &spec);
@@ -129,18 +161,19 @@ int lbpg_watch_start(struct pgpool *p, const char *command)
 
 int lbpg_watch_arm(struct pgpool *p)
 {
-	struct arm_data d = { p->srv_bound, p->cli_bound };
+	struct arm_data d = { p->srv_bound, p->cli_bound, LBPG_HOLD_GRACE(p->max_hold),
+		p->max_hold > 0 ? p->since + p->max_hold : 0 };
 
-	if (p->to_caller || p->on_loss == 0)
+	if (p->to_caller || (p->on_loss == 0 && p->max_hold == 0))
 		return 0;
 	/* the waiter's watcher, if it is still there; else a new one */
-	if (lb_watcher_arm(&p->watcher, p->on_loss, 0, 0, PQsocket(p->conn), &d,
+	if (lb_watcher_arm(&p->watcher, p->on_loss, p->max_hold, p->since, PQsocket(p->conn), &d,
 	    sizeof d) == 0)
 		return 0;
 	lbpg_watch_stop(p);
 	if (lbpg_watch_start(p, p->watched) != 0)
 		return -1;
-	if (lb_watcher_arm(&p->watcher, p->on_loss, 0, 0, PQsocket(p->conn), &d,
+	if (lb_watcher_arm(&p->watcher, p->on_loss, p->max_hold, p->since, PQsocket(p->conn), &d,
 	    sizeof d) != 0) {
 		lb_warn("%s: cannot arm the loss watcher", p->base.name);
 		return -1;
