@@ -716,6 +716,74 @@ watcher_of() {
 }
 
 # bats test_tags=privilege
+@test "a full role without -w is busy: 75 and libpq's reason, -E picks the status, -q says nothing; nothing runs" {
+	need_superuser
+	local few
+	few="$(role_url lockbox_full)?lock=$NAME"
+	sql "ALTER ROLE lockbox_full CONNECTION LIMIT 1"
+	hold slots "$few" 2
+	run -75 --separate-stderr "$LOCKBOX" slots "$few" 2 touch "$T/ran"
+	assert_regex "$stderr" "^slots: $(re_quote "$few"): every connection the server allows is taken: connection to server at \"127\\.0\\.0\\.1\", port [0-9]+ failed: FATAL:  too many connections for role \"lockbox_full\"\$"
+	run -0 --separate-stderr "$LOCKBOX" slots -E 0 "$few" 2 touch "$T/ran"
+	assert_regex "$stderr" "too many connections for role"
+	run -0 --separate-stderr "$LOCKBOX" slots -q -E 0 "$few" 2 touch "$T/ran"
+	assert_equal "$stderr" ""
+	run -75 --separate-stderr "$LOCKBOX" slots -w 200ms "$few" 2 touch "$T/ran"
+	assert_regex "$stderr" "^slots: $(re_quote "$few"): timed out after 200ms; every connection the server allows is taken"
+	assert [ ! -e "$T/ran" ]
+}
+
+# gate_of PID: the gate lock file (lockbox-postgresql(7), Waiting) that PID holds or waits for
+gate_of() {
+	local f
+	for f in /run/lock/lockbox-pg-*.lock "${XDG_RUNTIME_DIR:-/nonexistent}"/lockbox-pg-*.lock /tmp/lockbox-pg-*.lock; do
+		[[ -e $f ]] || continue
+		"$LOCKBOX" mutex "$f" list 2>/dev/null | grep -qE "^[-0-9]+ +$1 " && printf '%s\n' "$f" && return 0
+	done
+	return 1
+}
+
+# gate_waiters FILE N: N waiters queue at gate FILE
+gate_waiters() {
+	(($("$LOCKBOX" mutex "$1" list | grep -c '^- ') == $2))
+}
+
+# bats test_tags=privilege,wait
+@test "waiters a full role refuses take turns at this host's gate: one tries again, the others queue without a login" {
+	need_superuser
+	[[ -n ${LOCKBOX_PG_DIR:-} && -r $LOCKBOX_PG_DIR/log ]] || skip "the server's log is not at hand (LOCKBOX_PG_DIR)"
+	local few gate i waiters=()
+	few="$(role_url lockbox_gate)?lock=$NAME"
+	sql "ALTER ROLE lockbox_gate CONNECTION LIMIT 2"
+	hold slots "$few" 4
+	local h1=$HOLD_PID
+	hold slots "$few" 4
+	# the first refused waiter enters the gate and tries there
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+	waiters+=("$SPAWN_PID")
+	wait_for gate_of "$SPAWN_PID"
+	gate=$(gate_of "$SPAWN_PID")
+	# the others queue behind it, without a login of their own
+	for i in 1 2 3; do
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+		waiters+=("$SPAWN_PID")
+	done
+	wait_for gate_waiters "$gate" 3
+	stop_pid "$h1"
+	stop_pid "$HOLD_PID"
+	for i in "${waiters[@]}"; do
+		reap "$i"
+		assert_equal "$REAP_STATUS" 0
+	done
+	assert_equal "$(wc -l <"$T/ran")" 4
+	# each let the next one in once it had its connection
+	run -0 "$LOCKBOX" mutex "$gate" check
+	assert_output 0
+}
+
+# bats test_tags=privilege
 @test "server restart: the command gets SIGTERM; the lock is free once the server is back" {
 	[[ -n ${LOCKBOX_PG_DIR:-} ]] ||
 		skip "restarting needs the cluster's directory (LOCKBOX_PG_DIR from tools/pg-cluster)"

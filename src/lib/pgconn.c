@@ -305,8 +305,11 @@ static int attempt_failed(struct pgpool *p, PGconn *conn, const char *timeout)
 	one_line(m, p->last_err, sizeof p->last_err);
 	if (timeout != NULL)
 		return 1;
-	if (message_state(m, state))
+	if (message_state(m, state)) {
+		/* too_many_connections: for the server, or for the role */
+		p->full = strcmp(state, "53300") == 0;
 		return passing(state);
+	}
 	/* no word from a server: it was not reached, or went away while we spoke */
 	return !PQconnectionNeedsPassword(conn);
 }
@@ -335,6 +338,7 @@ PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, in
 	long t;
 
 	*passing_ = 0;
+	p->full = 0;
 	if (conn == NULL) {
 		snprintf(p->last_err, sizeof p->last_err, "out of memory");
 		return NULL;
@@ -688,27 +692,44 @@ static void nap(int64_t ns)
 }
 
 /*
- * p->conn, a connection ready for ACCESS (LATER: see holder_conn). A server that is away for a
- * while (restarting, starting up, out of connections: see passing) is
- * tried again until DEADLINE, at growing intervals; LB_NO_WAIT tries once.
- * 1 connected; -1 failed (reported): for good, or away past the deadline
- * when this run never reached it; 0 away past the deadline after it had
- * been reached in this run (p->base.why says so: the lock was not taken).
+ * p->conn, a connection ready for ACCESS (LATER: see holder_conn). A
+ * server that is away for a while (restarting, starting up, out of
+ * connections: see passing) is tried again until DEADLINE, at growing
+ * intervals; LB_NO_WAIT tries once. A role the server refuses for too
+ * many connections is tried again through this host's gate (pggate.c),
+ * one waiter at a time, and without a wait it is busy. 1 connected; -1
+ * failed (reported): for good, or away past the deadline when this run
+ * never reached it; 0 busy: every connection the server allows is taken,
+ * or away past the deadline after it had been reached in this run
+ * (p->base.why says so: the lock was not taken).
  */
 int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 {
 	int64_t pause = RETRY_FIRST, wait;
-	int passing_ = 0;
+	int passing_ = 0, gated = access == LB_POOL_WRITE && p->who != NULL, g = LBPG_GATE_NONE;
 
-	for (;;) {
+	/* others of this host are refused for too many connections: behind them */
+	if (gated && deadline != LB_NO_WAIT)
+		g = lbpg_gate_enter(p, deadline, 0);
+	p->full = g == LBPG_GATE_LATE;
+	while (g != LBPG_GATE_LATE) {
 		p->conn = holder_conn(p, access, later, deadline, &passing_);
 		if (p->conn != NULL) {
+			lbpg_gate_leave(p);
 			p->connected = 1;
 			return 1;
 		}
-		if (!passing_)
-			return -1;
-		if (lb_remaining(deadline) == 0)
+		if (!passing_ || lb_remaining(deadline) == 0)
+			break;
+		/* refused for too many connections: one waiter of this host tries at a time */
+		if (p->full && gated && !p->in_gate) {
+			g = lbpg_gate_enter(p, deadline, 1);
+			if (g == LBPG_GATE_WAITED) {
+				pause = RETRY_FIRST;
+				continue;	/* its turn: the one before it got in */
+			}
+		}
+		if (g == LBPG_GATE_LATE)
 			break;
 		/* spread out, so that waiters back from a restart do not all come at once */
 		wait = pause / 2 + lb_now(CLOCK_MONOTONIC) % (pause / 2 + 1);
@@ -717,6 +738,16 @@ int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 		nap(wait);
 		pause = pause * 2 > RETRY_LAST ? RETRY_LAST : pause * 2;
 	}
+	lbpg_gate_leave(p);
+	if (passing_ && p->full) {
+		snprintf(p->base.why, sizeof p->base.why, "every connection the server allows is taken%s%.160s",
+		    p->last_err[0] != '\0' ? ": " : " (waiters of this host queue for one)",
+		    p->last_err);
+		p->base.why_at_once = deadline == LB_NO_WAIT;
+		return 0;
+	}
+	if (!passing_)
+		return -1;
 	if (!p->connected) {
 		lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
 		return -1;

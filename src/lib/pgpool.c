@@ -94,6 +94,10 @@ static void pg_close(struct lb_pool *pool)
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
 	lbpg_watch_stop(p);
+	if (p->gate != NULL) {
+		lbpg_gate_leave(p);
+		lb_pool_close(p->gate);
+	}
 	free(p->conninfo);
 	free(p->lock);
 	free(p);
@@ -614,6 +618,7 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	if (lbpg_watch_start(p, who->command) != 0)
 		return -1;
 	describe_self(p, who);
+	p->who = who;
 	p->retrying = 1;
 again:
 	do {
@@ -643,6 +648,7 @@ again:
 		}
 	}
 	p->retrying = 0;
+	p->who = NULL;
 	if (r == 1)
 		*slot = p->slot;
 	/*

@@ -46,6 +46,10 @@ struct pgpool {
 	int64_t since;		/* CLOCK_BOOTTIME ns: the last taking statement was sent */
 	int64_t srv_bound;	/* ns: how long the server takes to drop a silent client */
 	int64_t cli_bound;	/* ns: how long this client takes to notice a silent server */
+	int full;		/* the last connection was refused for too many connections */
+	struct lb_pool *gate;	/* pggate.c's lock file, once opened */
+	int in_gate;		/* this waiter holds the gate */
+	const struct lb_ident *who;	/* the acquisition's holder-to-be, while it runs */
 	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
 	int lost;		/* the last lbpg_query failed with the connection (see lbpg_lost) */
 	PGconn *state_conn;	/* for atom transactions once armed */
@@ -85,6 +89,23 @@ int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r);
 int lbpg_check_hold(struct pgpool *p);
 int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline);
 void lbpg_drop(struct pgpool *p);
+
+/*
+ * pggate.c: the gate of the URL's role on this host, where waiters that
+ * the server refuses for too many connections take turns to try again.
+ * enter: with REFUSED (this waiter was refused), take it, waiting until
+ * DEADLINE; without, only when others hold it now (else FREE: try on
+ * your own). Returns what came of it. leave: let the next one in.
+ */
+enum {
+	LBPG_GATE_NONE,		/* no gate to be had (its file): try on your own */
+	LBPG_GATE_FREE,		/* nobody waits: try on your own */
+	LBPG_GATE_IN,		/* taken at once: nobody was ahead */
+	LBPG_GATE_WAITED,	/* taken after others: try at once */
+	LBPG_GATE_LATE		/* the deadline passed in its queue */
+};
+int lbpg_gate_enter(struct pgpool *p, int64_t deadline, int refused);
+void lbpg_gate_leave(struct pgpool *p);
 
 /* pgstate.c: adaptive's state table (the ops of the same names in backend.h) */
 int lbpg_atom(struct lb_pool *pool, lb_atom_fn *fn, void *arg);
