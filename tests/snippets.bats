@@ -386,9 +386,11 @@ run_page() {
 	need_box
 	need_server
 	run_page lockbox-postgresql.7
-	# Setting up's two, and the three examples
-	assert_equal "$RAN_BLOCKS" 5
+	# Setting up's two, Setting up TLS's two, and the three examples
+	assert_equal "$RAN_BLOCKS" 7
+	# as the user of Setting up, then over TLS checked against the new CA
 	assert_equal "$(cat "$T/snip/lockbox-postgresql.7.2.out")" ok
+	assert_equal "$(cat "$T/snip/lockbox-postgresql.7.5.out")" ok
 }
 
 # bats test_tags=lockkind,privilege

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <poll.h>
@@ -138,6 +139,64 @@ static long conn_option(PGconn *conn, const char *key, long def)
 	return v;
 }
 
+/* Whether host (or hostaddr) H is this host itself: a Unix socket, loopback. */
+static int local_host(const char *h, size_t n)
+{
+	char a[64];
+	unsigned char b[16];
+
+	if (n == 0 || h[0] == '/' || h[0] == '@')
+		return 1;	/* a Unix socket (libpq's default when none is named) */
+	if (n >= sizeof a)
+		return 0;
+	memcpy(a, h, n);
+	a[n] = '\0';
+	if (strcasecmp(a, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, a, b) == 1)
+		return b[0] == 127;
+	if (inet_pton(AF_INET6, a, b) == 1)
+		return IN6_IS_ADDR_LOOPBACK((struct in6_addr *)b) ||
+		    (IN6_IS_ADDR_V4MAPPED((struct in6_addr *)b) && b[12] == 127);
+	return 0;
+}
+
+/*
+ * libpq's own default, sslmode=prefer, falls back to plain text when the
+ * server offers no TLS, and checks no certificate: a lock's grants and
+ * fences could be read and forged on the way. So unless the URL or
+ * PGSSLMODE names a mode, a server reached over the network is asked for
+ * TLS, sslmode=require (libpq then checks its certificate against
+ * ~/.postgresql/root.crt when that file is there, as verify-ca). One
+ * reached only over a Unix socket or loopback keeps libpq's default:
+ * nothing it sends leaves this host. Decided from the URL's hosts
+ * (hostaddr when given), else PGHOSTADDR or PGHOST, else libpq's Unix
+ * socket; a PGSERVICE that may name another host counts as a network.
+ */
+static const char *tls_default(const char *conninfo)
+{
+	PQconninfoOption *o = PQconninfoParse(conninfo, NULL);
+	const char *hosts = option_in(o, "hostaddr"), *h, *e;
+	int net = 0;
+
+	if (getenv("PGSSLMODE") != NULL || option_in(o, "sslmode") != NULL) {
+		PQconninfoFree(o);
+		return NULL;
+	}
+	if (hosts == NULL)
+		hosts = option_in(o, "host");
+	if (hosts == NULL)
+		hosts = getenv("PGHOSTADDR") != NULL ? getenv("PGHOSTADDR") : getenv("PGHOST");
+	if (hosts == NULL)
+		net = getenv("PGSERVICE") != NULL;
+	for (h = hosts; h != NULL && !net; h = *e == ',' ? e + 1 : NULL) {
+		e = h + strcspn(h, ",");
+		net = !local_host(h, (size_t)(e - h));
+	}
+	PQconninfoFree(o);
+	return net ? "require" : NULL;
+}
+
 /*
  * Split URL into what libpq gets (every query parameter but lock=) and
  * NAME. 0, or -1 (reported).
@@ -180,6 +239,7 @@ int lbpg_split_url(struct pgpool *p, const char *url, int access)
 		}
 	}
 	*o = '\0';
+	p->sslmode = tls_default(p->conninfo);
 	if (p->lock == NULL && access == LB_POOL_LIST)
 		return 0;
 	if (p->lock != NULL && access == LB_POOL_LIST) {
@@ -325,17 +385,25 @@ PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, in
 	const char *kw[] = {
 		"keepalives", "keepalives_idle", "keepalives_interval",
 		"keepalives_count", "tcp_user_timeout", "application_name",
-		"dbname", NULL
+		"sslmode", "dbname", NULL
 	};
 	/* dbname comes last: what the URL sets overrides these defaults */
 	const char *val[] = {
 		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, appname,
-		p->conninfo, NULL
+		p->sslmode, p->conninfo, NULL
 	};
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	PGconn *conn = PQconnectStartParams(kw, val, 1);
+	PGconn *conn;
 	int64_t until, floor;
 	long t;
+
+	/* no default of ours: libpq's (PGSSLMODE, else prefer) */
+	if (p->sslmode == NULL) {
+		kw[6] = kw[7];
+		val[6] = val[7];
+		kw[7] = val[7] = NULL;
+	}
+	conn = PQconnectStartParams(kw, val, 1);
 
 	*passing_ = 0;
 	p->full = 0;

@@ -31,6 +31,7 @@ struct pgpool {
 	struct lb_pool base;
 	PGconn *conn;		/* NULL: none yet, or the last one failed */
 	char *conninfo;		/* the URL without lock= */
+	const char *sslmode;	/* lockbox's default for it (pgconn.c); NULL: libpq's */
 	char *lock;		/* NAME */
 	int32_t key;
 	int access;		/* LB_POOL_READ, WRITE, LIST */
