@@ -659,6 +659,7 @@ watcher_of() {
 	stop_pid "$holder"
 }
 
+# bats test_tags=privilege
 @test "--max-hold with a server: shorter than the client's keepalive bound, or longer than a session may idle: one line, 125, nothing taken" {
 	run -125 --separate-stderr "$LOCKBOX" mutex --max-hold 5s "$U" touch "$T/ran"
 	assert_equal "$stderr" "mutex: $U: --max-hold 5s is not longer than the 13s this client takes to notice a lost connection (its keepalives)"
@@ -781,6 +782,37 @@ gate_waiters() {
 	# each let the next one in once it had its connection
 	run -0 "$LOCKBOX" mutex "$gate" check
 	assert_output 0
+}
+
+# the fencing example, as printed in lockbox-postgresql(7) and README.md
+fence_example() {
+	awk '/^Five lines of shell/ { on = 1 } on && /^\.Bd -literal/ { inb = 1; next }
+		inb && /^\.Ed/ { exit } inb' "$SRC/man/lockbox-postgresql.7.in" >"$T/fenced-write"
+	awk '/^five lines make a file/ { on = 1 } on && /^```sh$/ { inb = 1; next }
+		inb && /^```$/ { exit } inb' "$SRC/README.md" >"$T/fenced-write.readme"
+}
+
+@test "fencing: the five lines of lockbox-postgresql(7) and README.md, as printed, refuse the late write of a holder that lost its lock" {
+	fence_example
+	assert_equal "$(wc -l <"$T/fenced-write")" 5
+	run -0 cmp "$T/fenced-write" "$T/fenced-write.readme"
+	chmod +x "$T/fenced-write"
+	# a holder that takes no notice of its loss (--on-loss none) and writes late
+	# shellcheck disable=SC2016 # expanded by the holder's sh
+	spawn "$LOCKBOX" mutex --on-loss none "$U" sh -c 'echo first | "$1" "$2" && echo "$LOCKBOX_FENCE" >"$2.f1"
+		while [ ! -e "$2.go" ]; do sleep 0.05; done; echo late | "$1" "$2"' sh "$T/fenced-write" "$T/store"
+	local holder=$SPAWN_PID holder_err=$SPAWN_ERR
+	wait_for test -s "$T/store.f1"
+	assert_equal "$(sql "SELECT pg_terminate_backend($(backend_of "$holder"))")" t
+	# the next holder writes with a larger fence
+	# shellcheck disable=SC2016 # expanded by the child sh
+	run -0 "$LOCKBOX" mutex -w 30 "$U" sh -c 'echo second | "$1" "$2" && echo "$LOCKBOX_FENCE"' sh "$T/fenced-write" "$T/store"
+	local f2=$output
+	: >"$T/store.go"
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 1
+	assert_equal "$(cat "$holder_err")" "fence $(cat "$T/store.f1") < $f2: refused"
+	assert_equal "$(cat "$T/store")" second
 }
 
 # bats test_tags=privilege
