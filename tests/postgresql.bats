@@ -659,7 +659,6 @@ watcher_of() {
 	stop_pid "$holder"
 }
 
-# bats test_tags=privilege
 @test "--max-hold with a server: shorter than the client's keepalive bound, or longer than a session may idle: one line, 125, nothing taken" {
 	run -125 --separate-stderr "$LOCKBOX" mutex --max-hold 5s "$U" touch "$T/ran"
 	assert_equal "$stderr" "mutex: $U: --max-hold 5s is not longer than the 13s this client takes to notice a lost connection (its keepalives)"
@@ -716,7 +715,7 @@ watcher_of() {
 	assert_regex "$(head -n 1 "$waiter_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ends the session in about 1s: sent SIGTERM to PIDs $waiter(,[0-9]+)*\$"
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,wait
 @test "a full role without -w is busy: 75 and libpq's reason, -E picks the status, -q says nothing; nothing runs" {
 	need_superuser
 	local few
@@ -734,44 +733,40 @@ watcher_of() {
 	assert [ ! -e "$T/ran" ]
 }
 
-# gate_of PID: the gate lock file (lockbox-postgresql(7), Waiting) that PID holds or waits for
-gate_of() {
-	local f
+# held_gate: a gate's file (lockbox-postgresql(7), Waiting) that a waiter holds now
+held_gate() {
+	local f id
 	for f in /run/lock/lockbox-pg-*.lock "${XDG_RUNTIME_DIR:-/nonexistent}"/lockbox-pg-*.lock /tmp/lockbox-pg-*.lock; do
 		[[ -e $f ]] || continue
-		"$LOCKBOX" mutex "$f" list 2>/dev/null | grep -qE "^[-0-9]+ +$1 " && printf '%s\n' "$f" && return 0
+		id=$(lock_id "$f") || continue
+		awk -v id="$id" '$2 != "->" && $6 == id { f = 1 } END { exit !f }' /proc/locks &&
+			printf '%s\n' "$f" && return 0
 	done
 	return 1
 }
 
-# gate_waiters FILE N: N waiters queue at gate FILE
-gate_waiters() {
-	(($("$LOCKBOX" mutex "$1" list | grep -c '^- ') == $2))
-}
-
-# bats test_tags=privilege,wait
+# bats test_tags=wait
 @test "waiters a full role refuses take turns at this host's gate: one tries again, the others queue without a login" {
 	need_superuser
-	[[ -n ${LOCKBOX_PG_DIR:-} && -r $LOCKBOX_PG_DIR/log ]] || skip "the server's log is not at hand (LOCKBOX_PG_DIR)"
 	local few gate i waiters=()
 	few="$(role_url lockbox_gate)?lock=$NAME"
 	sql "ALTER ROLE lockbox_gate CONNECTION LIMIT 2"
 	hold slots "$few" 4
 	local h1=$HOLD_PID
 	hold slots "$few" 4
-	# the first refused waiter enters the gate and tries there
+	# the first refused waiter takes the gate and tries there
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
 	waiters+=("$SPAWN_PID")
-	wait_for gate_of "$SPAWN_PID"
-	gate=$(gate_of "$SPAWN_PID")
-	# the others queue behind it, without a login of their own
+	wait_for held_gate
+	gate=$(held_gate)
+	# the others queue for it in the kernel, without a login of their own
 	for i in 1 2 3; do
 		# shellcheck disable=SC2016 # expanded by the child shell
 		spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
 		waiters+=("$SPAWN_PID")
 	done
-	wait_for gate_waiters "$gate" 3
+	wait_for waiting_on "$gate" 3
 	stop_pid "$h1"
 	stop_pid "$HOLD_PID"
 	for i in "${waiters[@]}"; do
@@ -780,8 +775,7 @@ gate_waiters() {
 	done
 	assert_equal "$(wc -l <"$T/ran")" 4
 	# each let the next one in once it had its connection
-	run -0 "$LOCKBOX" mutex "$gate" check
-	assert_output 0
+	assert_equal "$(lock_waiters "$gate")" 0
 }
 
 # the fencing example, as printed in lockbox-postgresql(7) and README.md
@@ -792,6 +786,7 @@ fence_example() {
 		inb && /^```$/ { exit } inb' "$SRC/README.md" >"$T/fenced-write.readme"
 }
 
+# bats test_tags=privilege,wait
 @test "fencing: the five lines of lockbox-postgresql(7) and README.md, as printed, refuse the late write of a holder that lost its lock" {
 	fence_example
 	assert_equal "$(wc -l <"$T/fenced-write")" 5

@@ -3,100 +3,91 @@
  * The gate of a server's role on this host: while the server refuses the
  * role's connections (too many: its CONNECTION LIMIT, or the server's
  * max_connections), one waiter of this host at a time tries again, and
- * the others wait in the queue of a lock file, in the kernel, costing
- * the server nothing. Every attempt the server refuses has cost it a
- * process and a whole login (TLS, SCRAM) first, since the limit is
- * checked after authentication: a thousand waiters trying again, each
- * on its own, would spend the server's time on logins it refuses, not
- * on locks.
+ * the others wait for the gate in the kernel, costing the server nothing.
+ * Every attempt the server refuses has cost it a process and a whole
+ * login (TLS, SCRAM) first, since the limit is checked after
+ * authentication: a thousand waiters trying again, each on its own,
+ * would spend the server's time on logins it refuses, not on locks.
  *
- * A waiter refused for too many connections enters the gate (a mutex on
- * the gate's file) and tries again there until it connects, then lets
- * the next one in, which tries at once. A waiter that arrives while the
- * gate is held (others of this host are refused now) goes to its queue
- * without a try of its own. The file is per user and per URL (without
- * lock=): /run/lock for root, else $XDG_RUNTIME_DIR, else /tmp, named
- * lockbox-pg-UID-HASH.lock. A gate that cannot be had (a file someone
- * else planted there) is done without: the waiter tries on its own, as
- * it would anyway. Calls the lock-file backend, below the pool's seam.
+ * The gate is a write lock on byte 0 of a file of its own, per user and
+ * URL (without lock=): /run/lock for root, else $XDG_RUNTIME_DIR, else
+ * /tmp, named lockbox-pg-UID-HASH.lock, made 0600 and used only when the
+ * caller owns it. A waiter refused for too many connections takes it
+ * (lockwait.c: the kernel queues the requests in the order they came and
+ * wakes one at each release) and tries again there until it connects,
+ * then lets the next one in, which tries at once. A waiter that arrives
+ * while the gate is held (others of this host are refused now) queues
+ * for it without a try of its own. A gate that cannot be had (a file of
+ * another owner in its place) is done without: the waiter tries on its
+ * own, as it would anyway. Calls lockprim.c and lockwait.c.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h"
 #include "clock.h"
-#include "err.h"
 #include "hash.h"
-#include "lockowners.h"
+#include "lockprim.h"
+#include "lockwait.h"
 #include "pgpool.h"
 
-/* The gate's lock file, in BUF. */
-static void gate_path(const struct pgpool *p, char *buf, size_t size)
+/* The gate's file, opened (made 0600 if need be): its descriptor, or -1. */
+static int gate_open(const struct pgpool *p, int create)
 {
 	const char *dir = secure_getenv("XDG_RUNTIME_DIR");
+	char path[4096];
 	struct stat st;
+	int fd;
 
 	if (getuid() == 0)
 		dir = stat("/run/lock", &st) == 0 && S_ISDIR(st.st_mode) ? "/run/lock" : "/tmp";
 	else if (dir == NULL || dir[0] != '/' || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
 	    st.st_uid != getuid())
 		dir = "/tmp";
-	snprintf(buf, size, "%s/lockbox-pg-%u-%016llx.lock", dir, (unsigned)getuid(),
+	snprintf(path, sizeof path, "%s/lockbox-pg-%u-%016llx.lock", dir, (unsigned)getuid(),
 	    (unsigned long long)lb_fnv1a64(p->conninfo, strlen(p->conninfo)));
-}
-
-/* The gate taken (until DEADLINE): 1, 0 not by then, -1 no gate to be had. */
-static int take(struct pgpool *p, const char *path, int64_t deadline)
-{
-	struct lb_pool_opts opts = { .mode = 0600 };
-	unsigned slot;
-	int r;
-
-	if (p->gate == NULL) {
-		p->gate = lb_filepool_open(path, LB_POOL_WRITE, &opts);
-		if (p->gate == NULL)
-			return -1;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	/* in a directory anyone may write to, a file someone else put there is not ours */
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())) {
+		close(fd);
+		fd = -1;
 	}
-	lb_lookup_begin(deadline == LB_NO_WAIT ? 0 : deadline);
-	r = p->gate->ops->acquire(p->gate, 1, deadline, p->who, &slot, NULL);
-	lb_lookup_end();
-	return r;
+	return fd;
 }
 
 int lbpg_gate_enter(struct pgpool *p, int64_t deadline, int refused)
 {
-	char path[4096];
-	struct stat st;
+	struct flock l;
 	int r;
 
 	if (p->in_gate)
 		return LBPG_GATE_IN;
-	/* no gate yet: nobody of this host was ever refused (made when one is) */
-	gate_path(p, path, sizeof path);
-	if (!refused && p->gate == NULL && lstat(path, &st) != 0 && errno == ENOENT)
+	if (p->gate < 0)
+		p->gate = gate_open(p, refused);
+	if (p->gate < 0)
+		return refused ? LBPG_GATE_NONE : LBPG_GATE_FREE;
+	/* a lock the gate took for us is ours: it lets the next one in when we go */
+	/* nobody of this host is refused now: try on our own */
+	if (!refused && lb_lock_test(p->gate, F_WRLCK, 0, 1, &l) != 0)
 		return LBPG_GATE_FREE;
-	r = take(p, path, LB_NO_WAIT);
-	if (r == 1 && !refused) {
-		/* nobody of this host is refused now: try on our own */
-		p->gate->ops->release(p->gate, p->who->pid);
-		return LBPG_GATE_FREE;
+	r = lb_lock_try(p->gate, F_WRLCK, 0, 1);
+	if (r == 1) {
+		p->in_gate = 1;
+		return LBPG_GATE_IN;
 	}
-	if (r == 0) {
-		r = take(p, path, deadline);
-		r = r == 1 ? LBPG_GATE_WAITED : r == 0 ? LBPG_GATE_LATE : LBPG_GATE_NONE;
-	} else {
-		r = r == 1 ? LBPG_GATE_IN : LBPG_GATE_NONE;
-	}
-	if (r == LBPG_GATE_NONE)
-		return r;
-	p->in_gate = r != LBPG_GATE_LATE;
-	return r;
+	if (r < 0)
+		return LBPG_GATE_NONE;
+	r = lb_lock_wait(p->gate, F_WRLCK, 0, 1, deadline, LB_LOCK_KEEP);
+	if (r < 0)
+		return LBPG_GATE_NONE;
+	p->in_gate = r == 1;
+	return r == 1 ? LBPG_GATE_WAITED : LBPG_GATE_LATE;
 }
 
 void lbpg_gate_leave(struct pgpool *p)
@@ -104,5 +95,5 @@ void lbpg_gate_leave(struct pgpool *p)
 	if (!p->in_gate)
 		return;
 	p->in_gate = 0;
-	p->gate->ops->release(p->gate, p->who->pid);
+	lb_lock_try(p->gate, F_UNLCK, 0, 1);
 }

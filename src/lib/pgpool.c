@@ -94,9 +94,9 @@ static void pg_close(struct lb_pool *pool)
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
 	lbpg_watch_stop(p);
-	if (p->gate != NULL) {
+	if (p->gate >= 0) {
 		lbpg_gate_leave(p);
-		lb_pool_close(p->gate);
+		close(p->gate);
 	}
 	free(p->conninfo);
 	free(p->lock);
@@ -122,6 +122,7 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 	}
 	p->access = access;
 	p->watcher.ctl = -1;
+	p->gate = -1;
 	p->on_loss = opts->on_loss;
 	p->to_caller = opts->loss_to_caller;
 	p->max_hold = opts->max_hold;

@@ -48,7 +48,7 @@ struct pgpool {
 	int64_t srv_bound;	/* ns: how long the server takes to drop a silent client */
 	int64_t cli_bound;	/* ns: how long this client takes to notice a silent server */
 	int full;		/* the last connection was refused for too many connections */
-	struct lb_pool *gate;	/* pggate.c's lock file, once opened */
+	int gate;		/* pggate.c's file, once opened; -1: not yet */
 	int in_gate;		/* this waiter holds the gate */
 	const struct lb_ident *who;	/* the acquisition's holder-to-be, while it runs */
 	int retrying;		/* lbpg_query keeps a lost connection's failure quiet, in lost */
@@ -95,7 +95,7 @@ void lbpg_drop(struct pgpool *p);
  * pggate.c: the gate of the URL's role on this host, where waiters that
  * the server refuses for too many connections take turns to try again.
  * enter: with REFUSED (this waiter was refused), take it, waiting until
- * DEADLINE; without, only when others hold it now (else FREE: try on
+ * DEADLINE; without, only when another holds it now (else FREE: try on
  * your own). Returns what came of it. leave: let the next one in.
  */
 enum {
