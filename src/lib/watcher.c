@@ -483,7 +483,8 @@ int lb_watcher_arm(struct lb_watcher *w, int sig, int64_t hold, int64_t since, i
 	m.hold = hold;
 	m.since = since;
 	m.n = (uint32_t)n;
-	memcpy(m.data, data, n);
+	if (n > 0)
+		memcpy(m.data, data, n);
 	if (fd >= 0) {
 		memset(&u, 0, sizeof u);
 		mh.msg_control = u.buf;
