@@ -42,8 +42,8 @@
 #include "clock.h"
 #include "err.h"
 #include "filepool.h"
+#include "filewatch.h"
 #include "futex.h"
-#include "holdwatch.h"
 #include "lockfile.h"
 #include "lockowners.h"
 #include "lockedfiles.h"
@@ -136,7 +136,7 @@ static int file_keep_on_exec(struct lb_pool *pool, const struct lb_ident *who)
 	}
 	/* a maximum hold: a watcher beside the command, for the lock on p->fd */
 	if (p->max_hold > 0 && who != NULL)
-		return lb_holdwatch_start(pool, p->fd, who, p->on_loss, p->max_hold);
+		return lb_filewatch_start(pool, p->fd, who, p->on_loss, p->max_hold);
 	return 0;
 }
 

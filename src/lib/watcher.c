@@ -9,7 +9,7 @@
  * line saying what it is and for whom, "mutex: loss watcher for PID 4242
  * (backup.sh)", so that nobody takes it for the job. A backend says what
  * it watches (struct lb_watch_ops): a server's connection (pgwatch.c), a
- * maximum hold (holdwatch.c, pgwatch.c).
+ * maximum hold (filewatch.c, pgwatch.c).
  *
  * Started and armed apart: a waiter starts its watcher while it waits and
  * arms it (one message on a socket pair, with the descriptor to watch)

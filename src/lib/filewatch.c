@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * The maximum hold of a lock file's holder: its watcher (watcher.c), which
+ * The maximum hold of a lock file's holder (the lock-file backend's, as
+ * its file* name says): its watcher (watcher.c), which
  * holds nothing of the lock while it waits, and when the hold has passed
  * tells the job, then gives the lock back through the holder's own open
  * file, as release --fd does: the records cleared, the slot unlocked, a
@@ -18,8 +19,9 @@
  * Yama's ptrace_scope 1 the command names its watcher its tracer
  * (PR_SET_PTRACER) before it runs. A lock that cannot be had so is not
  * given back, and the message says so. Classic POSIX locks are their
- * process's: slots.c refuses a hold without OFD locks. Calls watcher.c,
- * job.c and the backend's own operations (backend.h).
+ * process's: slots.c refuses a hold without OFD locks. Calls watcher.c and
+ * job.c; the release is the backend's own (its ops), on the watcher's copy
+ * of the holder's pool with that descriptor in place of the holder's.
  */
 #include "config.h"
 
@@ -33,7 +35,8 @@
 #include "backend.h"
 #include "clock.h"
 #include "err.h"
-#include "holdwatch.h"
+#include "filepool.h"
+#include "filewatch.h"
 #include "job.h"
 #include "parse.h"
 #include "proc.h"
@@ -45,7 +48,6 @@ static struct held {
 	int64_t hold;
 	pid_t holder;		/* the command, whose records go with its slot */
 	int fd;			/* its descriptor of the lock's open file */
-	int any;		/* a file that is no lock file: flock(2), no slot */
 	struct lb_lock_site site;	/* byte -1 (any file): none */
 } held;
 
@@ -97,12 +99,16 @@ static int from_job(const struct held *h)
 	return x;
 }
 
-/* As release --fd, on the holder's open file (the release reports its failures). */
+/*
+ * As release --fd, on the holder's open file: the watcher's copy of the
+ * holder's pool, its descriptors (closed when the watcher started) now
+ * the one taken, is released as the holder's own would be (its slots and
+ * flock(2) lock, its records; the release reports its failures).
+ */
 static void give_back(void *arg, const struct lb_watched *w)
 {
 	struct held *h = arg;
-	struct lb_pool_opts opts = { .any_file = h->any };
-	struct lb_pool *pool;
+	struct filepool *p = (struct filepool *)h->pool;
 	int x = w->ended || w->pidfd < 0 ? -1 : take_fd(h, w->pidfd, h->fd);
 
 	if (x < 0)
@@ -111,11 +117,8 @@ static void give_back(void *arg, const struct lb_watched *w)
 		lb_warn("%s: cannot give the lock back: taking its holder's open file", h->pool->name);
 		return;
 	}
-	pool = lb_filepool_from_fd(x, h->pool->name, NULL, &opts);
-	if (pool != NULL) {
-		pool->ops->release(pool, h->holder);
-		lb_pool_close(pool);
-	}
+	p->fd = p->cfd = x;
+	h->pool->ops->release(h->pool, h->holder);
 	close(x);
 }
 
@@ -129,7 +132,7 @@ static int site(void *arg, struct lb_lock_site *s)
 
 static const struct lb_watch_ops ops = { NULL, NULL, expire, give_back, site };
 
-int lb_holdwatch_start(struct lb_pool *pool, int fd, const struct lb_ident *who, int sig,
+int lb_filewatch_start(struct lb_pool *pool, int fd, const struct lb_ident *who, int sig,
     int64_t hold)
 {
 	struct lb_watch_spec spec = { "max-hold watcher", pool->name, who->command, sig, NULL, 0,
@@ -142,7 +145,6 @@ int lb_holdwatch_start(struct lb_pool *pool, int fd, const struct lb_ident *who,
 	held.hold = hold;
 	held.holder = getpid();
 	held.fd = fd;
-	held.any = (pool->caps & LB_POOL_FLOCK) != 0;
 	if (fstat(fd, &st) != 0) {
 		lb_warn("%s", pool->name);
 		return -1;
@@ -150,7 +152,8 @@ int lb_holdwatch_start(struct lb_pool *pool, int fd, const struct lb_ident *who,
 	held.site.dev = st.st_dev;
 	held.site.ino = st.st_ino;
 	held.site.byte = -1;
-	if (!held.any && (slot == 0 || pool->ops->lock_site(pool, slot, &held.site) != 0)) {
+	if ((pool->caps & LB_POOL_FLOCK) == 0 &&
+	    (slot == 0 || pool->ops->lock_site(pool, slot, &held.site) != 0)) {
 		lb_warn("%s: cannot find the slot held", pool->name);
 		return -1;
 	}

@@ -1,7 +1,7 @@
-/* The maximum hold of a lock file's holder: its watcher, which gives the lock back through the holder's open file. */
+/* The maximum hold of a lock file's holder: its watcher, which gives the lock back through the holder's open file (filewatch.c). */
 /* SPDX-License-Identifier: ISC */
-#ifndef LOCKBOX_HOLDWATCH_H
-#define LOCKBOX_HOLDWATCH_H
+#ifndef LOCKBOX_FILEWATCH_H
+#define LOCKBOX_FILEWATCH_H
 
 #include <stdint.h>
 
@@ -13,7 +13,7 @@
  * HOLD ns after the lock was taken it tells the job (SIG; 0: nothing is
  * sent) and releases the lock through that open file. 0, or -1 (reported).
  */
-int lb_holdwatch_start(struct lb_pool *pool, int fd, const struct lb_ident *who, int sig,
+int lb_filewatch_start(struct lb_pool *pool, int fd, const struct lb_ident *who, int sig,
     int64_t hold);
 
 #endif
