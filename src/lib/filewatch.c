@@ -48,19 +48,9 @@ static struct held {
 	int64_t hold;
 	pid_t holder;		/* the command, whose records go with its slot */
 	int fd;			/* its descriptor of the lock's open file */
+	int x;			/* ours of it, taken at the hold; -1: none */
 	struct lb_lock_site site;	/* byte -1 (any file): none */
 } held;
-
-static const char *expire(void *arg)
-{
-	static char why[160];
-	struct held *h = arg;
-	char b[32];
-
-	snprintf(why, sizeof why, "held for its maximum hold, %s; its lock is given back",
-	    lb_format_duration_ms(h->hold, b));
-	return why;
-}
 
 /* A descriptor of ours on the open file descriptor FD of PIDFD's process is on, if it is the lock's file. */
 static int take_fd(const struct held *h, int pidfd, int fd)
@@ -84,42 +74,73 @@ static int from_job(const struct held *h)
 {
 	struct lb_job job;
 	size_t i;
-	int x = -1, fd;
+	int x = -1, fd, e = ESRCH;	/* ESRCH: no process of the job holds it */
 
-	errno = ESRCH;
-	if (h->site.byte < 0)
+	if (h->site.byte < 0) {
+		errno = e;
 		return -1;	/* any file: no lock byte to find its holders by */
+	}
 	lb_job_init(&job, &h->site);
 	lb_job_scan(&job);
 	for (i = 0; i < job.n && x < 0; i++)
 		if (job.v[i].pidfd >= 0 &&
-		    lb_proc_holding_fd(job.v[i].pid, h->site.dev, h->site.ino, h->site.byte, &fd) == 1)
+		    lb_proc_holding_fd(job.v[i].pid, h->site.dev, h->site.ino, h->site.byte, &fd) == 1) {
 			x = take_fd(h, job.v[i].pidfd, fd);
+			e = errno;
+		}
 	lb_job_free(&job);
+	errno = e;
 	return x;
 }
 
 /*
- * As release --fd, on the holder's open file: the watcher's copy of the
+ * The hold has passed: a descriptor of the holder's open file taken now,
+ * from the command, else from a process of its job, so that what the job
+ * is told is what is done.
+ */
+static const char *expire(void *arg, const struct lb_watched *w)
+{
+	static char why[200];
+	struct held *h = arg;
+	char b[32];
+	int e = ENOSYS;	/* no pidfds, no pidfd_getfd */
+
+	h->x = -1;
+	if (!w->ended && w->pidfd >= 0) {
+		h->x = take_fd(h, w->pidfd, h->fd);
+		e = errno;
+	}
+	if (h->x < 0 && w->pidfd >= 0) {
+		h->x = from_job(h);
+		e = errno != 0 ? errno : e;
+	}
+	lb_format_duration_ms(h->hold, b);
+	if (h->x >= 0)
+		snprintf(why, sizeof why, "held for its maximum hold, %s; its lock is given back", b);
+	else
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; its lock cannot be given back (taking its holder's open file: %s)",
+		    b, strerror(e));
+	return why;
+}
+
+/*
+ * Then, the job told: as release --fd, on the watcher's copy of the
  * holder's pool, its descriptors (closed when the watcher started) now
- * the one taken, is released as the holder's own would be (its slots and
- * flock(2) lock, its records; the release reports its failures).
+ * the one taken: its slots and flock(2) lock, its records (the release
+ * reports its failures).
  */
 static void give_back(void *arg, const struct lb_watched *w)
 {
 	struct held *h = arg;
 	struct filepool *p = (struct filepool *)h->pool;
-	int x = w->ended || w->pidfd < 0 ? -1 : take_fd(h, w->pidfd, h->fd);
 
-	if (x < 0)
-		x = from_job(h);
-	if (x < 0) {
-		lb_warn("%s: cannot give the lock back: taking its holder's open file", h->pool->name);
+	(void)w;
+	if (h->x < 0)
 		return;
-	}
-	p->fd = p->cfd = x;
+	p->fd = p->cfd = h->x;
 	h->pool->ops->release(h->pool, h->holder);
-	close(x);
+	close(h->x);
 }
 
 static int site(void *arg, struct lb_lock_site *s)

@@ -111,13 +111,14 @@ static const char *event(void *arg, uint32_t what, uint32_t events)
 	return why;
 }
 
-static const char *expire(void *arg)
+static const char *expire(void *arg, const struct lb_watched *w)
 {
 	static char why[192];
 	struct pgpool *p = arg;
 	struct epoll_event got;
 	char h[32], g[32];
 
+	(void)w;
 	lb_format_duration_ms(p->max_hold, h);
 	/* a watcher that was stopped past the server's end of the session: said so */
 	if (epoll_wait(conn, &got, 1, 0) == 1 && (got.events & EPOLLERR) == 0)

@@ -393,7 +393,7 @@ static _Noreturn void watch(const struct lb_watch_spec *s, int ctl, pid_t cmd, u
 				tell_and_linger(&w, why);
 			case EV_HOLD:
 				/* told first, while the lock still shows who holds it: then given back */
-				reason = s->ops->expire != NULL ? s->ops->expire(s->arg) : NULL;
+				reason = s->ops->expire != NULL ? s->ops->expire(s->arg, &w.c) : NULL;
 				if (reason == NULL) {
 					snprintf(why, sizeof why, "held for its maximum hold, %s",
 					    lb_format_duration_ms(w.hold, hold));

@@ -40,7 +40,7 @@ struct lb_watch_ops {
 	/* An event of its own: why the job must be told (static storage), or NULL. */
 	const char *(*event)(void *arg, uint32_t what, uint32_t events);
 	/* The maximum hold has passed: what the job is told (static storage). */
-	const char *(*expire)(void *arg);
+	const char *(*expire)(void *arg, const struct lb_watched *w);
 	/* Then, the job told: give the lock back (NULL: the backend's server does). */
 	void (*give_back)(void *arg, const struct lb_watched *w);
 	/*
