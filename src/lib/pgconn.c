@@ -387,23 +387,20 @@ PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, in
 		"keepalives_count", "tcp_user_timeout", "application_name",
 		"sslmode", "dbname", NULL
 	};
-	/* dbname comes last: what the URL sets overrides these defaults */
+	/*
+	 * dbname comes last: what the URL sets overrides these defaults; a
+	 * NULL sslmode (no default of ours) is skipped by libpq, whose own
+	 * applies (PGSSLMODE, else prefer)
+	 */
 	const char *val[] = {
 		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, appname,
 		p->sslmode, p->conninfo, NULL
 	};
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	PGconn *conn;
+	PGconn *conn = PQconnectStartParams(kw, val, 1);
 	int64_t until, floor;
 	long t;
 
-	/* no default of ours: libpq's (PGSSLMODE, else prefer) */
-	if (p->sslmode == NULL) {
-		kw[6] = kw[7];
-		val[6] = val[7];
-		kw[7] = val[7] = NULL;
-	}
-	conn = PQconnectStartParams(kw, val, 1);
 
 	*passing_ = 0;
 	p->full = 0;

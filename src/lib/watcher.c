@@ -66,6 +66,12 @@ enum { EV_GONE = 1, EV_CTL, EV_SIG, EV_HOLD };
 /* the signals that ask a process to stop, which the watcher hears and tells */
 static const int asked[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM };
 
+/* The room for one descriptor passed with the arming (SCM_RIGHTS), aligned. */
+union cmsg_fd {
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct cmsghdr align;
+};
+
 /* The arming, one packet. */
 struct arm_msg {
 	int64_t hold;		/* ns; 0: none */
@@ -267,10 +273,7 @@ static int hold_timer(struct watch *w, const struct arm_msg *m)
 static int recv_arm(struct watch *w)
 {
 	const struct lb_watch_spec *s = w->spec;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
+	union cmsg_fd u;
 	struct arm_msg m;
 	struct iovec iov = { &m, sizeof m };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
@@ -465,10 +468,7 @@ int lb_watcher_start(struct lb_watcher *w, const struct lb_watch_spec *spec)
 int lb_watcher_arm(struct lb_watcher *w, int sig, int64_t hold, int64_t since, int fd,
     const void *data, size_t n)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
+	union cmsg_fd u;
 	struct arm_msg m;
 	struct iovec iov = { &m, sizeof m };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
