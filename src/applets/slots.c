@@ -459,14 +459,16 @@ static int run_closed(const struct opts *o, struct lb_pool *pool, char **command
 	r = lb_super_run_until(&child, command, o->max_hold > 0 ?
 	    lb_deadline_after(o->max_hold) : LB_NO_DEADLINE, &wstatus);
 	if (r == -1) {
+		lb_format_duration_ms(o->max_hold, hold);
 		if (o->on_loss != 0) {
 			lb_super_signal(&child, SIGCONT);
 			lb_super_signal(&child, o->on_loss);
+			lb_warnx("%s: held for its maximum hold, %s; its lock is given back: sent SIG%s to PIDs %d",
+			    lb_pool_name(pool), hold, lb_signal_name(o->on_loss), (int)child.pid);
+		} else {
+			lb_warnx("%s: held for its maximum hold, %s; its lock is given back",
+			    lb_pool_name(pool), hold);
 		}
-		lb_warnx("%s: held for its maximum hold, %s; its lock is given back%s%s%s%d",
-		    lb_pool_name(pool), lb_format_duration_ms(o->max_hold, hold),
-		    o->on_loss != 0 ? ": sent SIG" : "", o->on_loss != 0 ? lb_signal_name(o->on_loss) : "",
-		    o->on_loss != 0 ? " to PIDs " : "", o->on_loss != 0 ? (int)child.pid : 0);
 		lb_pool_release(pool, getpid());
 		if (lb_super_wait(&child, LB_NO_DEADLINE, &wstatus) != 0)
 			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
