@@ -177,6 +177,31 @@ ev() {
 	run -2 "$SRC/tools/fleet-check" "$T/nothing"
 }
 
+@test "check: a write after a later holder of its slot was granted is late, refused when its fence is smaller; a frozen holder is out from its freeze" {
+	ev '1000.0 start h1 1 101 1 10 1 30000' \
+		'1000.1 write h1 1 101 1 10' \
+		'1001.0 fault freeze h1 1 101 25s' \
+		'1016.5 start h2 1 102 1 11 1 500' \
+		'1016.6 write h2 1 102 1 11' \
+		'1017.0 end h2 1 102' \
+		'1026.0 heal freeze h1 1' \
+		'1026.1 write h1 1 101 1 10' \
+		'1026.2 told h1 1 101' \
+		'1026.4 end h1 1 101' \
+		'1027.0 stop'
+	run -0 "$SRC/tools/fleet-check" "$T/log"
+	assert_line 'overlaps: 0'
+	assert_line 'writes: 3; late (after a later holder of the slot was granted): 1, refused by the fence: 1'
+	assert_line 'unfenced writes: 0'
+	assert_line '  freeze h1 1 slot 1: told after 25.200 s (0.200 s after the thaw), slot granted on after 15.500 s (fence 10, then 11)'
+	# with fences that went back (h2's below h1's), the resource takes the
+	# late write: unfenced
+	sed -i -e 's/^\(1016.[56] .* 1 \)11\( .*\)\{0,1\}$/\19\2/' "$T/log/events.log"
+	run -1 "$SRC/tools/fleet-check" "$T/log"
+	assert_line 'unfenced writes: 1'
+	assert_line 'result: FAIL'
+}
+
 @test "fleet: a client host that ignores the lock is caught as overlaps" {
 	need_fleet
 	run fleet -t 4 -k kill -b 2
@@ -207,5 +232,58 @@ ev() {
 	# slot go before the run ended (at the heal, or after its own
 	# keepalives: up to about 40 s)
 	assert_line --regexp '^  partition 18s cut off h[0-9]: .* told after [0-9.]+ s, slot granted elsewhere (after|never in the run)'
+	assert_cleaned_up
+}
+
+@test "fleet: a loss watcher killed, a holder frozen past --max-hold, a partition: each told, and its late writes fenced" {
+	need_fleet
+	run fleet -e -t 0 -H 15 -p 18-18 -k watcher-kill,freeze,partition
+	assert_success
+	run "$SRC/tools/fleet-check" --require watcher-kill,freeze,partition "$T/run"
+	assert_success
+	assert_line 'overlaps: 0'
+	assert_line 'unfenced writes: 0'
+	assert_line 'result: ok'
+	assert_line --regexp '^load average: [0-9.]+ [0-9.]+ [0-9.]+ then [0-9.]+ [0-9.]+ [0-9.]+$'
+	# the watcher killed: the command told by the kernel at once, not
+	# when its session ended a second later
+	assert_line --regexp '^  watcher-kill h[0-9] [0-9]+ slot [0-9]: told after 0\.[0-9]+ s, '
+	# frozen past the hold: the slot went on with a larger fence, and the
+	# holder was told when it ran again
+	assert_line --regexp '^  freeze h[0-9] [0-9]+ slot [0-9]: told after [0-9.]+ s \([0-9.]+ s after the thaw\), slot granted on after [0-9.]+ s \(fence ([0-9]+), then ([0-9]+)\)$'
+	[[ $(grep -E '^  freeze ' <<<"$output") =~ fence\ ([0-9]+),\ then\ ([0-9]+) ]]
+	((BASH_REMATCH[2] > BASH_REMATCH[1]))
+	# the partition: told as lost contact, not as the server's doing
+	assert_line --regexp '^  partition 18s cut off h[0-9]: .* told after [0-9.]+ s, '
+	assert_line --regexp '^loss messages: .*lost contact [1-9]'
+	run grep -h 'lost contact with the server' "$T"/run/h*.err
+	assert_output --regexp 'lost contact with the server \(its keepalives went unanswered\); the server frees the lock within about [0-9]+s: sent SIGTERM to PIDs [0-9]+'
+	assert_cleaned_up
+}
+
+@test "fleet: TLS over the network: asked for by default, a server without it refused, verify-full against the run's CA" {
+	need_fleet
+	run fleet -C
+	assert_success
+	assert_line 'tls: no sslmode, over the network: TLS asked for: status 0 (want 0)'
+	assert_line 'tls: verify-full with the run'\''s CA: status 0 (want 0)'
+	assert_line --regexp '^tls: verify-full, a name the certificate does not bear: status 125 \(want 125\): .*does not match host name "db2\.example"$'
+	assert_line --regexp '^tls: no sslmode, a server without TLS: refused: status 125 \(want 125\): .*server does not support SSL, but SSL was required$'
+	assert_line 'tls: sslmode=disable, said so: plain text: status 0 (want 0)'
+	assert_line 'tls: ok'
+	assert_cleaned_up
+}
+
+@test "fleet: waiters drain through a role's connection limit: none over it, none failed, the server's CPU a job alike at 20 and 100" {
+	need_fleet
+	command -v openssl >/dev/null || skip "needs openssl"
+	run fleet -D 200 -L 20,100
+	assert_success
+	assert_line --regexp '^drain: 200 waiters of slots -w URL 4, 100ms jobs, over 3 client hosts'
+	assert_line --regexp '^limit 20: drained in [0-9.]+s, ideal 5\.0s, ratio [0-9.]+; peak connections ([0-9]|1[0-9]|20) \(limit 20\); done 200, failed 0; server CPU [0-9.]+s, [0-9.]+ms a job; load average [0-9./]+$'
+	assert_line --regexp '^limit 100: .*; peak connections ([0-9]|[1-9][0-9]|100) \(limit 100\); done 200, failed 0; '
+	# past the limit, waiting costs the server no full login a try
+	[[ $(tail -n 1 <<<"$output") =~ ^server\ CPU\ a\ job\ at\ a\ limit\ of\ 20\ against\ 100:\ ([0-9.]+)$ ]]
+	assert [ "$(awk -v r="${BASH_REMATCH[1]}" 'BEGIN { print (r <= 1.3) }')" = 1 ]
 	assert_cleaned_up
 }

@@ -484,6 +484,17 @@ count_lock_held() {
 	assert [ ! -e "$T/ran" ]
 }
 
+# A command that holds on: it writes its PID to $1.pid, then loops; TERM
+# (and USR1) are written to $1, and TERM ends it with status 3.
+# shellcheck disable=SC2016 # expanded by the command's shell
+HOLD_ON='trap '\''echo TERM >"$1.tmp"; mv "$1.tmp" "$1"; exit 3'\'' TERM
+trap '\''echo USR1 >"$1.tmp"; mv "$1.tmp" "$1"'\'' USR1
+echo $$ >"$1.pid.tmp"; mv "$1.pid.tmp" "$1.pid"
+while :; do sleep 0.05; done'
+
+# Client keepalives that notice a lost connection within 3 s, for a short --max-hold
+FAST_KEEPALIVES='&keepalives_idle=1&keepalives_interval=1&keepalives_count=1&tcp_user_timeout=1000'
+
 # A command that records SIGTERM: it writes its sleep's PID to $1.pid, and
 # on TERM stops the sleep and writes "TERM" to $1.
 # shellcheck disable=SC2016 # expanded by the child shell
@@ -600,20 +611,15 @@ while :; do sleep 0.05; done'
 	assert_equal "$REAP_STATUS" 143
 }
 
-# watcher_of NAME: the PID of the loss watcher of the holder of lock NAME
+# watcher_of PID: the loss watcher of holder PID, by its title
 watcher_of() {
-	local p
-	for p in $(pgrep -x lockbox-watch); do
-		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "lock=$1 "; then
-			printf '%s\n' "$p"
-		fi
-	done
+	pgrep -f "^mutex: loss watcher for PID $1 "
 }
 
 @test "the loss watcher never holds the lock: stopped, it does not keep it past the command" {
 	hold mutex "$U"
 	local w
-	w=$(watcher_of "$NAME")
+	w=$(watcher_of "$HOLD_PID")
 	assert [ -n "$w" ]
 	track_pid "$w"
 	kill -STOP "$w"
@@ -623,6 +629,186 @@ watcher_of() {
 	kill -CONT "$w"
 	# and it leaves once the command has
 	wait_for gone "$w"
+}
+
+@test "the loss watcher: titled for its holder, named in the holder's session; sent TERM it tells the job and stays; killed, the kernel tells the command" {
+	spawn "$LOCKBOX" mutex --on-loss USR1 "$U" sh -c "$HOLD_ON" sh "$T/sig"
+	local holder=$SPAWN_PID holder_err=$SPAWN_ERR w
+	wait_for test -s "$T/sig.pid"
+	w=$(watcher_of "$holder")
+	assert [ -n "$w" ]
+	track_pid "$w"
+	# in a session of its own: a terminal's signals are the command's
+	assert_equal "$(ps -o sid= -p "$w" | tr -d ' ')" "$w"
+	# list's holder names it (the session's application_name)
+	assert_regex "$(sql "SELECT application_name FROM pg_stat_activity WHERE pid = $(backend_of "$holder")")" \
+		"^lockbox pid=$holder uid=[0-9]+ w=$w host="
+	kill -TERM "$w"
+	wait_for test -s "$T/sig"
+	assert_equal "$(cat "$T/sig")" USR1
+	# (its shell may say before or after it that its sleep got USR1 too)
+	wait_for grep -q "was sent SIGTERM" "$holder_err"
+	assert_regex "$(grep "was sent SIGTERM" "$holder_err")" "^mutex: $(re_quote "$U"): its loss watcher \\(PID $w\\) was sent SIGTERM by PID [0-9]+; the lock is held still: sent SIGUSR1 to PIDs $holder(,[0-9]+)*\$"
+	kill -0 "$w"
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 1
+	# killed, it cannot say so: the command hears it from the kernel
+	rm "$T/sig"
+	kill -KILL "$w"
+	wait_for test -s "$T/sig"
+	assert_equal "$(cat "$T/sig")" USR1
+	stop_pid "$holder"
+}
+
+@test "--max-hold with a server: shorter than the client's keepalive bound, or longer than a session may idle: one line, 125, nothing taken" {
+	run -125 --separate-stderr "$LOCKBOX" mutex --max-hold 5s "$U" touch "$T/ran"
+	assert_equal "$stderr" "mutex: $U: --max-hold 5s is not longer than the 13s this client takes to notice a lost connection (its keepalives)"
+	run -125 --separate-stderr "$LOCKBOX" slots --max-hold 30d "$U" 2 touch "$T/ran"
+	assert_equal "$stderr" "slots: $U: --max-hold 30d is longer than the server keeps an idle session: at most 24d19h"
+	run -0 "$LOCKBOX" mutex "$U" check
+	assert_output 0
+	assert [ ! -e "$T/ran" ]
+	# the bound is the URL's keepalives': 3s here
+	run -0 --separate-stderr "$LOCKBOX" mutex --max-hold 4s "$U$FAST_KEEPALIVES" touch "$T/ran"
+	assert [ -e "$T/ran" ]
+	run -125 --separate-stderr "$LOCKBOX" mutex --max-hold 3s "$U$FAST_KEEPALIVES" true
+	assert_regex "$stderr" "--max-hold 3s is not longer than the 3s this client takes"
+}
+
+# bats test_tags=wait
+@test "--max-hold: a holder frozen past it (its watcher too) loses the lock to the server; the next fence is larger; told when it runs again" {
+	local t0 holder w f1 f2
+	t0=$EPOCHREALTIME
+	# shellcheck disable=SC2016 # expanded by the command's shell
+	spawn "$LOCKBOX" mutex --max-hold 4s "$U$FAST_KEEPALIVES" sh -c \
+		'echo "$LOCKBOX_FENCE" >"$1.fence"; '"$HOLD_ON" sh "$T/held"
+	holder=$SPAWN_PID
+	local holder_err=$SPAWN_ERR
+	wait_for test -s "$T/held.pid"
+	w=$(watcher_of "$holder")
+	assert [ -n "$w" ]
+	track_pid "$w"
+	# a frozen host: the holder and its watcher stopped
+	kill -STOP "$holder" "$w"
+	# shellcheck disable=SC2016 # expanded by the waiter's sh
+	run -0 "$LOCKBOX" mutex -w 60 "$U" sh -c 'echo "$LOCKBOX_FENCE"'
+	f1=$(cat "$T/held.fence") f2=$output
+	assert [ "$f2" -gt "$f1" ]
+	# not before the hold and its grace
+	assert [ "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print (b - a >= 5) }')" = 1 ]
+	kill -CONT "$w" "$holder"
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 3
+	assert_regex "$(grep "maximum hold" "$holder_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ended the session; its lock is free: sent SIGTERM to PIDs $holder(,[0-9]+)*\$"
+}
+
+# bats test_tags=wait
+@test "--max-hold: a -w waiter's hold counts from its take; at the hold its job is told first, the server ends the session a grace later" {
+	hold mutex "$U"
+	spawn "$LOCKBOX" mutex -w 60 --max-hold 4s "$U$FAST_KEEPALIVES" sh -c "$HOLD_ON" sh "$T/held"
+	local waiter=$SPAWN_PID waiter_err=$SPAWN_ERR
+	wait_for queued "$waiter" 1
+	stop_pid "$HOLD_PID"
+	wait_for test -s "$T/held.pid"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 3
+	assert_equal "$(cat "$T/held")" TERM
+	assert_regex "$(grep "maximum hold" "$waiter_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ends the session in about 1s: sent SIGTERM to PIDs $waiter(,[0-9]+)*\$"
+}
+
+# bats test_tags=privilege,wait
+@test "a full role without -w is busy: 75 and libpq's reason, -E picks the status, -q says nothing; nothing runs" {
+	need_superuser
+	local few
+	few="$(role_url lockbox_full)?lock=$NAME"
+	sql "ALTER ROLE lockbox_full CONNECTION LIMIT 1"
+	hold slots "$few" 2
+	run -75 --separate-stderr "$LOCKBOX" slots "$few" 2 touch "$T/ran"
+	assert_regex "$stderr" "^slots: $(re_quote "$few"): every connection the server allows is taken: connection to server at \"127\\.0\\.0\\.1\", port [0-9]+ failed: FATAL:  too many connections for role \"lockbox_full\"\$"
+	run -0 --separate-stderr "$LOCKBOX" slots -E 0 "$few" 2 touch "$T/ran"
+	assert_regex "$stderr" "too many connections for role"
+	run -0 --separate-stderr "$LOCKBOX" slots -q -E 0 "$few" 2 touch "$T/ran"
+	assert_equal "$stderr" ""
+	run -75 --separate-stderr "$LOCKBOX" slots -w 200ms "$few" 2 touch "$T/ran"
+	assert_regex "$stderr" "^slots: $(re_quote "$few"): timed out after 200ms; every connection the server allows is taken"
+	assert [ ! -e "$T/ran" ]
+}
+
+# held_gate: a gate's file (lockbox-postgresql(7), Waiting) that a waiter holds now
+held_gate() {
+	local f id
+	for f in /run/lock/lockbox-pg-*.lock "${XDG_RUNTIME_DIR:-/nonexistent}"/lockbox-pg-*.lock /tmp/lockbox-pg-*.lock; do
+		[[ -e $f ]] || continue
+		id=$(lock_id "$f") || continue
+		awk -v id="$id" '$2 != "->" && $6 == id { f = 1 } END { exit !f }' /proc/locks &&
+			printf '%s\n' "$f" && return 0
+	done
+	return 1
+}
+
+# bats test_tags=wait
+@test "waiters a full role refuses take turns at this host's gate: one tries again, the others queue without a login" {
+	need_superuser
+	local few gate i waiters=()
+	few="$(role_url lockbox_gate)?lock=$NAME"
+	sql "ALTER ROLE lockbox_gate CONNECTION LIMIT 2"
+	hold slots "$few" 4
+	local h1=$HOLD_PID
+	hold slots "$few" 4
+	# the first refused waiter takes the gate and tries there
+	# shellcheck disable=SC2016 # expanded by the child shell
+	spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+	waiters+=("$SPAWN_PID")
+	wait_for held_gate
+	gate=$(held_gate)
+	# the others queue for it in the kernel, without a login of their own
+	for i in 1 2 3; do
+		# shellcheck disable=SC2016 # expanded by the child shell
+		spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
+		waiters+=("$SPAWN_PID")
+	done
+	wait_for waiting_on "$gate" 3
+	stop_pid "$h1"
+	stop_pid "$HOLD_PID"
+	for i in "${waiters[@]}"; do
+		reap "$i"
+		assert_equal "$REAP_STATUS" 0
+	done
+	assert_equal "$(wc -l <"$T/ran")" 4
+	# each let the next one in once it had its connection
+	assert_equal "$(lock_waiters "$gate")" 0
+}
+
+# the fencing example, as printed in lockbox-postgresql(7) and README.md
+fence_example() {
+	awk '/^Five lines of shell/ { on = 1 } on && /^\.Bd -literal/ { inb = 1; next }
+		inb && /^\.Ed/ { exit } inb' "$SRC/man/lockbox-postgresql.7.in" >"$T/fenced-write"
+	awk '/^five lines make a file/ { on = 1 } on && /^```sh$/ { inb = 1; next }
+		inb && /^```$/ { exit } inb' "$SRC/README.md" >"$T/fenced-write.readme"
+}
+
+# bats test_tags=privilege,wait
+@test "fencing: the five lines of lockbox-postgresql(7) and README.md, as printed, refuse the late write of a holder that lost its lock" {
+	fence_example
+	assert_equal "$(wc -l <"$T/fenced-write")" 5
+	run -0 cmp "$T/fenced-write" "$T/fenced-write.readme"
+	chmod +x "$T/fenced-write"
+	# a holder that takes no notice of its loss (--on-loss none) and writes late
+	# shellcheck disable=SC2016 # expanded by the holder's sh
+	spawn "$LOCKBOX" mutex --on-loss none "$U" sh -c 'echo first | "$1" "$2" && echo "$LOCKBOX_FENCE" >"$2.f1"
+		while [ ! -e "$2.go" ]; do sleep 0.05; done; echo late | "$1" "$2"' sh "$T/fenced-write" "$T/store"
+	local holder=$SPAWN_PID holder_err=$SPAWN_ERR
+	wait_for test -s "$T/store.f1"
+	assert_equal "$(sql "SELECT pg_terminate_backend($(backend_of "$holder"))")" t
+	# the next holder writes with a larger fence
+	# shellcheck disable=SC2016 # expanded by the child sh
+	run -0 "$LOCKBOX" mutex -w 30 "$U" sh -c 'echo second | "$1" "$2" && echo "$LOCKBOX_FENCE"' sh "$T/fenced-write" "$T/store"
+	local f2=$output
+	: >"$T/store.go"
+	reap "$holder"
+	assert_equal "$REAP_STATUS" 1
+	assert_equal "$(cat "$holder_err")" "fence $(cat "$T/store.f1") < $f2: refused"
+	assert_equal "$(cat "$T/store")" second
 }
 
 # bats test_tags=privilege

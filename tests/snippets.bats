@@ -13,7 +13,9 @@
 # /usr/local/bin/sync-mirrors) are stubs that note that they ran.
 #
 # A block is run when it starts with a command; it is shown text when it
-# starts with anything else (messages, tables, units, logs, SQL). Blocks
+# starts with anything else (messages, tables, units, logs, SQL). A
+# script to install, which takes its arguments ("$1") when it is used, is
+# checked by the shell it names and not run (its own test runs it). Blocks
 # that build or install lockbox itself are not run. Those that need a
 # PostgreSQL server by its name run in a network namespace of their own,
 # where db and db.example.com are a throwaway server on 127.0.0.1:5432
@@ -169,13 +171,16 @@ RUN_RE='^(#!|\. |exec |if |for |printf |(lockbox|slots|mutex|waitfor|adaptive) )
 
 # kind FILE: what a block is, on stdout: build (builds or installs lockbox
 # itself), server (needs a PostgreSQL server by its name), transcript
-# ("$ command" and what it prints), run (commands, cron lines, a
-# script), or text (anything else: messages, tables, units, logs, SQL).
+# ("$ command" and what it prints), script (one to install, that takes
+# arguments), run (commands, cron lines, a script), or text (anything
+# else: messages, tables, units, logs, SQL).
 kind() {
 	local first
 	first=$(grep -v -m 1 -e '^#[^!]' -e '^$' "$1")
 	if grep -qE '^(tools/|apt |autoreconf )' "$1"; then
 		printf 'build\n'
+	elif [[ $first == '#!'* ]] && grep -qF "\"\$1" "$1"; then
+		printf 'script\n'
 	elif grep -qE 'postgres(ql)?://|sudo -u postgres' "$1"; then
 		printf 'server\n'
 	elif [[ $first == '$ '* ]]; then
@@ -301,6 +306,10 @@ run_page() {
 		k=$(ekind "$f")
 		n=$((n + 1))
 		case $k in
+		script)
+			# its shell reads it whole
+			run -0 "$(sed -n '1s/^#! *//p' "$f")" -n "$f"
+			;;
 		run)
 			ran=$((ran + 1))
 			# a block that locks a shell's own fd (--fd, the library) may
@@ -386,9 +395,11 @@ run_page() {
 	need_box
 	need_server
 	run_page lockbox-postgresql.7
-	# Setting up's two, and the three examples
-	assert_equal "$RAN_BLOCKS" 5
-	assert_equal "$(cat "$T/snip/lockbox-postgresql.7.2.out")" ok
+	# Setting up's two, Setting up TLS's two, and the three examples
+	assert_equal "$RAN_BLOCKS" 7
+	# as the user of Setting up, then over TLS checked against the new CA
+	assert_equal "$(cat "$T/snip/lockbox-postgresql.7.3.out")" ok
+	assert_equal "$(cat "$T/snip/lockbox-postgresql.7.6.out")" ok
 }
 
 # bats test_tags=lockkind,privilege

@@ -272,7 +272,7 @@ static int run_command(struct lb_runctx *r, char **command)
 		return LB_EXIT_FAIL;
 	}
 	/* the command inherits the lock's descriptor, so the lock outlives us */
-	if (lb_pool_keep_on_exec(r->pool) != 0) {
+	if (lb_pool_keep_on_exec(r->pool, NULL) != 0) {
 		unstart(r);
 		return LB_EXIT_FAIL;
 	}

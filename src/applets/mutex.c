@@ -30,7 +30,7 @@ static const struct poolcmd mutex = {
 	    "  -v                         say when it is taken; --verbose: as flock(1) does\n"
 	    "  -c, --command CMD          CMD run by $SHELL -c; -u, --unlock: let FD's go\n"
 	    "  -F, --no-fork, --mode MODE, --record-args, --json, --path PATH, --reopen,\n"
-	    "  --on-loss SIG, -h, --help: see mutex(1)\n"
+	    "  --on-loss SIG, --max-hold DUR, -h, --help: see mutex(1)\n"
 	    POOLCMD_HELP_VERSION
 	    POOLCMD_HELP_EXIT "See mutex(1).\n",
 	.fixed_max = 1,

@@ -54,7 +54,7 @@ static const struct poolcmd slots = {
 	    "      --mode MODE            a new LOCKFILE's mode: 0600, or 0664 for a group\n"
 	    "      --record-args          record whole command lines, not only names\n"
 	    "  -F, --no-fork, --json, --fd FD, --path PATH, --reopen, --on-loss SIG,\n"
-	    "  -h, --help: see slots(1)\n"
+	    "  --max-hold DUR, -h, --help: see slots(1)\n"
 	    POOLCMD_HELP_VERSION
 	    POOLCMD_HELP_EXIT "See slots(1).\n",
 	.fixed_max = 0,
@@ -69,6 +69,7 @@ struct opts {
 	const char *path;	/* --path: the file FD must be; NULL: none */
 	int reopen;		/* --reopen: the caller opens PATH again when it was replaced */
 	int on_loss;		/* --on-loss: a signal, 0 for none */
+	int64_t max_hold;	/* --max-hold, ns; 0: none */
 	unsigned mode;		/* --mode: of a file created now; 0: the default */
 	int record_args;	/* --record-args: the whole command line in the record */
 	int shared;		/* -s: a shared lock; -x: not */
@@ -79,7 +80,7 @@ struct opts {
 };
 
 enum { OPT_JSON = 256, OPT_FD, OPT_PATH, OPT_ON_LOSS, OPT_MODE, OPT_RECORD_ARGS, OPT_REOPEN,
-	OPT_VERBOSE };
+	OPT_VERBOSE, OPT_MAX_HOLD };
 
 /*
  * What the command line asks for: LOCKFILE [MAX] COMMAND, check or list,
@@ -91,7 +92,8 @@ enum mode { RUN, LOOK, HELD, CREATE, ACQUIRE, RELEASE };
 
 /* The options a mode may refuse or need. */
 enum { HAS_WAIT = 1, HAS_JSON = 2, HAS_FD = 4, HAS_PATH = 8, HAS_MODE = 16, HAS_RECORD = 32,
-	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512, HAS_REOPEN = 1024 };
+	HAS_SHARED = 64, HAS_CLOSE = 128, HAS_NO_FORK = 256, HAS_UNLOCK = 512, HAS_REOPEN = 1024,
+	HAS_MAX_HOLD = 2048 };
 
 /* The applets a rule is for (0: both). */
 enum { FOR_SLOTS = 1, FOR_MUTEX = 2 };
@@ -119,6 +121,8 @@ static const struct rule {
 	{ ALL_MODES & ~M(ACQUIRE), HAS_REOPEN, 0, 0, "--reopen goes with acquire --path" },
 	{ ALL_MODES & ~M(RELEASE), HAS_UNLOCK, 0, 0, "-u goes with a file descriptor: mutex -u FD" },
 	{ ALL_MODES & ~M(RUN), HAS_CLOSE | HAS_NO_FORK, 0, 0, "-o and -F go with COMMAND" },
+	/* a hold is a command's: acquire --fd leaves the lock to its caller's shell */
+	{ ALL_MODES & ~M(RUN), HAS_MAX_HOLD, 0, 0, "--max-hold goes with COMMAND" },
 	/* -o forks to keep the lock from COMMAND; -F says never fork */
 	{ M(RUN), HAS_CLOSE | HAS_NO_FORK, ONE_OF, 0, "-o and -F do not go together" },
 	{ M(LOOK) | M(HELD) | M(CREATE) | M(RELEASE), HAS_SHARED, 0, 0,
@@ -140,6 +144,7 @@ static const struct option longopts[] = {
 	{ "fd", required_argument, NULL, OPT_FD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "nb", no_argument, NULL, 'n' },
 	{ "no-fork", no_argument, NULL, 'F' },
@@ -233,6 +238,11 @@ static int parse_opts(const struct poolcmd *cmd, struct opts *o, int argc,
 		case OPT_JSON:
 			o->json = 1;
 			break;
+		case OPT_MAX_HOLD:
+			o->max_hold = lb_opt_duration(optarg, LB_NS_PER_S);
+			if (o->max_hold == 0)
+				lb_usage_error("invalid maximum hold '%s': expected more than 0", optarg);
+			break;
 		case OPT_MODE:
 			o->mode = lb_opt_mode(optarg);
 			break;
@@ -268,7 +278,7 @@ static void check_mode(const struct poolcmd *cmd, const struct opts *o, enum mod
 	    (o->mode != 0 ? HAS_MODE : 0) | (o->record_args ? HAS_RECORD : 0) |
 	    (o->shared ? HAS_SHARED : 0) | (o->close ? HAS_CLOSE : 0) |
 	    (o->no_fork ? HAS_NO_FORK : 0) | (o->unlock ? HAS_UNLOCK : 0) |
-	    (o->reopen ? HAS_REOPEN : 0);
+	    (o->reopen ? HAS_REOPEN : 0) | (o->max_hold > 0 ? HAS_MAX_HOLD : 0);
 	unsigned applet = cmd->fixed_max == 1 ? FOR_MUTEX : FOR_SLOTS;
 	size_t i;
 
@@ -464,18 +474,38 @@ static char **shell_command(char **command)
  * -o: COMMAND runs in a child that does not inherit the lock, and we
  * hold it until the child ends, passing it the signals a caller sends
  * us (a terminal's reach it directly), as flock -o does. Its status is
- * ours; 128+n when signal n killed it.
+ * ours; 128+n when signal n killed it. With --max-hold we are its
+ * watcher: past the hold the child gets CONT and the --on-loss signal,
+ * and the lock goes back at once, while we wait on for the child.
  */
-static int run_closed(char **command)
+static int run_closed(const struct opts *o, struct lb_pool *pool, char **command)
 {
 	static const int passed[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 	struct lb_super child;
+	char hold[32];
 	int wstatus, r;
 
 	if (lb_super_init(&child, passed, sizeof passed / sizeof passed[0], NULL, 0,
 	    LB_SUPER_NOT_KERNEL) != 0)
 		lb_die(LB_EXIT_FAIL, "cannot set up signals");
-	r = lb_super_run(&child, command, &wstatus);
+	r = lb_super_run_until(&child, command, o->max_hold > 0 ?
+	    lb_deadline_after(o->max_hold) : LB_NO_DEADLINE, &wstatus);
+	if (r == -1) {
+		lb_format_duration_ms(o->max_hold, hold);
+		if (o->on_loss != 0) {
+			lb_super_signal(&child, SIGCONT);
+			lb_super_signal(&child, o->on_loss);
+			lb_warnx("%s: held for its maximum hold, %s; its lock is given back: sent SIG%s to PIDs %d",
+			    lb_pool_name(pool), hold, lb_signal_name(o->on_loss), (int)child.pid);
+		} else {
+			lb_warnx("%s: held for its maximum hold, %s; its lock is given back",
+			    lb_pool_name(pool), hold);
+		}
+		lb_pool_release(pool, getpid());
+		if (lb_super_wait(&child, LB_NO_DEADLINE, &wstatus) != 0)
+			lb_die(LB_EXIT_FAIL, "waiting for '%s'", command[0]);
+		r = 0;
+	}
 	return r != 0 ? r : lb_child_status(wstatus);
 }
 
@@ -542,7 +572,9 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
     const char *path, const char *max_arg, char **command)
 {
 	struct lb_pool_opts popts = {
-		.mode = (mode_t)o->mode, .on_loss = o->on_loss, .shared = o->shared
+		.mode = (mode_t)o->mode, .on_loss = o->on_loss, .shared = o->shared,
+		/* -o: we stay, and keep the hold ourselves */
+		.max_hold = o->close ? 0 : o->max_hold
 	};
 	struct lb_ident who;
 	struct lb_pool *pool;
@@ -562,6 +594,14 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 		return LB_EXIT_NOTFOUND;
 	if (misordered(cmd, path, command))
 		return LB_EXIT_FAIL;
+#ifndef HAVE_OFD_LOCKS
+	/* a classic POSIX lock is its process's: no watcher could give it back */
+	if (o->max_hold > 0 && !o->close && lb_pool_target_in_fs(path)) {
+		lb_warnx("%s: --max-hold needs open file description locks, which this build lacks (or -o)",
+		    path);
+		return LB_EXIT_FAIL;
+	}
+#endif
 	/* a pool of one (mutex) takes any file, as flock(1) does */
 	popts.any_file = max == 1;
 	pool = lb_pool_open(path, LB_POOL_WRITE, &popts);
@@ -586,11 +626,11 @@ static int run(const struct poolcmd *cmd, const struct opts *o,
 	say_executing(o, command);
 	if (o->close) {
 		/* COMMAND has ended: the lock goes with our open file */
-		status = run_closed(command);
+		status = run_closed(o, pool, command);
 		lb_pool_close(pool);
 		return status;
 	}
-	if (lb_pool_keep_on_exec(pool) != 0)
+	if (lb_pool_keep_on_exec(pool, &who) != 0)
 		return LB_EXIT_FAIL;
 	/* the slot's lock lives on in the fd the command inherits */
 	lb_exec(command);
@@ -736,6 +776,9 @@ static int fd_command(const struct poolcmd *cmd, struct opts *o, char **command)
 	check_mode(cmd, o, RUN, NULL);
 	if (o->mode != 0)
 		lb_usage_error("--mode goes with a LOCKFILE: the caller made FD's file");
+	/* the lock is FD's, which no watcher of ours could give back */
+	if (o->max_hold > 0)
+		lb_usage_error("--max-hold goes with a LOCKFILE, not with --fd FD COMMAND");
 	o->flock_fd = 1;
 	status = fd_op(cmd, o, 0, 1);
 	if (status != LB_EXIT_OK)
@@ -746,7 +789,7 @@ static int fd_command(const struct poolcmd *cmd, struct opts *o, char **command)
 	if (o->close) {
 		if (fcntl(o->fd, F_SETFD, FD_CLOEXEC) != 0)
 			lb_die(LB_EXIT_FAIL, "fd %d", o->fd);
-		return run_closed(command);
+		return run_closed(o, NULL, command);
 	}
 	lb_exec(command);
 }

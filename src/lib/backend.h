@@ -36,7 +36,7 @@ struct lb_pool_ops {
 	int (*end_session)(struct lb_pool *, const struct lb_holder *h);
 	int (*lock_site)(struct lb_pool *, unsigned slot, struct lb_lock_site *site);
 	int (*moved)(struct lb_pool *, pid_t *pids, size_t max, size_t *n);	/* NULL: none */
-	int (*keep_on_exec)(struct lb_pool *);
+	int (*keep_on_exec)(struct lb_pool *, const struct lb_ident *who);
 	void (*close)(struct lb_pool *);	/* frees the backend's part */
 };
 

@@ -45,6 +45,8 @@ struct lb_pool *lb_filepool_open(const char *path, int access, const struct lb_p
 		fp(p)->path = fp(p)->name;
 		fp(p)->mode = opts->mode;
 		fp(p)->shared = opts->shared;
+		fp(p)->max_hold = opts->max_hold;
+		fp(p)->on_loss = opts->on_loss;
 		p->caps = any ? LB_POOL_FLOCK : 0;
 	}
 	return p;

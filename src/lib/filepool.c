@@ -43,6 +43,7 @@
 #include "clock.h"
 #include "err.h"
 #include "filepool.h"
+#include "filewatch.h"
 #include "futex.h"
 #include "lockfile.h"
 #include "lockowners.h"
@@ -125,7 +126,7 @@ static void file_close(struct lb_pool *pool)
 	free(p);
 }
 
-static int file_keep_on_exec(struct lb_pool *pool)
+static int file_keep_on_exec(struct lb_pool *pool, const struct lb_ident *who)
 {
 	struct filepool *p = fp(pool);
 
@@ -133,6 +134,9 @@ static int file_keep_on_exec(struct lb_pool *pool)
 		lb_warn("%s", p->name);
 		return -1;
 	}
+	/* a maximum hold: a watcher beside the command, for the lock on p->fd */
+	if (p->max_hold > 0 && who != NULL)
+		return lb_filewatch_start(pool, p->fd, who, p->on_loss, p->max_hold);
 	return 0;
 }
 

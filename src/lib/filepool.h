@@ -46,6 +46,8 @@ struct filepool {
 	mode_t mode;		/* opts.mode, for opening again */
 	const char *path;	/* the path it was opened by (or --path), looked up again after a lock */
 	int shared;		/* acquisitions are for a shared lock */
+	int64_t max_hold;	/* opts.max_hold: the holder's watcher gives the lock back then */
+	int on_loss;		/* opts.on_loss: the signal for its job then */
 	/*
 	 * flock(2) beside a lock file's slot (LOCK_EX for a pool of one,
 	 * LOCK_SH shared, 0 for a pool of more), so that programs that lock

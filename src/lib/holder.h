@@ -42,6 +42,12 @@ struct lb_holder {
 	 */
 	int gone;
 	pid_t keeper;
+	/*
+	 * The holder's watcher (watcher.h: its loss watcher, or the watcher
+	 * of its maximum hold), a process of the holder's host beside its
+	 * command; 0: none, or not known
+	 */
+	pid_t watcher;
 	/* ---- FOREIGN ---- */
 	/*
 	 * A lock that lockbox did not take (another program's fcntl lock),

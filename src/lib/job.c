@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "job.h"
@@ -26,23 +25,6 @@ struct table {
 	struct proc *v;
 	size_t n, cap;
 };
-
-/*
- * pidfds (Linux 5.3): a descriptor for one process, which a later process
- * reusing the PID never matches, so the process checked is the process
- * signalled. Called through syscall(2): older C libraries lack wrappers.
- */
-static int pidfd_signal(int pidfd, int sig)
-{
-#ifdef SYS_pidfd_send_signal
-	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-#else
-	(void)pidfd;
-	(void)sig;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 void lb_job_init(struct lb_job *job, const struct lb_lock_site *site)
 {
@@ -306,7 +288,7 @@ size_t lb_job_signal(struct lb_job *job, int sig, char *pids, size_t size,
 		if (!alive(job, m))
 			continue;
 		if (m->pidfd >= 0)
-			r = pidfd_signal(m->pidfd, sig);
+			r = lb_pidfd_send_signal(m->pidfd, sig);
 		else
 			r = kill(m->pid, sig);	/* start time checked just above */
 		if (r != 0) {

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <poll.h>
@@ -106,6 +107,96 @@ static int refused_key(const struct pgpool *p, const char *a, const char *e)
 	return r;
 }
 
+/* The value of KEY in O (NULL when unset or empty). */
+static const char *option_in(const PQconninfoOption *o, const char *key)
+{
+	for (; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, key) == 0 && o->val != NULL && o->val[0] != '\0')
+			return o->val;
+	return NULL;
+}
+
+/* KEY's value in O as an integer; DEF when unset or not a number. */
+static long option_long(const PQconninfoOption *o, const char *key, long def)
+{
+	const char *v = option_in(o, key);
+	char *end;
+	long n;
+
+	if (v == NULL)
+		return def;
+	n = strtol(v, &end, 10);
+	return *end == '\0' ? n : def;
+}
+
+/* A conninfo value of CONN as an integer; DEF when unset or not a number. */
+static long conn_option(PGconn *conn, const char *key, long def)
+{
+	PQconninfoOption *o = PQconninfo(conn);
+	long v = option_long(o, key, def);
+
+	PQconninfoFree(o);
+	return v;
+}
+
+/* Whether host (or hostaddr) H is this host itself: a Unix socket, loopback. */
+static int local_host(const char *h, size_t n)
+{
+	char a[64];
+	unsigned char b[16];
+
+	if (n == 0 || h[0] == '/' || h[0] == '@')
+		return 1;	/* a Unix socket (libpq's default when none is named) */
+	if (n >= sizeof a)
+		return 0;
+	memcpy(a, h, n);
+	a[n] = '\0';
+	if (strcasecmp(a, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, a, b) == 1)
+		return b[0] == 127;
+	if (inet_pton(AF_INET6, a, b) == 1)
+		return IN6_IS_ADDR_LOOPBACK((struct in6_addr *)b) ||
+		    (IN6_IS_ADDR_V4MAPPED((struct in6_addr *)b) && b[12] == 127);
+	return 0;
+}
+
+/*
+ * libpq's own default, sslmode=prefer, falls back to plain text when the
+ * server offers no TLS, and checks no certificate: a lock's grants and
+ * fences could be read and forged on the way. So unless the URL or
+ * PGSSLMODE names a mode, a server reached over the network is asked for
+ * TLS, sslmode=require (libpq then checks its certificate against
+ * ~/.postgresql/root.crt when that file is there, as verify-ca). One
+ * reached only over a Unix socket or loopback keeps libpq's default:
+ * nothing it sends leaves this host. Decided from the URL's hosts
+ * (hostaddr when given), else PGHOSTADDR or PGHOST, else libpq's Unix
+ * socket; a PGSERVICE that may name another host counts as a network.
+ */
+static const char *tls_default(const char *conninfo)
+{
+	PQconninfoOption *o = PQconninfoParse(conninfo, NULL);
+	const char *hosts = option_in(o, "hostaddr"), *h, *e;
+	int net = 0;
+
+	if (getenv("PGSSLMODE") != NULL || option_in(o, "sslmode") != NULL) {
+		PQconninfoFree(o);
+		return NULL;
+	}
+	if (hosts == NULL)
+		hosts = option_in(o, "host");
+	if (hosts == NULL)
+		hosts = getenv("PGHOSTADDR") != NULL ? getenv("PGHOSTADDR") : getenv("PGHOST");
+	if (hosts == NULL)
+		net = getenv("PGSERVICE") != NULL;
+	for (h = hosts; h != NULL && !net; h = *e == ',' ? e + 1 : NULL) {
+		e = h + strcspn(h, ",");
+		net = !local_host(h, (size_t)(e - h));
+	}
+	PQconninfoFree(o);
+	return net ? "require" : NULL;
+}
+
 /*
  * Split URL into what libpq gets (every query parameter but lock=) and
  * NAME. 0, or -1 (reported).
@@ -148,6 +239,7 @@ int lbpg_split_url(struct pgpool *p, const char *url, int access)
 		}
 	}
 	*o = '\0';
+	p->sslmode = tls_default(p->conninfo);
 	if (p->lock == NULL && access == LB_POOL_LIST)
 		return 0;
 	if (p->lock != NULL && access == LB_POOL_LIST) {
@@ -264,23 +356,6 @@ PGresult *lbpg_query(struct pgpool *p, PGconn *conn, const char *sql)
 	return NULL;
 }
 
-/* A conninfo value as an integer; DEF when unset or not a number. */
-static long conn_option(PGconn *conn, const char *key, long def)
-{
-	PQconninfoOption *o = PQconninfo(conn), *i;
-	long v = def;
-	char *end;
-
-	for (i = o; i != NULL && i->keyword != NULL; i++)
-		if (strcmp(i->keyword, key) == 0 && i->val != NULL && i->val[0] != '\0') {
-			v = strtol(i->val, &end, 10);
-			if (*end != '\0')
-				v = def;
-		}
-	PQconninfoFree(o);
-	return v;
-}
-
 /* Why an attempt failed, into p->last_err; 1 when it may pass (see passing). */
 static int attempt_failed(struct pgpool *p, PGconn *conn, const char *timeout)
 {
@@ -290,8 +365,11 @@ static int attempt_failed(struct pgpool *p, PGconn *conn, const char *timeout)
 	one_line(m, p->last_err, sizeof p->last_err);
 	if (timeout != NULL)
 		return 1;
-	if (message_state(m, state))
+	if (message_state(m, state)) {
+		/* too_many_connections: for the server, or for the role */
+		p->full = strcmp(state, "53300") == 0;
 		return passing(state);
+	}
 	/* no word from a server: it was not reached, or went away while we spoke */
 	return !PQconnectionNeedsPassword(conn);
 }
@@ -307,19 +385,25 @@ PGconn *lbpg_connect(struct pgpool *p, const char *appname, int64_t deadline, in
 	const char *kw[] = {
 		"keepalives", "keepalives_idle", "keepalives_interval",
 		"keepalives_count", "tcp_user_timeout", "application_name",
-		"dbname", NULL
+		"sslmode", "dbname", NULL
 	};
-	/* dbname comes last: what the URL sets overrides these defaults */
+	/*
+	 * dbname comes last: what the URL sets overrides these defaults; a
+	 * NULL sslmode (no default of ours) is skipped by libpq, whose own
+	 * applies (PGSSLMODE, else prefer)
+	 */
 	const char *val[] = {
 		"1", CLI_IDLE, CLI_INTERVAL, CLI_COUNT, CLI_USER_TIMEOUT, appname,
-		p->conninfo, NULL
+		p->sslmode, p->conninfo, NULL
 	};
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	PGconn *conn = PQconnectStartParams(kw, val, 1);
 	int64_t until, floor;
 	long t;
 
+
 	*passing_ = 0;
+	p->full = 0;
 	if (conn == NULL) {
 		snprintf(p->last_err, sizeof p->last_err, "out of memory");
 		return NULL;
@@ -475,6 +559,47 @@ static int check_keepalives(struct pgpool *p, PGconn *conn, const long srv[4])
 		    cli < 0 ? "keepalives off" : "later");
 		return -1;
 	}
+	/* for the loss watcher's message */
+	p->srv_bound = server * LB_NS_PER_MS;
+	p->cli_bound = cli * LB_NS_PER_MS;
+	return 0;
+}
+
+/*
+ * A maximum hold is longer than the time this client takes to notice a
+ * silent server, by its keepalives as the URL sets them: a loss is then
+ * told as a loss, never taken for the hold's end, and a hold so short is
+ * a slip (of a unit: adaptive's bare numbers are minutes). And the server
+ * must be able to keep a session that long (idle_session_timeout, in ms,
+ * an int). 0, or -1 (reported).
+ */
+int lbpg_check_hold(struct pgpool *p)
+{
+	PQconninfoOption *o = PQconninfoParse(p->conninfo, NULL);
+	int64_t most = (int64_t)INT32_MAX * LB_NS_PER_MS, bound;
+	char a[32], b[32];
+	long on;
+
+	if (o == NULL)
+		return 0;	/* libpq says what is wrong with it when it connects */
+	on = option_long(o, "keepalives", 1);
+	bound = loss_bound(option_long(o, "keepalives_idle", atol(CLI_IDLE)),
+	    option_long(o, "keepalives_interval", atol(CLI_INTERVAL)),
+	    option_long(o, "keepalives_count", atol(CLI_COUNT)),
+	    option_long(o, "tcp_user_timeout", atol(CLI_USER_TIMEOUT))) * LB_NS_PER_MS;
+	PQconninfoFree(o);
+	/* no keepalives: refused by check_keepalives, with its reason */
+	if (on != 0 && bound > 0 && p->max_hold <= bound) {
+		lb_warnx("%s: --max-hold %s is not longer than the %s this client takes to notice a lost connection (its keepalives)",
+		    p->base.name, lb_format_duration_ms(p->max_hold, a), lb_format_duration_ms(bound, b));
+		return -1;
+	}
+	most -= LBPG_HOLD_GRACE(most);
+	if (p->max_hold > most) {
+		lb_warnx("%s: --max-hold %s is longer than the server keeps an idle session: at most %s",
+		    p->base.name, lb_format_duration_ms(p->max_hold, a), lb_format_duration(most, b));
+		return -1;
+	}
 	return 0;
 }
 
@@ -535,7 +660,7 @@ int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t
 		}
 		free(options);
 	}
-	snprintf(sql + n, size - n,
+	snprintf(sql + n, size - n, ", version"
 	    " FROM (SELECT pg_is_in_recovery() AS recovery, pg_backend_pid() AS pid,"
 	    " current_setting('server_version_num')::int AS version,"
 	    " NOT pg_is_in_recovery() AND pg_backend_pid() = %d AS ours OFFSET 0) s;",
@@ -545,11 +670,14 @@ int lbpg_setup_sql(struct pgpool *p, PGconn *conn, int access, char *sql, size_t
 
 int lbpg_setup_check(struct pgpool *p, PGconn *conn, int access, PGresult *r)
 {
-	long srv[4];
+	long srv[4], version = PQntuples(r) == 1 ? atol(PQgetvalue(r, 0, PQnfields(r) - 1)) : 0;
 	int i;
 
 	if (PQntuples(r) != 1)
 		lb_warnx("%s: unexpected answer from the server", p->base.name);
+	else if (access == LB_POOL_WRITE && p->max_hold > 0 && version < 140000)
+		lb_warnx("%s: the server is PostgreSQL %ld.%ld: a maximum hold needs 14 or later (idle_session_timeout)",
+		    p->base.name, version / 10000, version % 10000 / (version >= 100000 ? 1 : 100));
 	else if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
 		lb_warnx("%s: the server is a standby (in recovery); its advisory locks are not shared with the primary",
 		    p->base.name);
@@ -629,28 +757,44 @@ static void nap(int64_t ns)
 }
 
 /*
- * p->conn, a connection ready for ACCESS (LATER: see holder_conn). A server that is away for a
- * while (restarting, starting up, out of connections: see passing) is
- * tried again until DEADLINE, at growing intervals; LB_NO_WAIT tries once.
- * 1 connected; -1 failed (reported): for good, or away past the deadline
- * when this run never reached it; 0 away past the deadline after it had
- * been reached in this run (p->base.why says so: the lock was not taken).
+ * p->conn, a connection ready for ACCESS (LATER: see holder_conn). A
+ * server that is away for a while (restarting, starting up, out of
+ * connections: see passing) is tried again until DEADLINE, at growing
+ * intervals; LB_NO_WAIT tries once. A role the server refuses for too
+ * many connections is tried again through this host's gate (pggate.c),
+ * one waiter at a time, and without a wait it is busy. 1 connected; -1
+ * failed (reported): for good, or away past the deadline when this run
+ * never reached it; 0 busy: every connection the server allows is taken,
+ * or away past the deadline after it had been reached in this run
+ * (p->base.why says so: the lock was not taken).
  */
 int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 {
 	int64_t pause = RETRY_FIRST, wait;
-	int passing_ = 0;
+	int passing_ = 0, gated = access == LB_POOL_WRITE && p->who != NULL, g = LBPG_GATE_NONE;
 
-	for (;;) {
+	/* others of this host are refused for too many connections: behind them */
+	if (gated && deadline != LB_NO_WAIT)
+		g = lbpg_gate_enter(p, deadline, 0);
+	p->full = g == LBPG_GATE_LATE;
+	while (g != LBPG_GATE_LATE) {
 		p->conn = holder_conn(p, access, later, deadline, &passing_);
 		if (p->conn != NULL) {
+			lbpg_gate_leave(p);
 			p->connected = 1;
-			p->conn_gen++;
 			return 1;
 		}
-		if (!passing_)
-			return -1;
-		if (lb_remaining(deadline) == 0)
+		if (!passing_ || lb_remaining(deadline) == 0)
+			break;
+		/* refused for too many connections: one waiter of this host tries at a time */
+		if (p->full && gated && !p->in_gate) {
+			g = lbpg_gate_enter(p, deadline, 1);
+			if (g == LBPG_GATE_WAITED) {
+				pause = RETRY_FIRST;
+				continue;	/* its turn: the one before it got in */
+			}
+		}
+		if (g == LBPG_GATE_LATE)
 			break;
 		/* spread out, so that waiters back from a restart do not all come at once */
 		wait = pause / 2 + lb_now(CLOCK_MONOTONIC) % (pause / 2 + 1);
@@ -659,6 +803,16 @@ int lbpg_open_conn(struct pgpool *p, int access, int later, int64_t deadline)
 		nap(wait);
 		pause = pause * 2 > RETRY_LAST ? RETRY_LAST : pause * 2;
 	}
+	lbpg_gate_leave(p);
+	if (passing_ && p->full) {
+		snprintf(p->base.why, sizeof p->base.why, "every connection the server allows is taken%s%.160s",
+		    p->last_err[0] != '\0' ? ": " : " (waiters of this host queue for one)",
+		    p->last_err);
+		p->base.why_at_once = deadline == LB_NO_WAIT;
+		return 0;
+	}
+	if (!passing_)
+		return -1;
 	if (!p->connected) {
 		lb_warnx("%s: cannot connect: %s", p->base.name, p->last_err);
 		return -1;

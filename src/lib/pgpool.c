@@ -94,6 +94,10 @@ static void pg_close(struct lb_pool *pool)
 	if (p->state_conn != NULL)
 		PQfinish(p->state_conn);
 	lbpg_watch_stop(p);
+	if (p->gate >= 0) {
+		lbpg_gate_leave(p);
+		close(p->gate);
+	}
 	free(p->conninfo);
 	free(p->lock);
 	free(p);
@@ -117,13 +121,16 @@ struct lb_pool *lb_pgpool_open(const char *url, int access, const struct lb_pool
 		return NULL;
 	}
 	p->access = access;
-	p->watch_fd = -1;
+	p->watcher.ctl = -1;
+	p->gate = -1;
 	p->on_loss = opts->on_loss;
 	p->to_caller = opts->loss_to_caller;
+	p->max_hold = opts->max_hold;
 	gethostname(host, sizeof host - 1);
 	snprintf(p->appname, sizeof p->appname, "lockbox pid=%d host=%.20s",
 	    (int)getpid(), secure_getenv("LOCKBOX_HOST") != NULL ? secure_getenv("LOCKBOX_HOST") : host);
 	if (lbpg_split_url(p, url, access) != 0 ||
+	    (p->max_hold > 0 && lbpg_check_hold(p) != 0) ||
 	    (access != LB_POOL_WRITE && lbpg_open_conn(p, access, 0, LB_NO_WAIT) != 1)) {
 		lb_pool_close(&p->base);
 		return NULL;
@@ -139,15 +146,20 @@ static PGconn *conn_now(struct pgpool *p)
 	return p->conn;
 }
 
-/* "lockbox pid=P uid=U host=H cmd=C", cut to what pg_stat_activity keeps */
+/*
+ * "lockbox pid=P uid=U w=W host=H cmd=C" (w= the watcher, when there is
+ * one), cut to what pg_stat_activity keeps
+ */
 static void describe_self(struct pgpool *p, const struct lb_ident *who)
 {
 	const char *host = secure_getenv("LOCKBOX_HOST");
-	char full[256];
+	char full[256], watcher[24] = "";
 	size_t i;
 
-	snprintf(full, sizeof full, "lockbox pid=%d uid=%u host=%.16s cmd=%s",
-	    (int)who->pid, (unsigned)who->uid, host != NULL ? host : who->host,
+	if (p->watcher.pid > 0)
+		snprintf(watcher, sizeof watcher, " w=%d", (int)p->watcher.pid);
+	snprintf(full, sizeof full, "lockbox pid=%d uid=%u%s host=%.16s cmd=%s",
+	    (int)who->pid, (unsigned)who->uid, watcher, host != NULL ? host : who->host,
 	    who->command);
 	memcpy(p->appname, full, sizeof p->appname - 1);
 	p->appname[sizeof p->appname - 1] = '\0';
@@ -294,6 +306,8 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
 	va_start(ap, fmt);
 	vsnprintf(sql + n, sizeof sql - n, fmt, ap);
 	va_end(ap);
+	/* a maximum hold counts from before the server could have begun its own count */
+	p->since = lb_now(CLOCK_BOOTTIME);
 	return count_run(p, sql, deadline, res);
 }
 
@@ -308,6 +322,24 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
  * for the flush: a fence seen by a holder survives the server.
  */
 #define FENCE_DURABLE "pg_logical_emit_message(true, 'lockbox', 'fence') IS NOT NULL"
+
+/*
+ * A maximum hold is the server's to enforce too, so that a frozen host
+ * (stopped, cut off) cannot keep the lock past it: the session that takes
+ * the slot gets an idle_session_timeout (PostgreSQL 14) of the hold and
+ * its grace, in the taking transaction. A holder's session never runs
+ * another statement, so the server ends it that long after the take,
+ * freeing the lock; the next holder's fence is larger. Into BUF, for
+ * the taking statement's condition: "" without a hold.
+ */
+static const char *hold_cond(const struct pgpool *p, char *buf, size_t size)
+{
+	if (p->max_hold <= 0)
+		return "";
+	snprintf(buf, size, " AND set_config('idle_session_timeout', '%lld', false) IS NOT NULL",
+	    (long long)((p->max_hold + LBPG_HOLD_GRACE(p->max_hold)) / LB_NS_PER_MS));
+	return buf;
+}
 
 /*
  * Take the lowest free slot in 1..MAX when fewer than MAX are held, all in
@@ -326,14 +358,18 @@ static int counting(struct pgpool *p, int64_t deadline, int fresh, PGresult **re
 static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 {
 	PGresult *r;
+	char hold[128];
 	int rc = counting(p, deadline, 1, &r,
-	    " SELECT s, CASE WHEN s IS NOT NULL AND " FENCE_DURABLE " THEN txid_current() END, h"
+	    " SELECT s, CASE WHEN s IS NOT NULL AND " FENCE_DURABLE "%s THEN txid_current() END, h"
 	    " FROM (SELECT h, CASE WHEN h < %u AND NOT pg_is_in_recovery()"
-	    " AND pg_backend_pid() = %d THEN"
+	    " AND pg_backend_pid() = %d%s THEN"
 	    " (SELECT s FROM generate_series(1, %u) s"
 	    " WHERE pg_try_advisory_lock(%" PRId32 ", s) LIMIT 1) END AS s"
 	    " FROM (SELECT count(*) AS h FROM pg_locks l WHERE %s) c OFFSET 0) x",
-	    max, PQbackendPID(p->conn), max, p->key, held_where(p));
+	    hold_cond(p, hold, sizeof hold), max, PQbackendPID(p->conn),
+	    /* the setup refuses an older server for it; the claim checks too */
+	    p->max_hold > 0 ? " AND current_setting('server_version_num')::int >= 140000" : "",
+	    max, p->key, held_where(p));
 
 	if (rc != 1)
 		return rc;
@@ -361,11 +397,12 @@ static int try_take(struct pgpool *p, unsigned max, int64_t deadline)
 static int confirm(struct pgpool *p, unsigned s, unsigned max, int64_t deadline)
 {
 	PGresult *r;
+	char hold[128];
 	int rc = counting(p, deadline, 0, &r,
 	    " SELECT CASE WHEN %u <= %u AND (SELECT count(*) FROM pg_locks l WHERE %s) <= %u"
-	    " AND " FENCE_DURABLE " THEN txid_current()"
+	    " AND " FENCE_DURABLE "%s THEN txid_current()"
 	    " WHEN pg_advisory_unlock(%" PRId32 ", %u) THEN -1 ELSE -1 END",
-	    s, max, held_where(p), max, p->key, s);
+	    s, max, held_where(p), max, hold_cond(p, hold, sizeof hold), p->key, s);
 
 	if (rc == STUCK) {
 		/* the slot is still ours: a session lock outlives the failed transaction */
@@ -445,9 +482,6 @@ static int wait_slot(struct pgpool *p, unsigned max, int64_t deadline, unsigned 
 		return rc;
 	if (n == 0)
 		return 0;	/* freed meanwhile: try again at once */
-	/* the holder-to-be's watcher, now: a handoff does not wait for its fork */
-	if (lbpg_watch_start(p) != 0)
-		return -1;
 	if (n > 1) {
 		every = unwatched ? RECHECK_FAST : RECHECK_SLOW;
 		if (lb_remaining(deadline) > every)
@@ -531,7 +565,7 @@ static int acquire_round(struct pgpool *p, unsigned max, int64_t deadline, int *
 }
 
 static int pg_holders(struct lb_pool *pool, struct lb_holders *out);
-static int parse_appname(const char *s, struct lb_ident *who);
+static int parse_appname(const char *s, struct lb_ident *who, pid_t *watcher);
 
 /*
  * A holder's session outlives its command by a moment: the command's exit
@@ -550,12 +584,13 @@ static int parse_appname(const char *s, struct lb_ident *who);
 static int ending_here(struct pgpool *p, const struct lb_holders *h)
 {
 	struct lb_ident self;
+	pid_t watcher;
 	size_t i;
 
 	if (h->n == 0)
 		return 1;
 	memset(&self, 0, sizeof self);
-	parse_appname(p->appname, &self);
+	parse_appname(p->appname, &self, &watcher);
 	for (i = 0; i < h->n; i++)
 		if (h->v[i].known && strcmp(h->v[i].who.host, self.host) == 0 &&
 		    kill(h->v[i].who.pid, 0) != 0 && errno == ESRCH)
@@ -577,7 +612,14 @@ static int pg_acquire(struct lb_pool *pool, unsigned max, int64_t deadline,
 	struct lb_holders seen = { NULL, 0 };
 	int r, tries = 0, late = 0, looked = 0;
 
+	/*
+	 * The holder-to-be's watcher first, unarmed: a handoff does not wait
+	 * for its fork, and the session names it (list shows it)
+	 */
+	if (lbpg_watch_start(p, who->command) != 0)
+		return -1;
 	describe_self(p, who);
+	p->who = who;
 	p->retrying = 1;
 again:
 	do {
@@ -594,7 +636,6 @@ again:
 		r = acquire_round(p, max, deadline, &tries);
 		if (r == LOST) {
 			lbpg_drop(p);
-			lbpg_watch_stop(p);
 			r = AGAIN;
 		}
 	} while (r == AGAIN);
@@ -608,6 +649,7 @@ again:
 		}
 	}
 	p->retrying = 0;
+	p->who = NULL;
 	if (r == 1)
 		*slot = p->slot;
 	/*
@@ -649,8 +691,11 @@ static int pg_release(struct lb_pool *pool, pid_t owner)
 	return 0;
 }
 
-/* Parse "lockbox pid=P uid=U host=H cmd=C" into WHO; 0 when it is not one. */
-static int parse_appname(const char *s, struct lb_ident *who)
+/*
+ * Parse "lockbox pid=P uid=U w=W host=H cmd=C" into WHO and *WATCHER (left
+ * as it is without w=); 0 when it is not one.
+ */
+static int parse_appname(const char *s, struct lb_ident *who, pid_t *watcher)
 {
 	const char *h, *c;
 	int pid;
@@ -663,6 +708,9 @@ static int parse_appname(const char *s, struct lb_ident *who)
 		sscanf(h, " uid=%u", &uid);
 	who->uid = uid;
 	h = strstr(s, " host=");
+	c = strstr(s, " w=");
+	if (c != NULL && (h == NULL || c < h) && sscanf(c, " w=%d", &pid) == 1 && pid > 0)
+		*watcher = pid;
 	c = strstr(s, " cmd=");
 	if (h != NULL) {
 		size_t n = c != NULL && c > h ? (size_t)(c - h - 6) : strlen(h + 6);
@@ -712,7 +760,8 @@ static int pg_holders(struct lb_pool *pool, struct lb_holders *out)
 
 		memset(h, 0, sizeof *h);
 		h->slot = (unsigned)strtoul(PQgetvalue(r, i, 0), NULL, 10);
-		h->known = !PQgetisnull(r, i, 1) && parse_appname(PQgetvalue(r, i, 1), &h->who);
+		h->known = !PQgetisnull(r, i, 1) &&
+		    parse_appname(PQgetvalue(r, i, 1), &h->who, &h->watcher);
 		/* no boot id: ages are taken on the wall clock, from the server's;
 		 * a session the server does not show this role has no age to show */
 		h->who.wall_ns = lb_now(CLOCK_REALTIME) - (age > 0 ? age : 0) * LB_NS_PER_MS;
@@ -781,12 +830,13 @@ static int pg_end_session(struct lb_pool *pool, const struct lb_holder *h)
  * the kernel (O_ASYNC); else the command's job is told by a watcher
  * (pgwatch.c), once.
  */
-static int pg_keep_on_exec(struct lb_pool *pool)
+static int pg_keep_on_exec(struct lb_pool *pool, const struct lb_ident *who)
 {
 	struct pgpool *p = pp(pool);
 	int fd = PQsocket(p->conn), fl;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
+	(void)who;	/* its watcher was started with the acquisition */
 	if (fd < 0 || fcntl(fd, F_SETFD, 0) != 0) {
 		lb_warn("%s: socket", p->base.name);
 		return -1;
@@ -800,7 +850,7 @@ static int pg_keep_on_exec(struct lb_pool *pool)
 			return -1;
 		}
 	}
-	if (p->on_loss != 0) {
+	if (p->on_loss != 0 || p->max_hold > 0) {
 		/* what arrived before the watch was armed raised no signal */
 		if (poll(&pfd, 1, 0) != 0) {
 			lb_warnx("%s: the connection was lost before the command started",

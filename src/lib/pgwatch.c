@@ -1,318 +1,183 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * The loss watcher of a command that holds a server's slot.
+ * The loss watcher of a command that holds a server's slot (watcher.c is
+ * the process; this is what it watches): the connection the command
+ * inherits, and the maximum hold.
  *
- * slots and mutex execute the command in place, so nothing of lockbox is
- * left to hear the server. Before the exec, a small process is started
- * beside the command (not as its child: a command may wait for all its
- * children) that watches the connection the command inherits, without
- * holding it: it registers the socket with an epoll set and closes its
- * own descriptor, so the session lives exactly as long as the command's
- * descriptors (and its children's), and ends the moment the last of them
- * closes, as if no watcher were there. After its last answer the server
- * has nothing more to say to a holder: anything arriving (the FATAL
- * message before it ends the session, its FIN) or an error (keepalives
- * gave up) means the session is gone or going. Then it tells the
- * command's job, once: SIGCONT, then the --on-loss signal, to every
- * process that holds the connection, their descendants and the process
- * groups they lead (job.c, as adaptive tells its run's), and to the
- * command itself. It exits when the command does. A waiter starts its
- * watcher while it waits, unarmed, and arms it (a byte on a socket pair)
- * when it holds the slot, so that a handoff does not wait for a fork;
- * until then the watcher ignores the connection, which is the waiter's.
- * Calls only job.c and what is below it.
+ * It watches the connection without holding it: the socket comes with
+ * the arming, is registered with an epoll set of its own and closed, so
+ * the session lives exactly as long as the command's descriptors (and its
+ * children's), and ends the moment the last of them closes, as if no
+ * watcher were there; a stopped watcher cannot keep the lock. After its
+ * last answer the server has nothing more to say to a holder: anything
+ * arriving (the FATAL message before it ends the session, its FIN) means
+ * the server ended the session; an error (the keepalives or the user
+ * timeout gave up on a silent server) means contact was lost, and the
+ * server frees the lock later, by its own keepalives. The message says
+ * which. A maximum hold is the server's to enforce (the holder's session
+ * ends after it, idle_session_timeout: pgpool.c): the watcher tells the
+ * job when it has passed, a moment before the server ends the session.
+ * Calls only watcher.c and what is below it.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
-#include "job.h"
-#include "opts.h"
+#include "parse.h"
 #include "pgpool.h"
-#include "proc.h"
-#include "procfs.h"
+#include "watcher.h"
 
-/* without pidfds (Linux before 5.3), how often the command's life is looked at */
-#define NO_PIDFD_LOOK_MS	250
+/* the connection's set, in the watcher's */
+#define EV_CONN		LB_WATCH_OWN
 
-/*
- * The caller's descriptors go (the command has them, and a pipe kept open
- * here would keep its reader waiting), and so does this process's copy
- * of the connection. Kept: stderr, for the one message; the N in KEEP;
- * lockbox's own (close-on-exec) ones. stdin and stdout become /dev/null.
- */
-/* The descriptors kept (KEEP, N of them), and stderr. */
-struct kept {
-	const int *keep;
-	size_t n;
+/* What the arming tells the watcher besides the socket. */
+struct arm_data {
+	int64_t srv_bound;	/* ns: a silent client is dropped by the server after this */
+	int64_t cli_bound;	/* ns: ... and a silent server noticed here after this */
+	int64_t grace;		/* ns: the server ends a session the hold's grace after it */
+	int64_t hold_at;	/* CLOCK_BOOTTIME ns the maximum hold ends at; 0: none */
 };
 
-static int drop_fd(pid_t self, int fd, void *arg)
+/* In the watcher: the connection as it was armed. */
+static struct stat sock;
+static struct arm_data armed_with;
+static int conn = -1;
+
+static int armed(void *arg, int ep, int fd, const void *data, size_t n)
 {
-	const struct kept *k = arg;
-	size_t i;
-	int fl, kept = fd == 2;
-
-	(void)self;
-	for (i = 0; i < k->n; i++)
-		kept |= fd == k->keep[i];
-	fl = kept ? -1 : fcntl(fd, F_GETFD);
-	if (fl >= 0 && !(fl & FD_CLOEXEC))
-		close(fd);
-	return 0;
-}
-
-static void drop_fds(const int *keep, size_t n)
-{
-	struct kept k = { keep, n };
-	int fd, null;
-
-	lb_procfs_each_fd(0, drop_fd, &k);
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (fd = 0; null >= 0 && fd < 2; fd++)
-		if (fcntl(fd, F_GETFD) < 0)
-			dup2(null, fd);
-	if (null > 2)
-		close(null);
-}
-
-/* Whether the command has ended (its pidfd readable, or its start time gone). */
-static int command_ended(pid_t cmd, uint64_t start, int pidfd)
-{
-	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-	if (pidfd >= 0)
-		return poll(&pfd, 1, 0) > 0;
-	return lb_proc_starttime(cmd) != start;
-}
-
-/*
- * Tell the command's job of the loss (WHY): CONT, then SIG, to each once.
- * The command first, at once: the others are found by a look through all
- * of /proc, which on a busy host takes long enough for the server to hand
- * the slot on (a restart, an ended session) while the command still runs
- * its critical section untold, or for the command to end before it is
- * told at all. Then the holders of the lock, the holders of the
- * connection: the processes with a descriptor of SOCK (its device and
- * inode, taken while this process still had one), with their descendants
- * and the groups they lead.
- */
-static void tell(struct pgpool *p, pid_t cmd, uint64_t start, int pidfd,
-    const struct stat *sock, const char *why)
-{
-	struct lb_lock_site site = { sock->st_dev, sock->st_ino, -1 };
-	struct lb_job job;
-	char pids[512] = "", refused[256] = "";
-	size_t i, n;
-
-	/* not ended, so its PID is still its own */
-	if (!command_ended(cmd, start, pidfd)) {
-		kill(cmd, SIGCONT);
-		if (kill(cmd, p->on_loss) == 0)
-			snprintf(pids, sizeof pids, "%d", (int)cmd);
-	}
-	lb_job_init(&job, &site);
-	/* a job not known for sure is told as far as it is known */
-	lb_job_scan(&job);
-	/* the command was told above: once */
-	for (i = 0; i < job.n; i++)
-		if (job.v[i].pid == cmd && job.v[i].starttime == start) {
-			if (job.v[i].pidfd >= 0)
-				close(job.v[i].pidfd);
-			job.v[i--] = job.v[--job.n];
-		}
-	n = strlen(pids);
-	lb_job_signal(&job, SIGCONT, NULL, 0, NULL, 0);
-	lb_job_signal(&job, p->on_loss, pids + n + (n > 0), sizeof pids - n - (n > 0),
-	    refused, sizeof refused);
-	if (n > 0 && pids[n + 1] != '\0')
-		pids[n] = ',';
-	lb_job_free(&job);
-	if (pids[0] != '\0')
-		lb_warnx("%s: %s; its lock is free: sent SIG%s to PIDs %s",
-		    p->base.name, why, lb_signal_name(p->on_loss), pids);
-	else
-		lb_warnx("%s: %s; its lock is free", p->base.name, why);
-	if (refused[0] != '\0')
-		lb_warnx("%s: cannot send SIG%s to %s: not permitted", p->base.name,
-		    lb_signal_name(p->on_loss), refused);
-}
-
-/* what an event in the watcher's set is */
-enum { EV_CONN, EV_GONE, EV_CTL };
-
-static int watch_fd(int ep, int fd, uint32_t what)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = what };
-
-	return fd < 0 ? 0 : epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-}
-
-/*
- * The watcher: SOCK is the connection, CTL the socket pair to the waiter
- * (-1: armed from the start), PIDFD the command's (-1 without pidfds).
- */
-static _Noreturn void watch(struct pgpool *p, int sock, int ctl, pid_t cmd, uint64_t start,
-    int pidfd)
-{
-	static const int quiet[] = { SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = EV_CONN };
-	struct stat st;
-	sigset_t none;
-	size_t i;
-	int conn, ep, armed = ctl < 0, keep[4];
-
-	/* a terminal's ^C or ^Z is for the command: this stays until it ends */
-	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
-		signal(quiet[i], SIG_IGN);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	prctl(PR_SET_NAME, "lockbox-watch");
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = 0 };
+	struct epoll_event out = { .events = EPOLLIN, .data.u32 = EV_CONN };
+	(void)arg;
+	if (fd < 0 || n != sizeof armed_with || fstat(fd, &sock) != 0)
+		return -1;
+	memcpy(&armed_with, data, n);
 	/*
 	 * Registered in CONN, a set of its own, the socket is watched for as
-	 * long as any descriptor of it is open anywhere; this one then goes
-	 * (in drop_fds), so that when the command's last one closes, the
-	 * session ends at once. EP, the set waited on, has CONN in it only
-	 * once armed: before, the connection's traffic is the waiter's.
+	 * long as any descriptor of it is open anywhere; this one then goes,
+	 * so that when the command's last one closes, the session ends at once.
 	 */
 	conn = epoll_create1(EPOLL_CLOEXEC);
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (conn < 0 || ep < 0 || fstat(sock, &st) != 0 ||
-	    epoll_ctl(conn, EPOLL_CTL_ADD, sock, &ev) != 0 ||
-	    watch_fd(ep, pidfd, EV_GONE) != 0 || watch_fd(ep, armed ? conn : ctl, armed ? EV_CONN : EV_CTL) != 0)
-		_exit(1);
-	keep[0] = conn;
-	keep[1] = ep;
-	keep[2] = pidfd;
-	keep[3] = ctl;
-	drop_fds(keep, 4);
-	for (;;) {
-		struct epoll_event got[3];
-		int n = epoll_wait(ep, got, 3, pidfd >= 0 ? -1 : NO_PIDFD_LOOK_MS), k;
-		char c;
-
-		if (n < 0 && errno != EINTR)
-			_exit(1);
-		if (command_ended(cmd, start, pidfd))
-			_exit(0);
-		for (k = 0; k < n; k++) {
-			if (got[k].data.u32 == EV_CONN) {
-				tell(p, cmd, start, pidfd, &st, got[k].events & EPOLLERR ?
-				    "the connection to the server failed" : "the server ended the session");
-				_exit(0);
-			}
-			if (got[k].data.u32 != EV_CTL)
-				continue;
-			/* a byte: armed; the end: the waiter left (or executed the command) */
-			if (recv(ctl, &c, 1, MSG_DONTWAIT) == 1 && !armed) {
-				armed = 1;
-				if (watch_fd(ep, conn, EV_CONN) != 0)
-					_exit(1);
-			} else if (!armed) {
-				_exit(0);
-			} else {
-				epoll_ctl(ep, EPOLL_CTL_DEL, ctl, NULL);
-			}
-		}
-	}
-}
-
-/* Start a watcher of p->conn (CTL: as for watch); the caller keeps its end of CTL. */
-static int spawn(struct pgpool *p, int ctl)
-{
-	pid_t cmd = getpid(), w;
-	uint64_t start = lb_proc_starttime(cmd);
-	int pidfd = lb_pidfd_open(cmd), st, sock = PQsocket(p->conn);
-
-	if (pidfd < 0 && errno != ENOSYS) {
-		lb_warn("%s: cannot watch the connection", p->base.name);
+	if (conn < 0 || epoll_ctl(conn, EPOLL_CTL_ADD, fd, &ev) != 0 ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, conn, &out) != 0)
 		return -1;
-	}
-	/*
-	 * Twice forked: the watcher is nobody's child but init's (or a
-	 * subreaper's), and the command never sees it end.
-	 */
-	w = fork();
-	if (w < 0) {
-		lb_warn("%s: cannot watch the connection: fork", p->base.name);
-		if (pidfd >= 0)
-			close(pidfd);
-		return -1;
-	}
-	if (w == 0) {
-		pid_t w2 = fork();
-
-		if (w2 != 0)
-			_exit(w2 < 0 ? 1 : 0);
-		watch(p, sock, ctl, cmd, start, pidfd);
-	}
-	if (pidfd >= 0)
-		close(pidfd);
-	while (waitpid(w, &st, 0) < 0) {
-		if (errno == ECHILD)
-			return 0;	/* SIGCHLD ignored: reaped already, by the kernel */
-		if (errno != EINTR) {
-			lb_warn("%s: cannot watch the connection: waitpid", p->base.name);
-			return -1;
-		}
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		lb_warnx("%s: cannot watch the connection: the watcher did not start",
-		    p->base.name);
-		return -1;
-	}
+	close(fd);
 	return 0;
 }
+
+/*
+ * What happened to the connection, from what its socket shows: an error is
+ * the kernel giving up on a silent server (keepalives, the user timeout)
+ * or on one that answers no more (a reset); anything else is the server's
+ * doing: its message before it ends the session, its FIN.
+ */
+static const char *event(void *arg, uint32_t what, uint32_t events)
+{
+	static char why[192];
+	struct epoll_event got = { 0, { 0 } };
+	char b[32];
+
+	(void)events;
+	if (what != EV_CONN)
+		return NULL;
+	/* the set's own event says only that the socket has one: which */
+	if (epoll_wait(conn, &got, 1, 0) < 0)
+		got.events = EPOLLERR;
+	if ((got.events & EPOLLERR) == 0 && armed_with.hold_at != 0 &&
+	    lb_now(CLOCK_BOOTTIME) >= armed_with.hold_at) {
+		/* a watcher that was stopped, or a server clock that runs fast */
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; the server ended the session; its lock is free",
+		    lb_format_duration_ms(((struct pgpool *)arg)->max_hold, b));
+		return why;
+	}
+	if ((got.events & EPOLLERR) == 0)
+		return "the server ended the session; its lock is free";
+	/*
+	 * The server hears from an idle client at least every keepalives_idle
+	 * and drops it srv_bound after the last: no sooner than srv_bound less
+	 * what it took this client to give up.
+	 */
+	snprintf(why, sizeof why,
+	    "lost contact with the server (its keepalives went unanswered); the server frees the lock within about %s",
+	    lb_format_duration(armed_with.srv_bound > armed_with.cli_bound ?
+	    armed_with.srv_bound - armed_with.cli_bound : 0, b));
+	return why;
+}
+
+static const char *expire(void *arg, const struct lb_watched *w)
+{
+	static char why[192];
+	struct pgpool *p = arg;
+	struct epoll_event got;
+	char h[32], g[32];
+
+	(void)w;
+	lb_format_duration_ms(p->max_hold, h);
+	/* a watcher that was stopped past the server's end of the session: said so */
+	if (epoll_wait(conn, &got, 1, 0) == 1 && (got.events & EPOLLERR) == 0)
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; the server ended the session; its lock is free", h);
+	else
+		snprintf(why, sizeof why,
+		    "held for its maximum hold, %s; the server ends the session in about %s", h,
+		    lb_format_duration(armed_with.grace, g));
+	return why;
+}
+
+static int site(void *arg, struct lb_lock_site *s)
+{
+	(void)arg;
+	/* every process with a descriptor of the socket holds the lock */
+	s->dev = sock.st_dev;
+	s->ino = sock.st_ino;
+	s->byte = -1;
+	return 0;
+}
+
+static const struct lb_watch_ops ops = { armed, event, expire, NULL, site };
 
 void lbpg_watch_stop(struct pgpool *p)
 {
-	if (p->watch_fd >= 0)
-		close(p->watch_fd);
-	p->watch_fd = -1;
+	lb_watcher_stop(&p->watcher);
 }
 
-int lbpg_watch_start(struct pgpool *p)
+int lbpg_watch_start(struct pgpool *p, const char *command)
 {
-	int sv[2], rc;
+	struct lb_watch_spec spec = {
+		"loss watcher", p->base.name, command, p->on_loss, NULL, 0, &ops, p
+	};
 
-	if (p->on_loss == 0 || p->to_caller ||
-	    (p->watch_fd >= 0 && p->watch_gen == p->conn_gen))
+	if (p->watcher.ctl >= 0 || p->to_caller || (p->on_loss == 0 && p->max_hold == 0))
 		return 0;
-	lbpg_watch_stop(p);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-		lb_warn("%s: cannot watch the connection", p->base.name);
-		return -1;
-	}
-	rc = spawn(p, sv[1]);
-	close(sv[1]);
-	if (rc != 0) {
-		close(sv[0]);
-		return -1;
-	}
-	p->watch_fd = sv[0];
-	p->watch_gen = p->conn_gen;
-	return 0;
+	snprintf(p->watched, sizeof p->watched, "%s", command);
+	return lb_watcher_start(&p->watcher, &spec);
 }
 
 int lbpg_watch_arm(struct pgpool *p)
 {
-	/* the waiter's watcher, if it still watches this connection; else a new one */
-	if (p->watch_fd >= 0 && p->watch_gen == p->conn_gen &&
-	    send(p->watch_fd, "1", 1, MSG_NOSIGNAL) == 1)
+	struct arm_data d = { p->srv_bound, p->cli_bound, LBPG_HOLD_GRACE(p->max_hold),
+		p->max_hold > 0 ? p->since + p->max_hold : 0 };
+
+	if (p->to_caller || (p->on_loss == 0 && p->max_hold == 0))
+		return 0;
+	/* the waiter's watcher, if it is still there; else a new one */
+	if (lb_watcher_arm(&p->watcher, p->on_loss, p->max_hold, p->since, PQsocket(p->conn), &d,
+	    sizeof d) == 0)
 		return 0;
 	lbpg_watch_stop(p);
-	return spawn(p, -1);
+	if (lbpg_watch_start(p, p->watched) != 0)
+		return -1;
+	if (lb_watcher_arm(&p->watcher, p->on_loss, p->max_hold, p->since, PQsocket(p->conn), &d,
+	    sizeof d) != 0) {
+		lb_warn("%s: cannot arm the loss watcher", p->base.name);
+		return -1;
+	}
+	return 0;
 }

@@ -336,8 +336,8 @@ int lb_pool_moved(struct lb_pool *p, pid_t *pids, size_t max, size_t *n)
 	return p->ops->moved != NULL ? p->ops->moved(p, pids, max, n) : 0;
 }
 
-int lb_pool_keep_on_exec(struct lb_pool *p)
+int lb_pool_keep_on_exec(struct lb_pool *p, const struct lb_ident *who)
 {
-	return p->ops->keep_on_exec(p);
+	return p->ops->keep_on_exec(p, who);
 }
 

@@ -35,6 +35,12 @@ struct lb_pool_opts {
 	/* with any_file, a caller's fd (acquire --fd): an empty file nobody holds is adopted */
 	int adopt_empty;
 	int shared;		/* take a shared lock (mutex -s), not the slot alone */
+	/*
+	 * ns; 0: none. The command's job gets on_loss and the lock is given
+	 * back once it has been held this long, by a watcher beside the
+	 * command (watcher.h), and for a server's lock by the server too.
+	 */
+	int64_t max_hold;
 };
 
 /*
@@ -259,9 +265,10 @@ int lb_pool_moved(struct lb_pool *pool, pid_t *pids, size_t max, size_t *n);
 /*
  * Keep the slot across exec: the lock lives as long as what the command
  * inherits. A server lock also arms the loss signal (opts.on_loss) and
- * exports LOCKBOX_FENCE for the command.
+ * exports LOCKBOX_FENCE for the command; a maximum hold (opts.max_hold)
+ * starts or arms its watcher, for WHO, the holder (NULL: none is kept).
  */
-int lb_pool_keep_on_exec(struct lb_pool *pool);
+int lb_pool_keep_on_exec(struct lb_pool *pool, const struct lb_ident *who);
 
 void lb_pool_close(struct lb_pool *pool);
 void lb_holders_free(struct lb_holders *h);

@@ -350,6 +350,30 @@ int lb_pidfd_open(pid_t pid)
 #endif
 }
 
+int lb_pidfd_send_signal(int pidfd, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+	(void)pidfd;
+	(void)sig;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int lb_pidfd_getfd(int pidfd, int fd)
+{
+#ifdef SYS_pidfd_getfd
+	return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+#else
+	(void)pidfd;
+	(void)fd;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
 int lb_ident_ended(const struct lb_ident *who)
 {
 	uint64_t start;
@@ -435,7 +459,10 @@ struct holds {
 	ino_t ino;
 	long long byte;
 	int err;	/* a descriptor that could not be read, and why */
+	int fd;		/* the first descriptor found holding it */
 };
+
+static int holds_fd_lock(pid_t pid, int fd, struct holds *h);
 
 static int holds_byte(const struct lb_lockline *x, void *arg)
 {
@@ -448,6 +475,15 @@ static int holds_byte(const struct lb_lockline *x, void *arg)
 static int holds_fd(pid_t pid, int fd, void *arg)
 {
 	struct holds *h = arg;
+	int r = holds_fd_lock(pid, fd, h);
+
+	if (r > 0)
+		h->fd = fd;
+	return r;
+}
+
+static int holds_fd_lock(pid_t pid, int fd, struct holds *h)
+{
 	struct stat st;
 	int r;
 
@@ -469,11 +505,18 @@ static int holds_fd(pid_t pid, int fd, void *arg)
 
 int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte)
 {
-	struct holds h = { dev, ino, (long long)byte, 0 };
+	return lb_proc_holding_fd(pid, dev, ino, byte, NULL);
+}
+
+int lb_proc_holding_fd(pid_t pid, dev_t dev, ino_t ino, off_t byte, int *fd)
+{
+	struct holds h = { dev, ino, (long long)byte, 0, -1 };
 	int r = lb_procfs_each_fd(pid, holds_fd, &h);
 
 	if (h.err != 0)
 		errno = h.err;
+	if (fd != NULL)
+		*fd = h.fd;
 	return r < 0 ? -1 : r;
 }
 

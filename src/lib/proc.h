@@ -36,6 +36,21 @@ int lb_ident_local(const struct lb_ident *who);
  */
 int lb_pidfd_open(pid_t pid);
 
+/*
+ * pidfd_send_signal(2) (Linux 5.3): SIG to the process of PIDFD, which a
+ * later process reusing its PID never is, so the process checked is the
+ * process signalled. 0, or -1 with errno (ENOSYS as above).
+ */
+int lb_pidfd_send_signal(int pidfd, int sig);
+
+/*
+ * pidfd_getfd(2) (Linux 5.6): a descriptor of this process on the open
+ * file that descriptor FD of the process of PIDFD is on, as if it had
+ * been passed here; a process that may trace that one may. -1 with errno
+ * (EPERM: it may not; EBADF: no such descriptor; ENOSYS as above).
+ */
+int lb_pidfd_getfd(int pidfd, int fd);
+
 /* Start time of a live process, 0 when it is gone or unreadable. */
 uint64_t lb_proc_starttime(pid_t pid);
 
@@ -110,6 +125,9 @@ int lb_proc_stat(pid_t pid, struct lb_proc_stat *st);
  * descriptor is all there is to hold (a socket whose session holds a lock).
  */
 int lb_proc_holds(pid_t pid, dev_t dev, ino_t ino, off_t byte);
+
+/* The same, and with 1 the number of a descriptor it holds it through in *FD. */
+int lb_proc_holding_fd(pid_t pid, dev_t dev, ino_t ino, off_t byte, int *fd);
 
 /*
  * The name of process PID, as lb_ident_fill gives it without ARGV (a

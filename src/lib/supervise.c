@@ -222,8 +222,10 @@ void lb_reraise(int sig)
 	sigprocmask(SIG_UNBLOCK, &one, NULL);
 }
 
-int lb_super_run(struct lb_super *s, char *const argv[], int *wstatus)
+int lb_super_run_until(struct lb_super *s, char *const argv[], int64_t deadline, int *wstatus)
 {
+	int r;
+
 	if (lb_super_start(s, argv) != 0) {
 		if (s->exec_errno != 0) {
 			errno = s->exec_errno;
@@ -232,7 +234,13 @@ int lb_super_run(struct lb_super *s, char *const argv[], int *wstatus)
 		}
 		lb_die(LB_EXIT_FAIL, "cannot start '%s'", argv[0]);
 	}
-	if (lb_super_wait(s, LB_NO_DEADLINE, wstatus) != 0)
+	r = lb_super_wait(s, deadline, wstatus);
+	if (r != 0 && !(r == -1 && errno == EAGAIN))
 		lb_die(LB_EXIT_FAIL, "waiting for '%s'", argv[0]);
-	return 0;
+	return r;
+}
+
+int lb_super_run(struct lb_super *s, char *const argv[], int *wstatus)
+{
+	return lb_super_run_until(s, argv, LB_NO_DEADLINE, wstatus);
 }

@@ -66,6 +66,12 @@ int lb_super_wait(struct lb_super *s, int64_t deadline, int *wstatus);
  */
 int lb_super_run(struct lb_super *s, char *const argv[], int *wstatus);
 
+/*
+ * The same until DEADLINE (CLOCK_MONOTONIC ns): -1 with errno EAGAIN when
+ * it passed first, the child still running (lb_super_wait for its end).
+ */
+int lb_super_run_until(struct lb_super *s, char *const argv[], int64_t deadline, int *wstatus);
+
 /* Pass SIG on to the child as lb_super_wait does (to its group with LB_SUPER_GROUP). */
 void lb_super_signal(const struct lb_super *s, int sig);
 

@@ -1,4 +1,4 @@
-/* What a waiting process shows as its own command line, for list to name it by. */
+/* What a waiting process or a watcher shows as its own command line, for list and ps to name it by. */
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
@@ -61,4 +61,18 @@ void lb_title_restore(void)
 {
 	if (area != NULL)
 		memcpy(area, copy, area_len);
+}
+
+void lb_title_set(const char *text)
+{
+	size_t n;
+
+	if (area == NULL || area_len < 2)
+		return;
+	n = strlen(text);
+	if (n > area_len - 1)
+		n = area_len - 1;
+	/* one string, NUL-padded: the area's last byte stays a NUL */
+	memset(area, 0, area_len);
+	memcpy(area, text, n);
 }

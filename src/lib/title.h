@@ -1,4 +1,4 @@
-/* What a waiting process shows as its own command line, for list to name it by. */
+/* What a waiting process or a watcher shows as its own command line, for list and ps to name it by. */
 /* SPDX-License-Identifier: ISC */
 #ifndef LOCKBOX_TITLE_H
 #define LOCKBOX_TITLE_H
@@ -24,6 +24,14 @@ void lb_title_init(int argc, char **argv);
 
 /* While waiting: the command line reads ARGV0, "waiting:", RECORD. */
 void lb_title_waiting(const char *record);
+
+/*
+ * A process of lockbox's own that runs beside a command (a watcher, see
+ * watcher.h) is named by what it does, not by the command line it was
+ * forked with, which names the command's lock as the command's own did:
+ * the command line reads TEXT alone, cut to the room there is.
+ */
+void lb_title_set(const char *text);
 
 /* The command line as it was started. */
 void lb_title_restore(void);
