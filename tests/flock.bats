@@ -1148,7 +1148,8 @@ peers() {
 			[[ $kind == plain ]] && printf 'data\n' >"$lock"
 			peer_hold "$peer" "$lock"
 			run -75 --separate-stderr "$LOCKBOX" mutex "$lock" touch "$T/ran"
-			assert_stderr_regex "PID [0-9?]+"
+			# (its process, when a look of a few milliseconds finds it)
+			assert_stderr_regex "(PID [0-9?]+|another program; 'lockbox locks .*' shows who)"
 			# (held reads the kernel's table, a page at a time: on a busy
 			# host a line at a page's edge may be missed once)
 			wait_for "$LOCKBOX" mutex "$lock" held
@@ -1158,6 +1159,58 @@ peers() {
 		done
 	done
 	((n >= 2)) || skip "fewer than two peer tools installed"
+}
+
+# reader_try NAME FILE: the peer's shared attempt that does not wait: 0 taken.
+reader_try() {
+	case $1 in
+	s6-setlock) s6-setlock -r -n "$2" true 2>/dev/null ;;
+	lckdo) lckdo -s -q "$2" true ;;
+	lockf)
+		/usr/bin/python3 -c 'import fcntl, sys
+try:
+    fcntl.lockf(open(sys.argv[1]), fcntl.LOCK_SH | fcntl.LOCK_NB)
+except OSError:
+    sys.exit(1)' "$2" ;;
+	esac
+}
+
+@test "exclusive keeps every reader kind out of an emptied lock file and of a data file: s6-setlock -r, lckdo -s, lockf(LOCK_SH); mutex -s lets them in" {
+	local readers=() peer kind lock
+	command -v s6-setlock >/dev/null && readers+=(s6-setlock)
+	command -v lckdo >/dev/null && readers+=(lckdo)
+	[[ -x /usr/bin/python3 ]] && readers+=(lockf)
+	((${#readers[@]} > 0)) || skip "no reader tool installed"
+	for kind in emptied data; do
+		lock=$T/$kind
+		if [[ $kind == emptied ]]; then
+			# (what : >F, logrotate's copytruncate and Python's filelock leave)
+			"$LOCKBOX" mutex "$lock" create
+			: >"$lock"
+		else
+			printf 'data\n' >"$lock"
+		fi
+		hold_marked "$T/held" "$LOCKBOX" mutex "$lock"
+		for peer in "${readers[@]}"; do
+			if reader_try "$peer" "$lock"; then
+				fail "$peer took a read lock of the $kind file while mutex held it"
+			fi
+		done
+		stop_pid "$SPAWN_PID"
+		rm -f "$T/held"
+		hold_marked "$T/held" "$LOCKBOX" mutex -s "$lock"
+		for peer in "${readers[@]}"; do
+			reader_try "$peer" "$lock" || fail "$peer was kept out of the $kind file by mutex -s"
+		done
+		stop_pid "$SPAWN_PID"
+		rm -f "$T/held"
+		# nothing written into it
+		if [[ $kind == emptied ]]; then
+			assert [ ! -s "$lock" ]
+		else
+			assert_equal "$(cat "$lock")" data
+		fi
+	done
 }
 
 # bats test_tags=privilege

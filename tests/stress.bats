@@ -522,6 +522,13 @@ worker() {
 	flock-s) hold=(flock -s -w 60 "$f") ;;
 	s6-setlock) hold=(s6-setlock -t 60000 "$f") ;;
 	lckdo) hold=(lckdo -w "$f") ;;
+	lckdo-s) hold=(lckdo -s -w "$f") ;;
+	s6setlock-s) hold=(s6-setlock -r -t 60000 "$f") ;;
+	# a classic POSIX read lock (lockf(3)'s kind), kept across the exec
+	lockf-s) hold=(python3 -c 'import fcntl, os, sys
+f = open(sys.argv[1])
+fcntl.lockf(f, fcntl.LOCK_SH)
+os.execv(sys.argv[2], sys.argv[2:])' "$f") ;;
 	esac
 	for ((i = 0; i < n; i++)); do
 		us=$((200 + RANDOM % 1800))
@@ -571,7 +578,7 @@ overlaps() {
 			END { print bad + 0 }'
 }
 
-@test "one lock a path under attack: mutex, mutex -s, the library, flock(1), s6-setlock and lckdo while the file is cut short, overwritten and replaced: no exclusive holder overlaps another" {
+@test "one lock a path under attack: mutex, mutex -s, the library, flock(1), s6-setlock and lckdo, shared and not, and lockf(3) readers while the file is cut short, overwritten and replaced: no exclusive holder overlaps another" {
 	local total=${LOCKBOX_STRESS_INTERVALS:-2600} kinds=() k n pids=() chaos_pid intervals lock limit
 	INTERVAL=$LOCKBOX_BUILDDIR/tests/interval
 	[[ -x $INTERVAL ]] || skip "tests/interval is not built (make tests/interval)"
@@ -579,8 +586,9 @@ overlaps() {
 	# the library locks its shell's fd: open file description locks
 	ofd_build && kinds+=(library)
 	command -v flock >/dev/null && kinds+=(flock flock-s)
-	command -v s6-setlock >/dev/null && kinds+=(s6-setlock)
-	command -v lckdo >/dev/null && kinds+=(lckdo)
+	command -v s6-setlock >/dev/null && kinds+=(s6-setlock s6setlock-s)
+	command -v lckdo >/dev/null && kinds+=(lckdo lckdo-s)
+	command -v python3 >/dev/null && kinds+=(lockf-s)
 	n=$(((total + ${#kinds[@]} - 1) / ${#kinds[@]}))
 	: >"$T/held"
 	lock=$T/lock

@@ -9,14 +9,19 @@
  *   flock(2) on the whole file (LOCK_EX, or LOCK_SH for a shared lock):
  *     what flock(1), setlock, chpst and Python's filelock take, and what
  *     a lockbox lock file's mutex holders take beside their slot
- *   an fcntl read lock on bytes [0, LB_PATH_LEN): what conflicts with
- *     the write locks of s6-setlock, lckdo, lockf(3) and `flock --fcntl`
- *     (on the whole file), and with a lockbox lock file's slot locks, so
- *     that a file truncated or overwritten under its lockbox holders is
- *     still theirs. A read lock, because the file is open read-only
- *     (lockbox writes nothing into it): it keeps fcntl writers out, and
- *     an exclusive holder is refused while a reader holds, but a reader
- *     that comes later is not kept out (mutex(1) says so).
+ *   an fcntl lock on bytes [0, LB_PATH_LEN): what conflicts with the
+ *     locks of s6-setlock, lckdo, lockf(3) and `flock --fcntl` (on the
+ *     whole file), and with a lockbox lock file's slot locks, so that a
+ *     file truncated or overwritten under its lockbox holders is still
+ *     theirs. An exclusive holder's is a write lock, which keeps their
+ *     readers out too, when the file is open for writing: lockfile.c
+ *     opens so a regular file without an x bit that the caller may
+ *     write (lockbox writes nothing into it). On one open only for
+ *     reading (an executable: a script that locks itself must not be
+ *     open for writing at its exec; one the caller may only read) it is
+ *     a read lock: it keeps fcntl writers out, and an exclusive holder
+ *     is refused while a reader holds, but a reader that comes later is
+ *     not kept out (mutex(1) says so).
  *
  * Neither kind sees the other in the kernel, so both are taken: who gets
  * the file never depends on what it holds. There is no queue but the
@@ -55,11 +60,12 @@ enum { BY_FLOCK = 1, BY_FCNTL, BY_READER };
 #define FLOCK_TRIES	3
 
 /*
- * The fcntl lock this open file can take: a read lock on a file open for
- * reading; a write-only one (flock(1)'s 9>FILE, the FD form) takes a write
- * lock when alone, and none (NO_FCNTL) when shared. None in a classic
- * POSIX build on a caller's fd: that lock would be this process's, and
- * go with it.
+ * The fcntl lock this open file can take: a read lock on a file open
+ * only for reading (an executable, a directory, one the caller may not
+ * write); on one open for writing, a write lock when alone, and when
+ * shared a read lock, or none (NO_FCNTL) on a write-only one (flock(1)'s
+ * 9>FILE, the FD form). None in a classic POSIX build on a caller's fd:
+ * that lock would be this process's, and go with it.
  */
 static int fcntl_kind(struct filepool *p)
 {
@@ -71,9 +77,11 @@ static int fcntl_kind(struct filepool *p)
 #endif
 	if (fl < 0)
 		return NO_FCNTL;
-	if ((fl & O_ACCMODE) != O_WRONLY)
+	if ((fl & O_ACCMODE) == O_RDONLY)
 		return F_RDLCK;
-	return p->shared ? NO_FCNTL : F_WRLCK;
+	if (!p->shared)
+		return F_WRLCK;
+	return (fl & O_ACCMODE) == O_RDWR ? F_RDLCK : NO_FCNTL;
 }
 
 static void unlock_both(struct filepool *p)

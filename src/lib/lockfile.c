@@ -504,7 +504,24 @@ static int open_in_dir(const char *path, const char *where, int flags, mode_t mo
 		if (any_kind(fd, &st, path, kind) != 0 || sticky_rule(&st, &dir, path) != 0)
 			break;
 		if (*kind && any != NULL) {
-			/* any file: locked as flock(1) locks it, and never written */
+			/*
+			 * Any file: locked as flock(1) locks it, and never
+			 * written. One that no exec can meet (no x bit) is held
+			 * open for writing too where the caller may: its fcntl
+			 * half is then a write lock, which keeps every reader
+			 * kind out (an emptied lock file is one).
+			 */
+			if (S_ISREG(st.st_mode) && !(st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
+				rw = reopen_writable(dfd, base, flags, &st);
+				if (rw == -2) {
+					close(fd);
+					continue;	/* moved or replaced since: look again */
+				}
+				if (rw >= 0) {
+					close(fd);
+					fd = rw;
+				}
+			}
 			close(dfd);
 			return fd;
 		}
