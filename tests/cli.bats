@@ -20,7 +20,7 @@ makefile_applets() {
 
 # --- dispatch ---------------------------------------------------------
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "lockbox slots runs the command holding a slot" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 sh -c "$SAY_SLOT"
 	assert_output "slot 1"
@@ -28,7 +28,7 @@ makefile_applets() {
 	assert [ -f "$F" ]
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "a link named slots is the slots applet, and its messages say slots:" {
 	ln -s "$LOCKBOX" "$T/slots"
 	run -0 --separate-stderr "$T/slots" "$F" 2 sh -c "$SAY_SLOT"
@@ -41,7 +41,7 @@ makefile_applets() {
 	assert_line --index 0 --regexp '^usage: slots '
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "a link named mutex is the mutex applet" {
 	ln -s "$LOCKBOX" "$T/mutex"
 	run -0 --separate-stderr "$T/mutex" "$F" sh -c "$SAY_SLOT"
@@ -50,6 +50,7 @@ makefile_applets() {
 	assert_stderr "mutex: missing LOCKFILE"$'\n'"Try 'mutex --help'."
 }
 
+# bats test_tags=quick
 @test "--help for lockbox goes to stdout, status 0" {
 	local opt
 	for opt in --help -h; do
@@ -60,7 +61,7 @@ makefile_applets() {
 	done
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "--help for every applet goes to stdout, status 0, within 80 columns and 24 lines, the commonest form first" {
 	local applet opt
 	for applet in slots mutex; do
@@ -82,13 +83,14 @@ makefile_applets() {
 	done
 }
 
+# bats test_tags=quick
 @test "--version names the version and the lock kind" {
 	run -0 --separate-stderr "$LOCKBOX" --version
 	assert_stderr ""
 	assert_output --regexp '^lockbox [0-9]+\.[0-9]+[^ ]* \((open-file-description|classic POSIX) locks\)$'
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "-V and every applet's --version print the same version line, status 0" {
 	local want args
 	run -0 --separate-stderr "$LOCKBOX" --version
@@ -116,7 +118,7 @@ makefile_applets() {
 	assert [ ! -e "$F" ]
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "--list prints exactly the applets there are, one a line" {
 	run -0 --separate-stderr "$LOCKBOX" --list
 	assert_stderr ""
@@ -142,7 +144,7 @@ makefile_applets() {
 
 # --- the command ------------------------------------------------------
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "the command is exec'd: it runs as the lockbox process itself" {
 	# shellcheck disable=SC2016 # expanded by the two sh, not here
 	run -0 --separate-stderr sh -c 'echo $$; exec "$1" mutex "$2" sh -c '\''echo $$'\' sh "$LOCKBOX" "$F"
@@ -152,7 +154,7 @@ makefile_applets() {
 
 # --- closed standard fds ----------------------------------------------
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "stderr closed: the busy message goes nowhere, never into the lock file" {
 	start_holder "$F" 1
 	# (inside sh: bats' run would give the command a stderr of its own)
@@ -164,7 +166,7 @@ makefile_applets() {
 	assert_stderr ""
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "stdout closed: the command's output goes nowhere, never into the lock file" {
 	# shellcheck disable=SC2016 # expanded by the sh
 	run -0 sh -c '"$1" mutex "$2" sh -c "echo said-on-stdout; echo there >&2" >&-' sh "$LOCKBOX" "$F"
@@ -174,7 +176,7 @@ makefile_applets() {
 	run -1 grep -q said-on-stdout "$F"
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "stdin closed: the lock file is not the command's stdin" {
 	# shellcheck disable=SC2016 # expanded by the sh
 	run -0 sh -c '"$1" mutex "$2" sh -c '\''cat; echo "rc=$?"'\'' <&-' sh "$LOCKBOX" "$F"
@@ -182,7 +184,7 @@ makefile_applets() {
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "adaptive with stdio closed keeps its state file sound" {
 	export LOCKBOX_DIR=$T/state
 	# shellcheck disable=SC2016 # expanded by the sh
@@ -192,7 +194,7 @@ makefile_applets() {
 	run -1 grep -q -e hi -e there "$T"/state/job-*.lock
 }
 
-# bats test_tags=lockkind,wait
+# bats test_tags=lockkind,wait,quick
 @test "options stop at the first positional: the command's options are its own" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 1 sh -c 'echo "$@"' sh -q -w 1 -E 3 --json
 	assert_output "-q -w 1 -E 3 --json"
@@ -229,7 +231,7 @@ makefile_applets() {
 	fi
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "bad input leaves an existing lock file unchanged" {
 	run -0 "$LOCKBOX" slots "$F" 3 true
 	local before bad nl=$'\n'
@@ -256,7 +258,7 @@ makefile_applets() {
 	assert [ ! -e "$T/ran" ]
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "the largest MAX is accepted" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 10000 sh -c "$SHOW_SLOT"
 	assert_output 1

@@ -156,6 +156,7 @@ EOF
 	assert_output 0
 }
 
+# bats test_tags=quick
 @test "acquire and release need --fd and take no other argument" {
 	run -125 --separate-stderr "$LOCKBOX" mutex acquire
 	assert_equal "$stderr" "mutex: acquire needs --fd FD
@@ -202,7 +203,7 @@ Try 'lockbox mutex --help'."
 	assert_output 0
 }
 
-# bats test_tags=wait
+# bats test_tags=wait,quick
 @test "usage errors: 125 and two lines" {
 	run -125 --separate-stderr "$LOCKBOX" mutex
 	assert_equal "$stderr" "mutex: missing LOCKFILE
@@ -230,7 +231,7 @@ blocked_in_queue() {
 		END { print n + 0 }' /proc/locks) == $2))
 }
 
-# bats test_tags=wait
+# bats test_tags=wait,quick
 @test "LOCKFILE forgotten or put after COMMAND: one line that says LOCKFILE comes first, 125, nothing made" {
 	local w=$T/w
 	mkdir -p "$w/bin"

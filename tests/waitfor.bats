@@ -181,6 +181,7 @@ stderr_line() {
 
 # --- exec failures --------------------------------------------------------
 
+# bats test_tags=quick
 @test "command not found: 127 at once, one line, no retry" {
 	local t0 t1
 	t0=$(now_us)
@@ -194,7 +195,7 @@ stderr_line() {
 	assert_stderr "waitfor: cannot run 'lockbox-no-such-command': No such file or directory"
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,quick
 @test "command not executable: 126 at once, one line" {
 	printf 'not a program\n' >"$T/notes.txt"
 	chmod 644 "$T/notes.txt"
@@ -248,6 +249,7 @@ Try 'lockbox mutex --help'."
 
 # --- options, usage -----------------------------------------------------------
 
+# bats test_tags=quick
 @test "--help goes to stdout, status 0" {
 	local opt
 	for opt in --help -h; do
@@ -266,6 +268,7 @@ Try 'lockbox mutex --help'."
 	assert_stderr ""
 }
 
+# bats test_tags=quick
 @test "missing arguments are usage errors" {
 	expect_usage "missing TIMEOUT"
 	expect_usage "missing TIMEOUT" -v
@@ -274,6 +277,7 @@ Try 'lockbox mutex --help'."
 	expect_usage "missing COMMAND" 1 1 --
 }
 
+# bats test_tags=quick
 @test "bad TIMEOUT and INTERVAL are usage errors" {
 	local bad
 	for bad in 1x '' 1h30 2..5 1s2 ' 1' 1e3 abc; do
@@ -289,7 +293,7 @@ Try 'lockbox mutex --help'."
 	expect_usage "invalid option '-1'" -1 1 touch "$T/ran"
 }
 
-# bats test_tags=lockkind
+# bats test_tags=lockkind,quick
 @test "bad --retry-on lists are usage errors" {
 	local bad
 	for bad in '' x 256 1,300 '1,' ,1 1,,2 -1 ' 1' 1.5 0x4b 99999999999999999999999; do
@@ -300,6 +304,7 @@ Try 'lockbox mutex --help'."
 	done
 }
 
+# bats test_tags=quick
 @test "unknown options are usage errors" {
 	expect_usage "invalid option '-z'" -z 1 1 touch "$T/ran"
 	expect_usage "invalid option '--bogus'" --bogus 1 1 touch "$T/ran"
