@@ -72,8 +72,12 @@ row_run() {
 		[[ $err == "$werr" ]] || why+=("stderr not ${werr@Q}")
 	fi
 	[[ -z $out ]] || why+=("stdout ${out@Q}")
-	[[ $before == "$ROW_TREE" ]] ||
-		why+=("made: $(row_diff "$ROW_TREE" "$before")" "removed: $(row_diff "$before" "$ROW_TREE")")
+	if [[ $before != "$ROW_TREE" ]]; then
+		local made gone
+		made=$(row_diff "$ROW_TREE" "$before")
+		gone=$(row_diff "$before" "$ROW_TREE")
+		why+=("made: ${made:-nothing}; removed: ${gone:-nothing}")
+	fi
 	((${#why[@]} == 0)) && return 0
 	((ROW_FAILS += 1))
 	printf '# row at line %s failed: %s\n' "$line" "${*@Q}" >&2
