@@ -3,7 +3,8 @@
 # shellcheck shell=bats
 # Every exit status and usage error as one-line rows (toybox's
 # timeout.test is the model): what a command line gets back, what it
-# says on stderr, and that it makes nothing. tools/check --quick runs
+# says on stderr, and that it makes nothing; waitfor's and mutex's usage
+# errors too. tools/check --quick runs
 # these with the other cases tagged quick.
 
 load test_helper
@@ -270,6 +271,47 @@ to_full() {
 	run -0 "$LOCKBOX" mutex "$F" true
 	check 127 "mutex: cannot run '-w': No such file or directory" lockbox mutex "$F" -- -w 1 true
 	check 127 "mutex: cannot run '-z': No such file or directory" lockbox mutex "$F" -z
+	rows_done
+}
+
+# --- waitfor's and mutex's own -----------------------------------------
+
+# bats test_tags=lockkind,privilege,wait
+@test "rows: waitfor's usage errors and 126; mutex's acquire, release and -w" {
+	local bad
+	local tmsg="expected a duration like 3 (minutes), 90s or 1h30m"
+	local imsg="expected a duration like 5 (seconds), 500ms or 1m"
+	local rmsg="expected statuses 0 to 255, comma-separated"
+	usage "missing TIMEOUT" waitfor
+	usage "missing TIMEOUT" waitfor -v
+	usage "missing INTERVAL" waitfor 1
+	usage "missing COMMAND" waitfor 1 1
+	usage "missing COMMAND" waitfor 1 1 --
+	for bad in 1x '' 1h30 2..5 1s2 ' 1' 1e3 abc; do
+		usage "invalid TIMEOUT '$bad': $tmsg" waitfor "$bad" 1 touch "$T/ran"
+		usage "invalid INTERVAL '$bad': $imsg" waitfor 1 "$bad" touch "$T/ran"
+	done
+	usage "invalid TIMEOUT '36601d': longer than 36600d" waitfor 36601d 1 touch "$T/ran"
+	usage "invalid INTERVAL '99999999999999999999': longer than 36600d" waitfor 1 99999999999999999999 touch "$T/ran"
+	# a sign reads as an option
+	usage "invalid option '-1'" waitfor -1 1 touch "$T/ran"
+	for bad in '' x 256 1,300 '1,' ,1 1,,2 -1 ' 1' 1.5 0x4b 99999999999999999999999; do
+		usage "invalid --retry-on list '$bad': $rmsg" waitfor --retry-on "$bad" 1 1 touch "$T/ran"
+		usage "invalid --retry-on list '$bad': $rmsg" waitfor "--retry-on=$bad" 1 1 touch "$T/ran"
+	done
+	usage "invalid option '-z'" waitfor -z 1 1 touch "$T/ran"
+	usage "invalid option '--bogus'" waitfor --bogus 1 1 touch "$T/ran"
+	usage "option '--retry-on' needs an argument" waitfor --retry-on
+	usage "option '--quiet' takes no argument" waitfor --quiet=1 1 1 touch "$T/ran"
+	# a command that is no program: 126 at once, one line
+	printf 'not a program\n' >"$T/notes.txt"
+	chmod 644 "$T/notes.txt"
+	check 126 "waitfor: cannot run '$T/notes.txt': Permission denied" lockbox waitfor 1m 30 "$T/notes.txt"
+	# mutex: acquire and release need --fd and take no other argument; -w
+	usage "acquire needs --fd FD" mutex acquire
+	usage "unexpected argument '1'" mutex acquire --fd 0 1
+	usage "invalid file descriptor 'x'" mutex release --fd x
+	usage "invalid duration '1x': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m" mutex -w 1x "$F" true
 	rows_done
 }
 
