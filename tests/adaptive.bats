@@ -528,7 +528,7 @@ print("ok")' <<<"$output"
 	wait_for gone "$CMD_PID"
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,quick
 @test "exit statuses: 126, 127, 128+n, and usage errors 125" {
 	run -127 --separate-stderr "$LOCKBOX" adaptive a nosuchcommand-xyz
 	assert_stderr "adaptive: cannot run 'nosuchcommand-xyz': No such file or directory"
@@ -574,6 +574,7 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	assert_stderr ""
 }
 
+# bats test_tags=quick
 @test "a bare -e or -x is minutes: --help says so, -v says what it was taken for" {
 	run -0 "$LOCKBOX" adaptive --help
 	assert_output --partial "(bare number: minutes, 50 = 50"
@@ -757,6 +758,7 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	assert_output ""
 }
 
+# bats test_tags=quick
 @test "options go before status: an option after it is a usage error, -- ends them" {
 	run -125 --separate-stderr "$LOCKBOX" adaptive status --json
 	assert_stderr "adaptive: '--json' after status: options go before status

@@ -61,7 +61,7 @@ only_slot_3() {
 	exec {FD3}>&-
 }
 
-# bats test_tags=wait
+# bats test_tags=wait,quick
 @test "acquire --fd refuses a write-only fd (9>>F, 9>F) and a read-only one, changing nothing" {
 	need_ofd
 	local w before
@@ -95,6 +95,7 @@ only_slot_3() {
 	assert_equal "$(sha "$F")" "$before"
 }
 
+# bats test_tags=quick
 @test "acquire --fd --path PATH: the fd must be the regular file PATH names" {
 	need_ofd
 	local fd fd2 rel

@@ -281,7 +281,7 @@ print("ok")' "$output" "$evil" "$pid"
 	fi
 }
 
-# bats test_tags=lockkind,privilege
+# bats test_tags=lockkind,privilege,quick
 @test "locks: lslocks's options lockbox does not have, and bad input: 125, one line naming the nearest option, nothing changed" {
 	need_locks
 	local opt

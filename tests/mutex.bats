@@ -156,18 +156,6 @@ EOF
 	assert_output 0
 }
 
-@test "acquire and release need --fd and take no other argument" {
-	run -125 --separate-stderr "$LOCKBOX" mutex acquire
-	assert_equal "$stderr" "mutex: acquire needs --fd FD
-Try 'lockbox mutex --help'."
-	run -125 --separate-stderr "$LOCKBOX" mutex acquire --fd 0 1
-	assert_equal "$stderr" "mutex: unexpected argument '1'
-Try 'lockbox mutex --help'."
-	run -125 --separate-stderr "$LOCKBOX" mutex release --fd x
-	assert_equal "$stderr" "mutex: invalid file descriptor 'x'
-Try 'lockbox mutex --help'."
-}
-
 @test "mutex F and slots F 1 exclude each other and list each other's holders" {
 	hold_sleep slots "$F" 1
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
@@ -189,7 +177,7 @@ Try 'lockbox mutex --help'."
 	assert [ ! -e "$T/ran" ]
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,wait
 @test "mutex F -- check runs a command named check" {
 	mkdir "$T/bin"
 	# shellcheck disable=SC2016 # expanded by the child shell
@@ -200,20 +188,6 @@ Try 'lockbox mutex --help'."
 	# without --, check is the query
 	PATH=$T/bin:$PATH run -0 --separate-stderr "$LOCKBOX" mutex "$F" check
 	assert_output 0
-}
-
-# bats test_tags=wait
-@test "usage errors: 125 and two lines" {
-	run -125 --separate-stderr "$LOCKBOX" mutex
-	assert_equal "$stderr" "mutex: missing LOCKFILE
-Try 'lockbox mutex --help'."
-	run -125 --separate-stderr "$LOCKBOX" mutex "$F"
-	assert_equal "$stderr" "mutex: missing COMMAND
-Try 'lockbox mutex --help'."
-	run -125 --separate-stderr "$LOCKBOX" mutex -w 1x "$F" true
-	assert_equal "$stderr" "mutex: invalid duration '1x': expected a number of seconds, or with units (ms s sec m min h hr d) such as 90s, 10min or 1h30m
-Try 'lockbox mutex --help'."
-	assert [ ! -e "$F" ]
 }
 
 # stopped PID: the process is stopped (state T in /proc/PID/stat).
@@ -230,7 +204,7 @@ blocked_in_queue() {
 		END { print n + 0 }' /proc/locks) == $2))
 }
 
-# bats test_tags=wait
+# bats test_tags=wait,quick
 @test "LOCKFILE forgotten or put after COMMAND: one line that says LOCKFILE comes first, 125, nothing made" {
 	local w=$T/w
 	mkdir -p "$w/bin"

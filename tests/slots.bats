@@ -44,6 +44,7 @@ spawn_sleeper() {
 	assert_output 2
 }
 
+# bats test_tags=quick
 @test "check and list while holders run" {
 	local pids=() i
 	for i in 1 2 3; do
@@ -103,6 +104,7 @@ for x in v:
 	fi
 }
 
+# bats test_tags=quick
 @test "check and list on a missing file: 0 and no holders, file not created" {
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" check
 	assert_output 0
@@ -116,7 +118,7 @@ for x in v:
 	assert [ ! -e "$F" ]
 }
 
-# bats test_tags=privilege
+# bats test_tags=privilege,quick
 @test "slots LOCKFILE MAX list: no command of that name, 127, and the form meant; nothing made" {
 	local w
 	for w in list check held create; do
@@ -501,6 +503,7 @@ older_than() {
 	exec {fd}>&-
 }
 
+# bats test_tags=quick
 @test "acquire --fd refuses a read-only fd, a bad fd, a foreign file" {
 	need_ofd
 	local ro other before
@@ -527,6 +530,7 @@ older_than() {
 	assert_equal "$(sha "$T/other")" "$before"
 }
 
+# bats test_tags=quick
 @test "--fd on a classic POSIX lock build: refused with 125" {
 	if ofd_build; then
 		skip "this build has open-file-description locks"

@@ -32,16 +32,6 @@ now_us() {
 	printf '%s\n' "${EPOCHREALTIME//[.,]/}"
 }
 
-# expect_usage MESSAGE ARG...: 125, the two usage lines, and COMMAND never ran.
-expect_usage() {
-	local msg=$1
-	shift
-	run -125 --separate-stderr "$LOCKBOX" waitfor "$@"
-	assert_stderr "waitfor: $msg"$'\n'"Try 'lockbox waitfor --help'."
-	assert_equal "$output" ""
-	assert [ ! -e "$T/ran" ]
-}
-
 # stderr_line N: line N (from 0; -1 the last) of the last run's stderr.
 stderr_line() {
 	# shellcheck disable=SC2154 # set by bats' run
@@ -181,6 +171,7 @@ stderr_line() {
 
 # --- exec failures --------------------------------------------------------
 
+# bats test_tags=quick
 @test "command not found: 127 at once, one line, no retry" {
 	local t0 t1
 	t0=$(now_us)
@@ -192,15 +183,6 @@ stderr_line() {
 	assert [ $((t1 - t0)) -lt 20000000 ]
 	run -127 --separate-stderr "$LOCKBOX" waitfor -q 1m 30 lockbox-no-such-command
 	assert_stderr "waitfor: cannot run 'lockbox-no-such-command': No such file or directory"
-}
-
-# bats test_tags=privilege
-@test "command not executable: 126 at once, one line" {
-	printf 'not a program\n' >"$T/notes.txt"
-	chmod 644 "$T/notes.txt"
-	run -126 --separate-stderr "$LOCKBOX" waitfor 1m 30 "$T/notes.txt"
-	assert_stderr "waitfor: cannot run '$T/notes.txt': Permission denied"
-	assert_equal "$output" ""
 }
 
 # bats test_tags=lockkind
@@ -248,6 +230,7 @@ Try 'lockbox mutex --help'."
 
 # --- options, usage -----------------------------------------------------------
 
+# bats test_tags=quick
 @test "--help goes to stdout, status 0" {
 	local opt
 	for opt in --help -h; do
@@ -264,47 +247,6 @@ Try 'lockbox mutex --help'."
 	run -0 --separate-stderr "$LOCKBOX" waitfor -q 1 1 -- echo -- -v
 	assert_output "-- -v"
 	assert_stderr ""
-}
-
-@test "missing arguments are usage errors" {
-	expect_usage "missing TIMEOUT"
-	expect_usage "missing TIMEOUT" -v
-	expect_usage "missing INTERVAL" 1
-	expect_usage "missing COMMAND" 1 1
-	expect_usage "missing COMMAND" 1 1 --
-}
-
-@test "bad TIMEOUT and INTERVAL are usage errors" {
-	local bad
-	for bad in 1x '' 1h30 2..5 1s2 ' 1' 1e3 abc; do
-		expect_usage "invalid TIMEOUT '$bad': expected a duration like 3 (minutes), 90s or 1h30m" \
-			"$bad" 1 touch "$T/ran"
-		expect_usage "invalid INTERVAL '$bad': expected a duration like 5 (seconds), 500ms or 1m" \
-			1 "$bad" touch "$T/ran"
-	done
-	expect_usage "invalid TIMEOUT '36601d': longer than 36600d" 36601d 1 touch "$T/ran"
-	expect_usage "invalid INTERVAL '99999999999999999999': longer than 36600d" \
-		1 99999999999999999999 touch "$T/ran"
-	# a sign reads as an option
-	expect_usage "invalid option '-1'" -1 1 touch "$T/ran"
-}
-
-# bats test_tags=lockkind
-@test "bad --retry-on lists are usage errors" {
-	local bad
-	for bad in '' x 256 1,300 '1,' ,1 1,,2 -1 ' 1' 1.5 0x4b 99999999999999999999999; do
-		expect_usage "invalid --retry-on list '$bad': expected statuses 0 to 255, comma-separated" \
-			--retry-on "$bad" 1 1 touch "$T/ran"
-		expect_usage "invalid --retry-on list '$bad': expected statuses 0 to 255, comma-separated" \
-			"--retry-on=$bad" 1 1 touch "$T/ran"
-	done
-}
-
-@test "unknown options are usage errors" {
-	expect_usage "invalid option '-z'" -z 1 1 touch "$T/ran"
-	expect_usage "invalid option '--bogus'" --bogus 1 1 touch "$T/ran"
-	expect_usage "option '--retry-on' needs an argument" --retry-on
-	expect_usage "option '--quiet' takes no argument" --quiet=1 1 1 touch "$T/ran"
 }
 
 # --- -v -----------------------------------------------------------------------
