@@ -225,7 +225,7 @@ void lb_pool_set_progress(struct lb_pool *p, lb_progress_fn *fn, void *arg)
 
 unsigned lb_pool_own_slot(struct lb_pool *p)
 {
-	return p->ops->own_slot(p);
+	return p->ops->own_slot != NULL ? p->ops->own_slot(p) : 0;
 }
 
 int lb_pool_release(struct lb_pool *p, pid_t owner)
