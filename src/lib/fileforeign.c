@@ -19,7 +19,7 @@
 
 #include "err.h"
 #include "filepool.h"
-#include "lockfile.h"
+#include "lockformat.h"
 #include "lockowners.h"
 #include "lockscan.h"
 

@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lockfile.h"
+#include "lockformat.h"
 #include "lockowners.h"
+#include "lockprim.h"
 #include "lockscan.h"
 #include "procfs.h"
 

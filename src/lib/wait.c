@@ -27,7 +27,7 @@
 #include "clock.h"
 #include "futex.h"
 #include "host.h"
-#include "lockfile.h"
+#include "lockprim.h"
 #include "parse.h"
 #include "proc.h"
 #include "procfs.h"
