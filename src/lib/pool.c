@@ -12,7 +12,6 @@
 #include "backends.h"
 #include "err.h"
 #include "lockowners.h"
-#include "parse.h"
 #include "procfs.h"
 #include "text.h"
 
