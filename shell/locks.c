@@ -34,6 +34,7 @@
 #include "inshell.h"
 #include "lockfile.h"
 #include "parse.h"
+#include "pool.h"
 #include "procfs.h"
 
 /* One lock this shell (or, in a subshell, its parent) holds. */
@@ -225,7 +226,8 @@ static int open_lock(const char *app, const char *file, int *status)
 	struct stat st;
 	int ro, fd;
 
-	if (strncmp(file, "postgres://", 11) == 0 || strncmp(file, "postgresql://", 13) == 0) {
+	/* a server's URL (backends.c): a lock the shell could not hold on an fd of its own */
+	if (!lb_pool_target_in_fs(file)) {
 		lb_sh_warn(app, "the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox %s URL COMMAND",
 		    app);
 		*status = LB_EXIT_FAIL;

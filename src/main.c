@@ -4,12 +4,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "applets.h"
+#include "backends.h"
 #include "err.h"
 #include "exec.h"
 #include "exitcodes.h"
@@ -42,7 +44,7 @@ static const struct applet applets[] = {
 /*
  * Whether this is the installed lockbox; else one run from its build tree,
  * which uses the build tree's files that go with it (the shell library,
- * the PostgreSQL helper) where they are there.
+ * the backends' helpers) where they are there.
  */
 static int installed(void)
 {
@@ -55,39 +57,44 @@ static int installed(void)
 	return is;
 }
 
-#if defined(HAVE_LIBPQ) && !defined(LOCKBOX_PG_BACKEND)
 static char **main_argv;
 
 /*
- * lockbox is static and has no libpq; lockbox-pg is the same program with
- * it. Nothing has been locked or opened yet when a target is opened, so
- * running the helper on the very same argv is the same run, only with
- * the backend that can do it: the installed helper, or a build tree's
- * lockbox the one built beside it. LOCKBOX_PG_HELPER names another;
- * secure_getenv, so that a setuid, setgid or capability-raised lockbox
- * never runs a program its caller names.
+ * A backend this program does not link is its helper's (backends.h): the
+ * same program with the backend's objects (lockbox-pg: libpq, which the
+ * static lockbox never links). Nothing has been locked or opened yet when
+ * a target is opened, so running the helper on the very same argv is the
+ * same run, only with the backend that can do it: the installed helper,
+ * or a build tree's lockbox the one built beside it. The backend's
+ * variable (LOCKBOX_PG_HELPER) names another; secure_getenv, so that a
+ * setuid, setgid or capability-raised lockbox never runs a program its
+ * caller names.
  */
-static void pg_handoff(const char *target)
+static void handoff(const char *target, const struct lb_backend *b)
 {
-	const char *helper = secure_getenv("LOCKBOX_PG_HELPER");
-	char *shown;
+	const char *helper = secure_getenv(b->helper_env);
+	char built[PATH_MAX], shipped[PATH_MAX], scheme[32], why[128] = "", *shown;
 	int e;
 
-	if (helper == NULL || *helper == '\0')
-		helper = !installed() && access(LOCKBOX_BUILD_PG_HELPER, X_OK) == 0 ?
-		    LOCKBOX_BUILD_PG_HELPER : LOCKBOX_PG_HELPER;
+	if (helper == NULL || *helper == '\0') {
+		snprintf(built, sizeof built, "%s/%s", LOCKBOX_BUILD_HELPER_DIR, b->helper);
+		snprintf(shipped, sizeof shipped, "%s/%s", LOCKBOX_HELPER_DIR, b->helper);
+		helper = !installed() && access(built, X_OK) == 0 ? built : shipped;
+	}
 	fflush(NULL);
 	/* the helper is lockbox too: it must find SIGXFSZ as we were started with it */
 	lb_exec_restore();
 	execv(helper, main_argv);
 	e = errno;
+	if (e == ENOENT)
+		snprintf(why, sizeof why, " (it comes with the package %s)", b->package);
 	/* a message never shows the URL's secrets */
 	shown = lb_url_mask(target);
-	lb_warnx("%s: cannot run the PostgreSQL helper %s: %s%s", shown != NULL ? shown : "postgresql://",
-	    helper, strerror(e), e == ENOENT ? " (it comes with the package lockbox-postgresql)" : "");
+	snprintf(scheme, sizeof scheme, "%s://", b->schemes[0]);
+	lb_warnx("%s: cannot run the %s helper %s: %s%s", shown != NULL ? shown : scheme,
+	    b->name, helper, strerror(e), why);
 	free(shown);
 }
-#endif
 
 static int by_name(const void *key, const void *elem)
 {
@@ -194,14 +201,12 @@ int main(int argc, char **argv)
 	if (!isatty(STDOUT_FILENO))
 		setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	lb_exec_setup();
-#if defined(HAVE_LIBPQ) && !defined(LOCKBOX_PG_BACKEND)
-	/* the PostgreSQL backend is lockbox-pg's: a postgresql:// target goes there */
+	/* a target of a backend this program does not link goes to the one that does */
 	main_argv = argv;
-	lb_pool_set_handoff(pg_handoff);
-#endif
+	lb_pool_set_handoff(handoff);
 	base = base != NULL ? base + 1 : argc > 0 ? argv[0] : PACKAGE;
-	/* lockbox-pg, the PostgreSQL helper, is a multicall name too */
-	if (strcmp(base, PACKAGE) != 0 && strcmp(base, PACKAGE "-pg") != 0)
+	/* a backend's helper (lockbox-pg) is a multicall name too */
+	if (strcmp(base, PACKAGE) != 0 && lb_backend_of_helper(base) == NULL)
 		return run(base, argc, argv, 1);
 	if (argc < 2) {
 		fprintf(stderr, "%s\n", USAGE);

@@ -15,8 +15,8 @@
 #include "pool.h"
 #include "proc.h"
 
-/* 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st... */
-const char *poolcmd_ordinal(unsigned n)
+/* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 13th, 21st, 23rd) */
+static const char *ordinal(unsigned n)
 {
 	return n % 100 >= 11 && n % 100 <= 13 ? "th" : n % 10 == 1 ? "st" :
 	    n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
@@ -96,7 +96,7 @@ void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 		return;
 	}
 	if (lb_holder_kind(x) == LB_HOLDER_WAITER) {
-		r = snprintf(buf, size, "waiting %u%s%s", x->queue, poolcmd_ordinal(x->queue),
+		r = snprintf(buf, size, "waiting %u%s%s", x->queue, ordinal(x->queue),
 		    x->stopped ? ", stopped" : "");
 		n = r > 0 ? (size_t)r : 0;
 	} else if (x->gone && x->keeper > 0) {
@@ -439,7 +439,7 @@ void poolcmd_status_line(void *arg, const struct lb_progress *pr)
 	if (pr->place == 1)
 		snprintf(place, sizeof place, ", next in line");
 	else if (pr->place > 1)
-		snprintf(place, sizeof place, ", %u%s in the queue", pr->place, poolcmd_ordinal(pr->place));
+		snprintf(place, sizeof place, ", %u%s in the queue", pr->place, ordinal(pr->place));
 	if (pr->holder != NULL && pr->holder->who.command[0] != '\0') {
 		command_age(what, sizeof what, pr->holder);
 		snprintf(holder, sizeof holder, ", held by PID %d (%s)", (int)pr->holder->who.pid,

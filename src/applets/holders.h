@@ -48,9 +48,6 @@ void poolcmd_status_line(void *arg, const struct lb_progress *pr);
 struct lb_holder;
 void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size);
 
-/* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 23rd) */
-const char *poolcmd_ordinal(unsigned n);
-
 /*
  * adaptive's busy message: "job: already running (PID 4242 on host2,
  * 3m12s)", the host when not this one, AGE as the run measured it; X

@@ -27,7 +27,7 @@
 #include "await.h"
 #include "clock.h"
 #include "host.h"
-#include "lockfile.h"
+#include "lockprim.h"
 #include "parse.h"
 #include "wait.h"
 

@@ -24,7 +24,7 @@ struct lb_pool {
 struct lb_pool_ops {
 	int (*acquire)(struct lb_pool *, unsigned max, int64_t deadline,
 	    const struct lb_ident *who, unsigned *slot, struct lb_holders *busy);
-	unsigned (*own_slot)(struct lb_pool *);
+	unsigned (*own_slot)(struct lb_pool *);	/* NULL: none (no pool on a caller's fd) */
 	int (*release)(struct lb_pool *, pid_t owner);
 	int (*holders)(struct lb_pool *, struct lb_holders *out);
 	int (*waiters)(struct lb_pool *, struct lb_holders *out);	/* NULL: none known */

@@ -96,22 +96,10 @@ int lb_exec_path_dir(const char *dir)
 
 void lb_exec(char *const argv[])
 {
-	lb_exec_report(argv, -1);
-}
-
-void lb_exec_report(char *const argv[], int fd)
-{
-	int err;
-
 	lb_exec_restore();
 	execvp(argv[0], argv);
-	err = errno;
-	/* should this fail, the parent sees a run that ended 126 or 127 */
-	if (fd >= 0)
-		(void)!write(fd, &err, sizeof err);
-	errno = err;
 	/* a status of its own, so it never passes for the command's */
-	lb_die(lb_child_exec_status(err), "cannot run '%s'", argv[0]);
+	lb_die(lb_child_exec_status(errno), "cannot run '%s'", argv[0]);
 }
 
 int lb_child_exec_status(int exec_errno)

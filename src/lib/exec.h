@@ -22,7 +22,7 @@ int lb_fsize_fits(off_t end);
 
 /*
  * Before any exec: SIGXFSZ back as lockbox was started with it (the
- * command gets the usual behaviour). lb_exec and lb_exec_report do it.
+ * command gets the usual behaviour). lb_exec does it.
  */
 void lb_exec_restore(void);
 
@@ -47,8 +47,5 @@ int lb_child_exec_status(int exec_errno);
 
 /* execvp(argv[0], argv); on failure reports and exits 127 (not found) or 126. */
 _Noreturn void lb_exec(char *const argv[]);
-
-/* The same, first writing the exec's errno to FD (a close-on-exec pipe). */
-_Noreturn void lb_exec_report(char *const argv[], int fd);
 
 #endif

@@ -45,12 +45,14 @@
 #include "await.h"
 #include "clock.h"
 #include "err.h"
-#include "parse.h"
 #include "filepool.h"
+#include "lockformat.h"
 #include "lockowners.h"
+#include "lockprim.h"
 #include "lockscan.h"
-#include "procfs.h"
+#include "parse.h"
 #include "proc.h"
+#include "procfs.h"
 
 /* What kept an attempt out (p->any_blocked). */
 enum { BY_FLOCK = 1, BY_FCNTL, BY_READER };

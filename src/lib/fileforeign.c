@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 
 #include "err.h"
 #include "filepool.h"
-#include "lockfile.h"
+#include "lockformat.h"
 #include "lockowners.h"
 #include "lockscan.h"
 

@@ -19,6 +19,7 @@
 #include "err.h"
 #include "filepool.h"
 #include "lockfile.h"
+#include "lockformat.h"
 #include "lockscan.h"
 #include "procfs.h"
 

@@ -30,6 +30,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,11 @@
 #include "filepool.h"
 #include "filewatch.h"
 #include "futex.h"
-#include "lockfile.h"
-#include "lockowners.h"
 #include "lockedfiles.h"
+#include "lockfile.h"
+#include "lockformat.h"
+#include "lockowners.h"
+#include "lockprim.h"
 #include "lockscan.h"
 #include "parse.h"
 #include "proc.h"

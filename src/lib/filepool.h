@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "lockfile.h"
+#include "lockformat.h"
 #include "lockscan.h"
 #include "proc.h"
 #include "wait.h"

@@ -71,7 +71,8 @@
 #include "filepool.h"
 #include "futex.h"
 #include "host.h"
-#include "lockfile.h"
+#include "lockformat.h"
+#include "lockprim.h"
 #include "lockscan.h"
 #include "proc.h"
 

@@ -28,6 +28,8 @@
 #include "exec.h"
 #include "filepool.h"
 #include "lockfile.h"
+#include "lockformat.h"
+#include "lockprim.h"
 #include "lockscan.h"
 #include "parse.h"
 #include "wait.h"

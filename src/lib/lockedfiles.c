@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include "holder.h"
-#include "lockfile.h"
-#include "lockowners.h"
 #include "lockedfiles.h"
+#include "lockformat.h"
+#include "lockowners.h"
+#include "lockprim.h"
 #include "lockscan.h"
 #include "procfs.h"
 

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "err.h"
 #include "exec.h"
 #include "lockfile.h"
+#include "lockformat.h"
 
 
 /*

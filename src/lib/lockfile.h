@@ -3,13 +3,8 @@
 #ifndef LOCKBOX_LOCKFILE_H
 #define LOCKBOX_LOCKFILE_H
 
-#include <fcntl.h>
-#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-#include "lockformat.h"
-#include "lockprim.h"
 
 /* A lock file lockbox creates, unless told another mode. */
 #define LB_LOCKFILE_MODE 0600

@@ -11,8 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lockfile.h"
+#include "lockformat.h"
 #include "lockowners.h"
+#include "lockprim.h"
 #include "lockscan.h"
 #include "procfs.h"
 
@@ -401,7 +402,14 @@ static int keep_fcntl(const char *line, const char *end, dev_t dev, ino_t ino, v
 	return lb_lockline_held(line, end, dev, ino, out, seen);
 }
 
-int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
+/*
+ * Every lock held on FD's file (not a request that waits), from the
+ * run's one read of the kernel's lock table (a person's look at the
+ * host: lb_locktab_pin), in *V (malloc'd, N of them): 1, or 0 when there
+ * is no such table or it does not show the file (then *V is NULL), or -1
+ * with errno.
+ */
+static int scan_locks(int fd, struct lb_lockinfo **v, size_t *n)
 {
 	int unreadable;
 
@@ -432,7 +440,7 @@ pid_t lb_scan_locker(int fd, off_t byte, short type)
 		lb_lock_owners(fd, &l, 1);
 		return l.pid;
 	}
-	if (lb_scan_locks(fd, &v, &n) != 1)
+	if (scan_locks(fd, &v, &n) != 1)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (overlaps(&v[i], byte, 1) && v[i].write == (type == F_WRLCK)) {

@@ -86,15 +86,6 @@ int lb_path_half(const struct lb_lockinfo *l);
 int lb_lock_conflict(int fd, short type, off_t start, off_t len, struct lb_lockinfo *out);
 
 /*
- * Every lock held on FD's file (not a request that waits), from the
- * run's one read of the kernel's lock table (a person's look at the
- * host: lb_locktab_pin), in *V (malloc'd, N of them): 1, or 0 when there
- * is no such table or it does not show the file (then *V is NULL), or -1
- * with errno.
- */
-int lb_scan_locks(int fd, struct lb_lockinfo **v, size_t *n);
-
-/*
  * Name the processes of the locks of V that have none (OFD locks): each
  * gets the first process found with it in the lock list of one of its
  * descriptors (/proc/PID/fdinfo), one walk of /proc for them all, within

@@ -670,11 +670,6 @@ again:
 	return r == STUCK ? 0 : r;
 }
 
-static unsigned pg_own_slot(struct lb_pool *pool)
-{
-	return pp(pool)->slot;
-}
-
 static int pg_release(struct lb_pool *pool, pid_t owner)
 {
 	struct pgpool *p = pp(pool);
@@ -870,7 +865,6 @@ static int pg_keep_on_exec(struct lb_pool *pool, const struct lb_ident *who)
 
 static const struct lb_pool_ops pg_ops = {
 	.acquire = pg_acquire,
-	.own_slot = pg_own_slot,
 	.release = pg_release,
 	.holders = pg_holders,
 	.atom = lbpg_atom,

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "backends.h"
 #include "err.h"
 #include "lockowners.h"
-#include "parse.h"
 #include "procfs.h"
 #include "text.h"
 
@@ -22,20 +22,9 @@ void lb_pool_set_handoff(lb_pool_handoff_fn *fn)
 	handoff = fn;
 }
 
-/* Whether TARGET names a PostgreSQL server (postgresql://, postgres://). */
-static int is_pg(const char *target)
-{
-	return strncmp(target, "postgresql://", 13) == 0 ||
-	    strncmp(target, "postgres://", 11) == 0;
-}
-
-/* the one place that knows what each backend's locks are like */
-#define FILE_CAPS	(LB_POOL_IN_FS | LB_POOL_PROCESSES)
-#define PG_CAPS		(LB_POOL_HOSTS | LB_POOL_LOSS)
-
 unsigned lb_pool_target_caps(const char *target)
 {
-	return is_pg(target) ? PG_CAPS : FILE_CAPS;
+	return lb_backend_of(target)->caps;
 }
 
 unsigned lb_pool_caps(const struct lb_pool *p)
@@ -51,51 +40,58 @@ static struct lb_pool *with_caps(struct lb_pool *p, unsigned caps)
 	return p;
 }
 
-static struct lb_pool *pg_open(const char *target, int access,
+/* "TARGET: MSG", a URL of B's with nothing of its secrets */
+static void url_warnx(const struct lb_backend *b, const char *target, const char *msg)
+{
+	char *shown = lb_url_mask(target);
+
+	if (shown != NULL)
+		lb_warnx("%s: %s", shown, msg);
+	else
+		lb_warnx("%s://: %s", b->schemes[0], msg);
+	free(shown);
+}
+
+/* TARGET opened by B, or by the program that has B when this one does not */
+static struct lb_pool *backend_open(const struct lb_backend *b, const char *target, int access,
     const struct lb_pool_opts *opts)
 {
-#if defined(LOCKBOX_PG_BACKEND)
-	return lb_pgpool_open(target, access, opts);
-#else
-	char *shown;
+	char msg[128];
 
-	(void)access;
-	(void)opts;
-	/* main's to decide: another program of this build may have the backend */
-	if (handoff != NULL) {
-		handoff(target);
+	if (b->open != NULL)
+		return with_caps(b->open(target, access, opts), b->caps);
+	/* main's to decide: the program this build made with the backend may run instead */
+	if (handoff != NULL && b->built) {
+		handoff(target, b);
 		return NULL;
 	}
-	shown = lb_url_mask(target);
-	lb_warnx("%s: this lockbox was built without PostgreSQL support (configure --with-libpq)",
-	    shown != NULL ? shown : "postgresql://");
-	free(shown);
+	snprintf(msg, sizeof msg, "this lockbox was built without %s support (configure %s)",
+	    b->name, b->configure);
+	url_warnx(b, target, msg);
 	return NULL;
-#endif
 }
 
 int lb_pool_misspelt(const char *target)
 {
-	static const char *const schemes[] = { "postgresql", "postgres" };
+	const struct lb_backend *b;
 	char scheme[16], dir[64];
 	size_t n = strspn(target, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), i;
 	struct stat st;
-	int near;
 
-	if (n == 0 || n >= sizeof scheme || target[n] != ':' || is_pg(target))
+	if (n == 0 || n >= sizeof scheme || target[n] != ':' ||
+	    lb_backend_of(target) != lb_backend_files())
 		return 0;
 	for (i = 0; i < n; i++)
 		scheme[i] = (char)(target[i] | 0x20);	/* ASCII letters to lower case */
 	scheme[n] = '\0';
-	/* the right scheme with ":/" or ":", or a slip of it with ":" and slashes */
-	near = strcmp(scheme, schemes[0]) == 0 || strcmp(scheme, schemes[1]) == 0 ||
-	    (target[n + 1] == '/' && lb_nearest(scheme, schemes, 2) != NULL);
+	/* a server's scheme with ":/" or ":", or a slip of one with ":" and slashes */
+	b = lb_backend_near(scheme, target[n + 1] == '/');
 	/* a file or a directory of that name is a path, however it looks */
 	snprintf(dir, sizeof dir, "%.*s", (int)n + 1, target);
-	if (!near || lstat(target, &st) == 0 || lstat(dir, &st) == 0)
+	if (b == NULL || lstat(target, &st) == 0 || lstat(dir, &st) == 0)
 		return 0;
-	lb_warnx("%.*s...: not a lock file's path nor a server's URL: did you mean postgresql://?",
-	    (int)(n + 1 + strspn(target + n + 1, "/")), target);
+	lb_warnx("%.*s...: not a lock file's path nor a server's URL: did you mean %s://?",
+	    (int)(n + 1 + strspn(target + n + 1, "/")), target, b->schemes[0]);
 	return 1;
 }
 
@@ -103,33 +99,32 @@ static const struct lb_pool_opts defaults;
 
 struct lb_pool *lb_pool_open(const char *target, int access, const struct lb_pool_opts *opts)
 {
-	char *shown;
+	const struct lb_backend *b = lb_backend_of(target);
 
 	if (opts == NULL)
 		opts = &defaults;
-	if (is_pg(target) && opts->shared) {
-		shown = lb_url_mask(target);
-		lb_warnx("%s: a shared lock needs a lock file; a server's locks are each for one holder",
-		    shown != NULL ? shown : "postgresql://");
-		free(shown);
-		return NULL;
+	if (b != lb_backend_files()) {
+		if (opts->shared && (b->caps & LB_POOL_IN_FS) == 0) {
+			url_warnx(b, target,
+			    "a shared lock needs a lock file; a server's locks are each for one holder");
+			return NULL;
+		}
+		return backend_open(b, target, access, opts);
 	}
-	if (is_pg(target))
-		return with_caps(pg_open(target, access, opts), PG_CAPS);
 	if (lb_pool_misspelt(target))
 		return NULL;
 	if (access == LB_POOL_LIST) {
 		lb_warnx("%s: not a server: nothing to list", target);
 		return NULL;
 	}
-	return with_caps(lb_filepool_open(target, access, opts), FILE_CAPS);
+	return backend_open(b, target, access, opts);
 }
 
 struct lb_pool *lb_pool_from_fd(int fd, const char *name, const char *path,
     const struct lb_pool_opts *opts)
 {
 	return with_caps(lb_filepool_from_fd(fd, name, path, opts != NULL ? opts : &defaults),
-	    FILE_CAPS);
+	    lb_backend_files()->caps);
 }
 
 int lb_pool_host_view(struct lb_host_view *hv, int64_t deadline)
@@ -229,7 +224,7 @@ void lb_pool_set_progress(struct lb_pool *p, lb_progress_fn *fn, void *arg)
 
 unsigned lb_pool_own_slot(struct lb_pool *p)
 {
-	return p->ops->own_slot(p);
+	return p->ops->own_slot != NULL ? p->ops->own_slot(p) : 0;
 }
 
 int lb_pool_release(struct lb_pool *p, pid_t owner)

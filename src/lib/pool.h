@@ -73,10 +73,11 @@ unsigned lb_pool_target_caps(const char *target);
 /*
  * Whether TARGET is a server's URL with its scheme misspelt
  * ("postgersql://db/ops?lock=x", "postgresql:/db", "Postgres://..."):
- * a scheme of letters one or two slips from postgresql or postgres, or
- * one of those without its "//", where no file or directory of that name
- * is. Then it says so, "did you mean postgresql://?", with nothing of the
- * URL past its scheme (a password may follow), and returns 1.
+ * a scheme of letters one or two slips from a backend's (backends.c:
+ * postgresql, postgres), or one of those without its "//", where no file
+ * or directory of that name is. Then it says so, "did you mean
+ * postgresql://?", with nothing of the URL past its scheme (a password
+ * may follow), and returns 1.
  * lb_pool_open checks it before taking TARGET for a path.
  */
 int lb_pool_misspelt(const char *target);
@@ -88,12 +89,14 @@ static inline int lb_pool_target_in_fs(const char *target)
 }
 
 /*
- * Opening a target whose backend this binary lacks (postgresql:// in a
- * lockbox without libpq) calls FN, set by main, which may hand the whole
- * run to a program that has it; FN returns only when it could not, having
- * said why, and the open fails. Without FN the open fails with a message.
+ * Opening a target whose BACKEND this program does not link (postgresql://
+ * in the static lockbox) calls FN, set by main, which may hand the whole
+ * run to the backend's helper program (backends.h) when this build made
+ * it; FN returns only when it could not, having said why, and the open
+ * fails. Without FN, or such a program, the open fails with a message.
  */
-typedef void lb_pool_handoff_fn(const char *target);
+struct lb_backend;
+typedef void lb_pool_handoff_fn(const char *target, const struct lb_backend *backend);
 void lb_pool_set_handoff(lb_pool_handoff_fn *fn);
 
 /*

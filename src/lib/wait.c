@@ -27,7 +27,7 @@
 #include "clock.h"
 #include "futex.h"
 #include "host.h"
-#include "lockfile.h"
+#include "lockprim.h"
 #include "parse.h"
 #include "proc.h"
 #include "procfs.h"
@@ -66,7 +66,7 @@ enum { SRC_BELL = 1, SRC_PIN, SRC_SIG, SRC_CLOSE };
  * and the next set that gets the same fd numbers (and gives its first
  * helper the same id) never reads a byte rung for this one. A byte rung
  * before the cancel is in this set's pipe, and is dropped there (collect
- * reads only bytes whose id is a live helper's, lb_wait_clear drains).
+ * reads only bytes whose id is a live helper's, wait_clear drains).
  *
  * After a cancel returns: a lock helper has been joined, and is freed;
  * its fd, range and struct are the caller's again (a kept lock it got is
@@ -520,13 +520,6 @@ static struct lb_wait_pin *pin_find(const struct lb_wait *w, pid_t pid, size_t *
 	return lo < w->npins && w->pins[lo].pid == pid ? &w->pins[lo] : NULL;
 }
 
-int lb_wait_has_pid(const struct lb_wait *w, pid_t pid)
-{
-	size_t at;
-
-	return pin_find(w, pid, &at) != NULL;
-}
-
 /* Room for one more fd: raise the soft limit toward the hard one if need be. */
 static int fd_room(struct lb_wait *w)
 {
@@ -814,7 +807,12 @@ void lb_wait_clear_locks(struct lb_wait *w)
 	w->nready = n;
 }
 
-void lb_wait_clear(struct lb_wait *w)
+/*
+ * Withdraw every lock request (a lock granted to one that was not yet
+ * reported is released), the word's watch and the closes' watch, and
+ * forget the pids.
+ */
+static void wait_clear(struct lb_wait *w)
 {
 	struct lb_wait_helper **word = word_helper(w);
 
@@ -848,7 +846,7 @@ void lb_wait_clear(struct lb_wait *w)
 
 void lb_wait_done(struct lb_wait *w)
 {
-	lb_wait_clear(w);
+	wait_clear(w);
 	if (w->bell[0] >= 0)
 		close(w->bell[0]);
 	if (w->bell[1] >= 0)

@@ -107,9 +107,6 @@ int lb_wait_on_word(struct lb_wait *w, int fd, off_t off, const unsigned char ex
  */
 int lb_wait_on_pid(struct lb_wait *w, pid_t pid, uint64_t starttime, int tag);
 
-/* Whether PID is watched. */
-int lb_wait_has_pid(const struct lb_wait *w, pid_t pid);
-
 /*
  * Report the closes of the file open on FD (any open file of it, by any
  * process of this host, as its last descriptor goes) as LB_EV_CLOSE, one
@@ -133,13 +130,6 @@ int lb_wait_run(struct lb_wait *w, int64_t deadline, int max_ms, struct lb_wait_
 
 /* After LB_EV_STOP: stop as ^Z asks (the caller has let go of what others wait for). */
 void lb_wait_suspend(void);
-
-/*
- * Withdraw every lock request (a lock granted to one that was not yet
- * reported is released), the word's watch and the closes' watch, and
- * forget the pids. The set can be used again.
- */
-void lb_wait_clear(struct lb_wait *w);
 
 /* Withdraw the lock requests only (pids, the word and closes stay watched). */
 void lb_wait_clear_locks(struct lb_wait *w);
