@@ -255,7 +255,7 @@ makefile_applets() {
 	# (inside sh: bats' run would give the command a stderr of its own)
 	# shellcheck disable=SC2016 # expanded by the sh
 	run -75 sh -c '"$1" mutex "$2" true 2>&-' sh "$LOCKBOX" "$F"
-	run -1 grep -q 'held (PID' "$F"
+	run -1 grep -q 'held by PID' "$F"
 	stop_pid "$HOLDER_PID"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
 	assert_stderr ""
@@ -293,7 +293,7 @@ makefile_applets() {
 @test "exit 75: busy" {
 	start_holder "$F" 1
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$HOLDER_PID" sh)\$"
 	assert [ ! -e "$T/ran" ]
 }
 
@@ -303,7 +303,7 @@ makefile_applets() {
 	local code
 	for code in 0 1 42 255; do
 		run -"$code" --separate-stderr "$LOCKBOX" slots -E "$code" "$F" 1 touch "$T/ran"
-		assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+		assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$HOLDER_PID" sh)\$"
 		# busy means the command did not run, whatever the status
 		assert [ ! -e "$T/ran" ]
 	done
@@ -395,7 +395,7 @@ makefile_applets() {
 			start_holder "$F" "$cpus"
 		done
 		run -75 --separate-stderr "$LOCKBOX" slots "$F" +0 true
-		assert_stderr_regex "^slots: $(re_quote "$F"): all $cpus slots busy "
+		assert_stderr_regex "^slots: $(re_quote "$F"): all $cpus slots busy: "
 	fi
 }
 

@@ -337,10 +337,11 @@ static void command_age(char *buf, size_t size, const struct lb_holder *x)
 }
 
 /*
- * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
- * host when HOSTS (a server's holders may be on any), shared or not; and
- * when that process has exited and the lock lives on in the children
- * that inherited it, that it has, and which one holds on.
+ * The one holder of a pool of one: "held by PID 4242 (backup.sh, 3m12s)",
+ * on a host when HOSTS (a server's holders may be on any), shared or not;
+ * and when that process has exited and the lock lives on in a process
+ * that shares its open file (its children, or the shell that opened the
+ * descriptor it locked), that it has, and which one holds on.
  */
 static void report_holder(const char *name, const char *waited, int hosts,
     const struct lb_holder *x)
@@ -355,15 +356,64 @@ static void report_holder(const char *name, const char *waited, int hosts,
 	} else {
 		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
 	}
+	/* a child that inherited it or the shell that opened it: the lock does not say which */
 	if (x->gone && x->keeper > 0) {
 		lb_ident_fill(&keeper, x->keeper, NULL, 0);
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
-		    (int)x->keeper, keeper.command);
+		snprintf(gone, sizeof gone,
+		    ", which has exited: PID %d (%s), which shares its open file, keeps the lock",
+		    (int)x->keeper, keeper.command[0] != '\0' ? keeper.command : "?");
 	} else if (x->gone) {
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
+		snprintf(gone, sizeof gone,
+		    ", which has exited: a process that shares its open file keeps the lock");
 	}
 	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
 	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
+}
+
+/*
+ * A holder of a pool's slots, as "all 3 slots busy:" names it: "PID 311
+ * (backup.sh, 3m12s)", "PID 4242 on host2 (encode, 5s, shared)", "PID 318
+ * (another program: python3)", "PID ?".
+ */
+static void named_item(char *buf, size_t size, const struct lb_holder *x, int hosts)
+{
+	char what[LB_COMMAND_MAX + 48] = "", pid[16] = "?";
+	int host = hosts && x->known && !x->foreign;
+
+	if (x->who.pid != 0 && (x->known || x->foreign))
+		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
+	if (x->foreign && x->who.pid != 0 && x->who.command[0] != '\0') {
+		snprintf(what, sizeof what, " (another program: %s)", x->who.command);
+	} else if (x->foreign) {
+		snprintf(what, sizeof what, " (another program)");
+	} else if (x->known && x->who.command[0] != '\0') {
+		command_age(what + 2, sizeof what - 3, x);
+		what[0] = ' ';
+		what[1] = '(';
+		snprintf(what + strlen(what), sizeof what - strlen(what), "%s)",
+		    x->shared ? ", shared" : "");
+	}
+	snprintf(buf, size, "PID %s%s%s%s", pid, host ? " on " : "", host ? x->who.host : "", what);
+}
+
+/* how many holders "all N slots busy:" names before it counts the rest */
+#define BUSY_NAMED	3
+
+/* H's holders, the first BUSY_NAMED named, then "and 5 more", in MSG. */
+static void named_holders(char *msg, size_t size, const struct lb_holders *h, int hosts)
+{
+	char item[LB_COMMAND_MAX + LB_HOST_MAX + 96];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && i < BUSY_NAMED; i++) {
+		named_item(item, sizeof item, &h->v[i], hosts);
+		r = snprintf(msg + n, size - n, "%s%s", i ? ", " : "", item);
+		n += r > 0 && n + (size_t)r < size ? (size_t)r : 0;
+	}
+	if (h->n > BUSY_NAMED)
+		snprintf(msg + n, size - n, " and %zu more", h->n - BUSY_NAMED);
 }
 
 void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max,
@@ -371,7 +421,7 @@ void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max
 {
 	const char *why;
 	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
-	char msg[512], age[32], waited[48] = "";
+	char msg[3 * LB_COMMAND_MAX + 512], age[32], waited[48] = "";
 	size_t i, foreign = 0, named = 0;
 
 	if (wait > 0)
@@ -401,16 +451,18 @@ void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max
 		lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
 		return;
 	}
-	if (mutex && h->n == 1 && h->v[0].known) {
+	/* slots F 1 is mutex F: its one holder named as mutex names it */
+	if ((mutex || max == 1) && h->n == 1 && h->v[0].known) {
 		report_holder(name, waited, hosts, &h->v[0]);
 		return;
 	}
-	list_holders(msg, sizeof msg, h, busy_item);
-	if (max == 1)
+	if (max == 1) {
+		list_holders(msg, sizeof msg, h, busy_item);
 		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
-	else
-		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
-		    h->n == 1 ? "" : "s", msg);
+		return;
+	}
+	named_holders(msg, sizeof msg, h, hosts);
+	lb_warnx("%s: %sall %u slots busy: %s", name, waited, max, msg);
 }
 
 /*
