@@ -298,7 +298,7 @@ hold() {
 	local a=$HOLD_PID
 	hold slots "$U" 2
 	run -75 --separate-stderr "$LOCKBOX" slots -w 300ms "$U" 2 true
-	assert_regex "$stderr" "^slots: $(re_quote "$U"): timed out after 300ms; all 2 slots busy \\(PIDs $a, $HOLD_PID\\)\$"
+	assert_regex "$stderr" "^slots: $(re_quote "$U"): timed out after 300ms; all 2 slots busy: PID $a on [^ ]+ \\([^)]*\\), PID $HOLD_PID on [^ ]+ \\([^)]*\\)\$"
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$U" 2 sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
 	local waiter=$SPAWN_PID

@@ -450,7 +450,7 @@ older_than() {
 	run -75 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd3" 2
 	assert_output ""
 	# messages name the file the fd is open on
-	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy \\(PIDs [0-9]+, $BASHPID\\)\$"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy: PID [0-9]+ \\([^)]*\\), PID $BASHPID \\([^)]*\\)\$"
 	# release frees it
 	run -0 --separate-stderr "$LOCKBOX" slots release --fd "$fd"
 	assert_stderr ""
