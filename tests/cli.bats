@@ -160,7 +160,7 @@ makefile_applets() {
 	# (inside sh: bats' run would give the command a stderr of its own)
 	# shellcheck disable=SC2016 # expanded by the sh
 	run -75 sh -c '"$1" mutex "$2" true 2>&-' sh "$LOCKBOX" "$F"
-	run -1 grep -q 'held (PID' "$F"
+	run -1 grep -q 'held by PID' "$F"
 	stop_pid "$HOLDER_PID"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$F" true
 	assert_stderr ""
@@ -227,7 +227,7 @@ makefile_applets() {
 			start_holder "$F" "$cpus"
 		done
 		run -75 --separate-stderr "$LOCKBOX" slots "$F" +0 true
-		assert_stderr_regex "^slots: $(re_quote "$F"): all $cpus slots busy "
+		assert_stderr_regex "^slots: $(re_quote "$F"): all $cpus slots busy: "
 	fi
 }
 

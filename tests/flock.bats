@@ -426,6 +426,23 @@ flock got it"
 Try 'lockbox mutex --help'."
 }
 
+@test "flock(1)'s FD form: the shell that opened the descriptor keeps the lock, and the busy message and list say so, not that children keep it" {
+	need_ofd	# a classic POSIX lock would die with mutex
+	local sh
+	printf 'data\n' >"$T/data"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	spawn bash -c 'exec 9<"$1"; "$2" mutex 9 || exit; echo "$$" >"$3.tmp"; mv "$3.tmp" "$3"; while :; do sleep 1 9<&-; done' \
+		sh "$T/data" "$LOCKBOX" "$T/shell"
+	wait_for test -s "$T/shell"
+	sh=$(cat "$T/shell")
+	run -75 --separate-stderr "$LOCKBOX" mutex "$T/data" true
+	# the keeper named when the refusal's bounded look finds it in time
+	assert_stderr_regex "^mutex: $(re_quote "$T/data"): held by (PID [0-9]+ \\(\\?\\), which has exited: (PID $sh \\(bash\\), which shares its open file,|a process that shares its open file) keeps the lock|another program; 'lockbox locks $(re_quote "$T/data")' shows who)\$"
+	run -0 "$LOCKBOX" mutex "$T/data" list
+	assert_regex "${lines[1]}" "^- +[0-9]+ +\\? +exited, kept by PID $sh \\(bash\\)\$"
+	stop_pid "$sh"
+}
+
 @test "a holder that exited while its children keep the lock is named so, in a lock file and any file" {
 	need_ofd	# a classic POSIX lock is not inherited: the child would not hold it
 	local f child
@@ -441,12 +458,18 @@ Try 'lockbox mutex --help'."
 		# the processes finds it in time (on a host of hundreds of busy
 		# processes it may not: list, below, looks without that bound)
 		if [[ $f == "$F" ]]; then
-			assert_stderr_regex "^mutex: $(re_quote "$f"): held by PID $gone \\(sh, $AGE_RE\\), which has exited: its children keep the lock( \\(PID $child, sleep\\))?\$"
+			assert_stderr_regex "^mutex: $(re_quote "$f"): held by PID $gone \\(sh, $AGE_RE\\), which has exited: (PID $child \\(sleep\\), which shares its open file,|a process that shares its open file) keeps the lock\$"
 		else
-			assert_stderr_regex "^mutex: $(re_quote "$f"): held by (PID $gone \\(\\?\\), which has exited: its children keep the lock( \\(PID $child, sleep\\))?|another program; 'lockbox locks $(re_quote "$f")' shows who)\$"
+			assert_stderr_regex "^mutex: $(re_quote "$f"): held by (PID $gone \\(\\?\\), which has exited: (PID $child \\(sleep\\), which shares its open file,|a process that shares its open file) keeps the lock|another program; 'lockbox locks $(re_quote "$f")' shows who)\$"
 		fi
 		run -0 "$LOCKBOX" mutex "$f" list
-		assert_regex "${lines[1]}" "^[-1] +$gone +[^ ]+ +exited, kept by PID $child: "
+		# the keeper by its name; the holder's command after a colon when
+		# its record names it (an any-file holder has none: no colon)
+		if [[ $f == "$F" ]]; then
+			assert_regex "${lines[1]}" "^1 +$gone +[^ ]+ +exited, kept by PID $child \\(sleep\\): sh\$"
+		else
+			assert_regex "${lines[1]}" "^- +$gone +[^ ]+ +exited, kept by PID $child \\(sleep\\)\$"
+		fi
 		run -0 "$LOCKBOX" mutex --json "$f" list
 		assert_regex "$output" "\"exited\":true,\"kept_by\":$child\\}\\]\$"
 		stop_pid "$child"
@@ -477,7 +500,7 @@ Try 'lockbox mutex --help'."
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" true
 	assert_stderr "mutex: $F: held (PIDs ${pids[0]}, ${pids[1]}, ${pids[2]})"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 true
-	assert_stderr "slots: $F: all 3 slots busy (PIDs ${pids[0]}, ${pids[1]}, ${pids[2]})"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 3 slots busy: PID ${pids[0]} \\(sh, $AGE_RE, shared\\), PID ${pids[1]} \\(sh, $AGE_RE, shared\\), PID ${pids[2]} \\(sh, $AGE_RE, shared\\)\$"
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -0 "$LOCKBOX" slots "$F" 4 sh -c 'echo "$LOCKBOX_SLOT"'
 	assert_output 4

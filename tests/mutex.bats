@@ -165,7 +165,8 @@ EOF
 	stop_pid "$HOLD_PID"
 	hold_sleep mutex "$F"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_equal "$stderr" "slots: $F: held (PID $HOLD_PID)"
+	# slots F 1 is mutex F: the same words
+	assert_regex "$stderr" "^slots: $(re_quote "$F"): held by $(named_re "$HOLD_PID" sleep)\$"
 	run -0 "$LOCKBOX" slots "$F" list
 	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +sleep\$"
 	run -0 "$LOCKBOX" slots "$F" check

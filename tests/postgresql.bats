@@ -224,7 +224,7 @@ hold() {
 	hold slots "$U" 2
 	assert_equal "$HOLD_SLOT" 2
 	run -75 --separate-stderr "$LOCKBOX" slots "$U" 2 touch "$T/ran"
-	assert_equal "$stderr" "slots: $U: all 2 slots busy (PIDs $first, $HOLD_PID)"
+	assert_regex "$stderr" "^slots: $(re_quote "$U"): all 2 slots busy: PID $first on [^ ]+ \\(sh, $AGE_RE\\), PID $HOLD_PID on [^ ]+ \\(sh, $AGE_RE\\)\$"
 	# a client with a smaller MAX counts every holder: still busy
 	run -75 --separate-stderr "$LOCKBOX" slots -q "$U" 1 touch "$T/ran"
 	assert_equal "$stderr" ""
@@ -298,7 +298,7 @@ hold() {
 	local a=$HOLD_PID
 	hold slots "$U" 2
 	run -75 --separate-stderr "$LOCKBOX" slots -w 300ms "$U" 2 true
-	assert_regex "$stderr" "^slots: $(re_quote "$U"): timed out after 300ms; all 2 slots busy \\(PIDs $a, $HOLD_PID\\)\$"
+	assert_regex "$stderr" "^slots: $(re_quote "$U"): timed out after 300ms; all 2 slots busy: PID $a on [^ ]+ \\([^)]*\\), PID $HOLD_PID on [^ ]+ \\([^)]*\\)\$"
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$U" 2 sh -c 'echo "$LOCKBOX_SLOT" >"$1"' sh "$T/ran"
 	local waiter=$SPAWN_PID
@@ -643,6 +643,11 @@ watcher_of() {
 	# list's holder names it (the session's application_name)
 	assert_regex "$(sql "SELECT application_name FROM pg_stat_activity WHERE pid = $(backend_of "$holder")")" \
 		"^lockbox pid=$holder uid=[0-9]+ w=$w host="
+	# and list shows it beside its holder, in text and JSON
+	run -0 --separate-stderr "$LOCKBOX" mutex "$U" list
+	assert_regex "${lines[1]}" "^1 +$holder +$AGE_RE +[^ ]+ +watcher PID $w: sh\$"
+	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" list
+	assert_regex "$output" "\"pid\":$holder,.*\"mode\":\"exclusive\",\"watcher\":$w\\}\\]\$"
 	kill -TERM "$w"
 	wait_for test -s "$T/sig"
 	assert_equal "$(cat "$T/sig")" USR1

@@ -180,10 +180,11 @@ to_full() {
 	assert_output 0
 	# busy: the command does not run, whatever the status
 	start_holder "$F" 1
-	check 75 "slots: $F: held (PID $HOLDER_PID)" lockbox slots "$F" 1 touch "$T/ran"
-	local code
+	local code busy
+	busy="^slots: $(re_quote "$F"): held by $(named_re "$HOLDER_PID" sh)\$"
+	check_re 75 "$busy" lockbox slots "$F" 1 touch "$T/ran"
 	for code in 0 1 42 255; do
-		check "$code" "slots: $F: held (PID $HOLDER_PID)" lockbox slots -E "$code" "$F" 1 touch "$T/ran"
+		check_re "$code" "$busy" lockbox slots -E "$code" "$F" 1 touch "$T/ran"
 	done
 	check 0 "" lockbox slots -q -E 0 "$F" 1 touch "$T/ran"
 	check 9 "" lockbox mutex --conflict-exit-code 9 -q "$F" touch "$T/ran"

@@ -182,7 +182,7 @@ locked_unwritten() {
 		run -0 --separate-stderr within 10 "$LOCKBOX" slots "$lf" 3 sh -c "$SHOW_SLOT"
 		assert_output 2
 		run -75 --separate-stderr within 10 "$LOCKBOX" slots "$lf" 1 true
-		assert_stderr "slots: $lf: held (PID $HOLDER_PID)"
+		assert_stderr_regex "^slots: $(re_quote "$lf"): held by $(named_re "$HOLDER_PID" sh)\$"
 		run -0 --separate-stderr within 10 "$LOCKBOX" slots -w 10 "$lf" 2 true
 		stop_pid "$HOLDER_PID"
 	done
@@ -383,7 +383,7 @@ stuck_header() {
 	wait_for held_is "$F" 2
 	run -75 --separate-stderr timeout 30 env LOCKBOX_TEST_HEADER_WAIT=200ms \
 		"$LOCKBOX" slots "$F" 2 touch "$T/ran2"
-	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy \\(PIDs [0-9]+, [0-9]+\\)\$"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy: PID [0-9]+ \\([^)]*\\), PID [0-9]+ \\([^)]*\\)\$"
 	assert [ ! -e "$T/ran2" ]
 }
 
@@ -593,7 +593,7 @@ start_named_holder() {
 	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
 	valid_json <<<"$output"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
-	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$HOLDER_PID" sh)\$"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 2 true
 }
 
@@ -831,7 +831,7 @@ not_adopted() {
 	run -0 --separate-stderr "$LOCKBOX" slots --json "$F" list
 	assert_regex "$output" '"command":"env"'
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
-	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$HOLDER_PID" env)\$"
 	run -1 grep -c hunter2 "$F"
 	# the record of a holder from a shell (acquire --fd) too
 	if ofd_build; then

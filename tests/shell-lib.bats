@@ -629,7 +629,7 @@ EOF
 	cmd several
 	# shellcheck disable=SC2016 # expanded by the child shell
 	run -75 --separate-stderr bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_slot "$1" 1' sh "$F.slots"
-	assert_equal "$stderr" "slots: $F.slots: held (PID $SPAWN_PID)"
+	assert_regex "$stderr" "^slots: $(re_quote "$F.slots"): held by $(named_re "$SPAWN_PID" sleep)\$"
 }
 
 # bats test_tags=lockkind

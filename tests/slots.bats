@@ -7,14 +7,20 @@
 load test_helper
 # bats file_tags=lockkind
 
-# busy_pids PID...: "PID 7" or "PIDs 7, 9" as the busy messages list them.
-busy_pids() {
-	local IFS=,
-	if (($# == 1)); then
-		printf 'PID %s' "$1"
-	else
-		printf 'PIDs %s' "$*" | sed 's/,/, /g'
+# busy_named PID...: holders of the command sh as "all N slots busy:"
+# names them, a regex: the first three with their ages, then "and N more".
+busy_named() {
+	local out="" pid i=0
+	for pid in "$@"; do
+		if ((i < 3)); then
+			out+="${out:+, }$(named_re "$pid" sh)"
+		fi
+		i=$((i + 1))
+	done
+	if ((i > 3)); then
+		out+=" and $((i - 3)) more"
 	fi
+	printf '%s' "$out"
 }
 
 # spawn_sleeper APPLET ARG...: a holder whose command is plainly
@@ -36,7 +42,7 @@ spawn_sleeper() {
 	done
 	assert_equal "$(printf '%s\n' "${slots[@]}" | sort -n | paste -sd' ')" "1 2 3 4"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 4 touch "$T/ran"
-	assert_stderr "slots: $F: all 4 slots busy ($(busy_pids "${pids[1]}" "${pids[2]}" "${pids[3]}" "${pids[4]}"))"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 4 slots busy: $(busy_named "${pids[1]}" "${pids[2]}" "${pids[3]}" "${pids[4]}")\$"
 	assert [ ! -e "$T/ran" ]
 	# the one slot freed is the one the next caller gets
 	stop_pid "${pids[2]}"
@@ -145,15 +151,15 @@ for x in v:
 	start_holder "$F" 3
 	c=$HOLDER_PID
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
-	assert_stderr "slots: $F: all 3 slots busy (PIDs $a, $b, $c)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 3 slots busy: $(named_re "$a" sh), $(named_re "$b" sh), $(named_re "$c" sh)\$"
 	assert_equal "$output" ""
 	stop_pid "$b"
 	stop_pid "$c"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: held (PID $a)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$a" sh)\$"
 	start_holder "$F" 2
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 touch "$T/ran"
-	assert_stderr "slots: $F: all 2 slots busy (PIDs $a, $HOLDER_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy: $(named_re "$a" sh), $(named_re "$HOLDER_PID" sh)\$"
 	assert [ ! -e "$T/ran" ]
 }
 
@@ -178,11 +184,23 @@ for x in v:
 	assert_stderr "slots: $F: took slot 2 of 4"
 }
 
+@test "busy names at most three holders, with their commands and ages, and counts the rest" {
+	local pids=() i
+	for i in 1 2 3 4 5; do
+		start_holder "$F" 5
+		pids+=("$HOLDER_PID")
+	done
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 5 true
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 5 slots busy: $(named_re "${pids[0]}" sh), $(named_re "${pids[1]}" sh), $(named_re "${pids[2]}" sh) and 2 more\$"
+	run -75 --separate-stderr "$LOCKBOX" slots "$F" 4 true
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 4 slots busy: .* and 2 more\$"
+}
+
 # bats test_tags=wait
 @test "-E CODE with a wait that times out" {
 	start_holder "$F" 1
 	run -7 --separate-stderr "$LOCKBOX" slots -E 7 -w 200ms "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: timed out after 200ms; held (PID $HOLDER_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): timed out after 200ms; held by $(named_re "$HOLDER_PID" sh)\$"
 	run -0 --separate-stderr "$LOCKBOX" slots -qE 0 -w 100ms "$F" 1 touch "$T/ran"
 	assert_stderr ""
 	assert [ ! -e "$T/ran" ]
@@ -284,12 +302,12 @@ older_than() {
 	t0=${EPOCHREALTIME/./}
 	run -75 --separate-stderr "$LOCKBOX" slots -w 500ms "$F" 2 touch "$T/ran"
 	t1=${EPOCHREALTIME/./}
-	assert_stderr "slots: $F: timed out after 500ms; all 2 slots busy (PIDs $a, $b)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): timed out after 500ms; all 2 slots busy: $(named_re "$a" sh), $(named_re "$b" sh)\$"
 	# it did wait, and gave up at the deadline rather than hanging
 	assert [ $((t1 - t0)) -ge 490000 ]
 	assert [ $((t1 - t0)) -lt 20000000 ]
 	run -75 --separate-stderr "$LOCKBOX" slots --wait 1 "$F" 2 touch "$T/ran"
-	assert_stderr "slots: $F: timed out after 1s; all 2 slots busy (PIDs $a, $b)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): timed out after 1s; all 2 slots busy: $(named_re "$a" sh), $(named_re "$b" sh)\$"
 	assert [ ! -e "$T/ran" ]
 }
 
@@ -330,7 +348,7 @@ older_than() {
 	run -0 held "$F"
 	assert_output 1
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 true
-	assert_stderr "slots: $F: held (PID $a)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$a" sh)\$"
 }
 
 @test "the count stays right when callers use different MAX on one file" {
@@ -340,9 +358,9 @@ older_than() {
 		pids+=("$HOLDER_PID")
 	done
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 touch "$T/ran"
-	assert_stderr "slots: $F: all 2 slots busy ($(busy_pids "${pids[@]}"))"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy: $(busy_named "${pids[@]}")\$"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
-	assert_stderr "slots: $F: all 3 slots busy ($(busy_pids "${pids[@]}"))"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 3 slots busy: $(busy_named "${pids[@]}")\$"
 	run -75 --separate-stderr "$LOCKBOX" mutex "$F" touch "$T/ran"
 	assert [ ! -e "$T/ran" ]
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 sh -c "$SHOW_SLOT"
@@ -366,7 +384,7 @@ older_than() {
 	stop_pid "${pids[3]}"
 	# slots 4 and 5 held: two holders, whatever their numbers
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 2 touch "$T/ran"
-	assert_stderr "slots: $F: all 2 slots busy ($(busy_pids "${pids[4]}" "${pids[5]}"))"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy: $(busy_named "${pids[4]}" "${pids[5]}")\$"
 	assert [ ! -e "$T/ran" ]
 	run -0 "$LOCKBOX" slots "$F" 3 sh -c "$SHOW_SLOT"
 	assert_output 1
@@ -406,7 +424,7 @@ older_than() {
 	run -0 held "$F"
 	assert_output 1
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: held (PID $SPAWN_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$SPAWN_PID" sh)\$"
 	assert [ ! -e "$T/ran" ]
 }
 
@@ -434,7 +452,7 @@ older_than() {
 	run -75 --separate-stderr "$LOCKBOX" slots acquire --fd "$fd3" 2
 	assert_output ""
 	# messages name the file the fd is open on
-	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy \\(PIDs [0-9]+, $BASHPID\\)\$"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 2 slots busy: PID [0-9]+ \\([^)]*\\), PID $BASHPID \\([^)]*\\)\$"
 	# release frees it
 	run -0 --separate-stderr "$LOCKBOX" slots release --fd "$fd"
 	assert_stderr ""
@@ -498,7 +516,7 @@ older_than() {
 	local fd
 	exec {fd}<>"$F"
 	run -0 --separate-stderr "$LOCKBOX" slots acquire -E 0 --fd "$fd" 1
-	assert_stderr "slots: $F: held (PID $HOLDER_PID)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$HOLDER_PID" sh)\$"
 	assert_output ""
 	exec {fd}>&-
 }
@@ -549,7 +567,7 @@ older_than() {
 	spawn_sleeper mutex "$F"
 	local m=$SLEEPER_PID
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 1 touch "$T/ran"
-	assert_stderr "slots: $F: held (PID $m)"
+	assert_stderr_regex "^slots: $(re_quote "$F"): held by $(named_re "$m" sleep)\$"
 	run -0 "$LOCKBOX" slots "$F" list
 	assert_regex "${lines[1]}" "^1 +$m +$AGE_RE +sleep\$"
 	stop_pid "$m"
@@ -741,7 +759,7 @@ EOF2
 	start_holder "$F" 201
 	assert_equal "$HOLDER_SLOT" 1
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 201 touch "$T/ran"
-	assert_stderr "slots: $F: all 201 slots busy (PIDs $HOLDER_PID, $LOCKHOLD_PID (another program))"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 201 slots busy: $(named_re "$HOLDER_PID" sh), PID $LOCKHOLD_PID \\(another program: lockhold\\)\$"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 202 sh -c "$SHOW_SLOT"
 	assert_output 202
 }
@@ -778,7 +796,7 @@ EOF2
 	valid_json <<<"$output"
 	assert_regex "$output" ",\\{\"slot\":null,\"pid\":$FOREIGN_PID,\"foreign\":true,\"lock\":\"write\",\"start\":4352,\"end\":4863,\"command\":\"python3\"\\}\\]\$"
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 3 touch "$T/ran"
-	assert_stderr "slots: $F: all 3 slots busy (PIDs $HOLDER_PID, $FOREIGN_PID (another program))"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 3 slots busy: $(named_re "$HOLDER_PID" sh), PID $FOREIGN_PID \\(another program: python3\\)\$"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 4 sh -c "$SHOW_SLOT"
 	assert_output 4
 }

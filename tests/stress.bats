@@ -193,7 +193,7 @@ count_status() {
 	assert [ "$refused" -gt 0 ]
 	assert [ "$killed" -gt 0 ]
 	# the only message is the busy one
-	run -1 grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy \\(PIDs [0-9?]+, [0-9?]+, [0-9?]+\\)\$" "$T/stderr"
+	run -1 grep -Ev "^slots: $(re_quote "$F"): all 3 slots busy: PID [0-9?]+( \\([^)]*\\))?, PID [0-9?]+( \\([^)]*\\))?, PID [0-9?]+( \\([^)]*\\))?\$" "$T/stderr"
 	intervals >"$T/intervals"
 	run -0 concurrency <"$T/intervals"
 	depth=$output

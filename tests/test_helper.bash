@@ -523,6 +523,12 @@ held_re() {
 		"$1" "$(re_quote "$2")" "$3" "$(re_quote "$4")" "$AGE_RE" "$(re_quote "$2")"
 }
 
+# named_re PID COMMAND: a holder as a busy message names it, its command
+# and age: PID 311 (backup.sh, 3m12s)
+named_re() {
+	printf 'PID %s \\(%s, %s\\)' "$1" "$(re_quote "$2")" "$AGE_RE"
+}
+
 # locked_re APPLET FILE PID COMMAND: the whole busy message for another
 # program's lock, its process named (as the kernel, or a look through
 # /proc of a few milliseconds, names it) or not found in that time

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 #include "pool.h"
 #include "runstate.h"
 #include "statedir.h"
-#include "text.h"
+#include "table.h"
 
 struct view {
 	char *name;
@@ -32,12 +33,6 @@ struct view {
 	struct lb_ident who;		/* the holder, when running and known */
 	int who_known;
 };
-
-/* What to call PATH when it is shown: "file" or "server". */
-static const char *where(const struct view *v)
-{
-	return lb_pool_target_in_fs(v->path) ? "file" : "server";
-}
 
 static const char *iso(int64_t wall_ns, char buf[32])
 {
@@ -167,190 +162,242 @@ static const char *status_word(int32_t s, char buf[32])
 	return buf;
 }
 
-static void print_text(const struct view *v, int first)
+/* status's columns: its text's lines, then its JSON's members, in their order. */
+enum {
+	T_NAME, T_STATE, T_PID, T_AGE, T_START, T_END, T_STATUS, T_DURATION, T_NEXT, T_IFELAPSED,
+	T_EXPIRE, T_STARVING, T_RUNS, T_FILE, T_SERVER,
+	J_NAME, J_FILE, J_SERVER, J_STATE, J_PID, J_AGE, J_START, J_END, J_STATUS, J_OUTCOME,
+	J_DURATION, J_NEXT, J_IFELAPSED, J_EXPIRE, J_LEARNED, J_BOUND, J_WHY, J_STARVING,
+	J_STREAK, J_RUNS, J_EXPIRIES, J_MEDIAN, J_LONGEST, J_HISTORY, S_COUNT
+};
+
+#define TEXT(name)	{ name, LB_COL_TEXT, 0, 0, NULL, NULL, LB_COL_TEXT_ONLY, 0 }
+#define JSON(key, kind)	{ key, kind, 0, 0, NULL, key, LB_COL_JSON_ONLY, 0 }
+
+static const struct lb_table_col status_columns[S_COUNT] = {
+	[T_NAME] = TEXT("name"), [T_STATE] = TEXT("state"), [T_PID] = TEXT("pid"),
+	[T_AGE] = TEXT("age"), [T_START] = TEXT("last start"), [T_END] = TEXT("last end"),
+	[T_STATUS] = TEXT("last status"), [T_DURATION] = TEXT("last duration"),
+	[T_NEXT] = TEXT("next run"), [T_IFELAPSED] = TEXT("if elapsed"),
+	[T_EXPIRE] = TEXT("expire after"), [T_STARVING] = TEXT("starving"),
+	[T_RUNS] = TEXT("runs"), [T_FILE] = TEXT("file"), [T_SERVER] = TEXT("server"),
+	[J_NAME] = JSON("name", LB_COL_TEXT),
+	[J_FILE] = JSON("file", LB_COL_TEXT),
+	[J_SERVER] = JSON("server", LB_COL_TEXT),
+	[J_STATE] = JSON("state", LB_COL_TEXT),
+	[J_PID] = JSON("pid", LB_COL_NUM),
+	[J_AGE] = JSON("age_seconds", LB_COL_SECONDS),
+	[J_START] = JSON("last_start", LB_COL_TEXT),
+	[J_END] = JSON("last_end", LB_COL_TEXT),
+	[J_STATUS] = JSON("last_status", LB_COL_NUM),
+	[J_OUTCOME] = JSON("last_outcome", LB_COL_TEXT),
+	[J_DURATION] = JSON("last_duration_seconds", LB_COL_SECONDS),
+	[J_NEXT] = JSON("next_run_seconds", LB_COL_SECONDS),
+	[J_IFELAPSED] = JSON("if_elapsed_seconds", LB_COL_SECONDS),
+	[J_EXPIRE] = JSON("expire_after_seconds", LB_COL_SECONDS),
+	[J_LEARNED] = JSON("expire_after_learned", LB_COL_BOOL),
+	[J_BOUND] = JSON("expire_after_bound_seconds", LB_COL_SECONDS),
+	[J_WHY] = JSON("expire_after_why", LB_COL_TEXT),
+	[J_STARVING] = JSON("starving", LB_COL_BOOL),
+	[J_STREAK] = JSON("expired_in_a_row", LB_COL_NUM),
+	[J_RUNS] = JSON("runs", LB_COL_NUM),
+	[J_EXPIRIES] = JSON("expiries", LB_COL_NUM),
+	[J_MEDIAN] = JSON("median_duration_seconds", LB_COL_SECONDS),
+	[J_LONGEST] = JSON("longest_duration_seconds", LB_COL_SECONDS),
+	[J_HISTORY] = JSON("history", LB_COL_JSON),
+};
+
+/* Cell C: S (NULL: none, null in JSON), or printf's; there, no longer omitted. */
+static int put(struct lb_table_cell *c, const char *s)
+{
+	c->omit = 0;
+	return lb_table_set(c, s);
+}
+
+static int putf(struct lb_table_cell *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int putf(struct lb_table_cell *c, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[256];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return put(c, buf);
+}
+
+/* A duration in JSON: NS in seconds, or null when not VALID. */
+static int secs(struct lb_table_cell *c, int64_t ns, int valid)
+{
+	c->ns = ns;
+	return put(c, valid ? "" : NULL);
+}
+
+/* The lines of V's text. */
+static int text_cells(struct lb_table_cell *c, const struct view *v)
 {
 	const struct lb_atom *a = &v->a;
 	struct lb_learned l;
-	char b1[32], b2[32], b3[32], why[160];
+	char b1[32], b2[32], why[160];
 	int64_t longest, median, left;
 	size_t n;
+	int rc = 0;
 
-	if (!first)
-		printf("\n");
-	printf("%s\n", v->name);
-	printf("  %-14s %s\n", "state", state_of(v));
+	rc |= put(&c[T_NAME], v->name);
+	rc |= put(&c[T_STATE], state_of(v));
 	if (v->running && v->who_known) {
-		printf("  %-14s %d\n", "pid", (int)v->who.pid);
-		printf("  %-14s %s\n", "age", lb_format_duration(view_age(v), b1));
+		rc |= putf(&c[T_PID], "%d", (int)v->who.pid);
+		rc |= put(&c[T_AGE], lb_format_duration(view_age(v), b1));
 	} else {
-		printf("  %-14s %s\n", "pid", v->running ? "?" : "-");
-		printf("  %-14s %s\n", "age", "-");
+		rc |= put(&c[T_PID], v->running ? "?" : "-");
+		rc |= put(&c[T_AGE], "-");
 	}
 	if (!v->known) {
-		printf("  %-14s %s\n", "last start", "never");
+		rc |= put(&c[T_START], "never");
 	} else {
-		printf("  %-14s %s\n", "last start", iso(a->start_wall, b1));
+		rc |= put(&c[T_START], iso(a->start_wall, b1));
 		if (a->flags & LB_ATOM_RUNNING) {
-			printf("  %-14s %s\n", "last end", "-");
-			printf("  %-14s %s\n", "last status", "-");
-			printf("  %-14s %s\n", "last duration", "-");
+			rc |= put(&c[T_END], "-");
+			rc |= put(&c[T_STATUS], "-");
+			rc |= put(&c[T_DURATION], "-");
 		} else {
-			printf("  %-14s %s\n", "last end", iso(lb_atom_last_end(a), b1));
-			printf("  %-14s %s\n", "last status", status_word(a->status, b2));
-			printf("  %-14s %s\n", "last duration",
-			    a->duration >= 0 ? lb_format_duration(a->duration, b3) : "-");
+			rc |= put(&c[T_END], iso(lb_atom_last_end(a), b1));
+			rc |= put(&c[T_STATUS], status_word(a->status, b2));
+			rc |= put(&c[T_DURATION], a->duration >= 0 ? lb_format_duration(a->duration, b1) : "-");
 		}
 	}
 	left = next_run(v);
-	if (left > 0)
-		printf("  %-14s in %s\n", "next run", lb_format_duration_up(left, b1));
-	else
-		printf("  %-14s %s\n", "next run", "now");
+	rc |= left > 0 ? putf(&c[T_NEXT], "in %s", lb_format_duration_up(left, b1)) :
+	    put(&c[T_NEXT], "now");
 	if (v->known) {
-		printf("  %-14s %s\n", "if elapsed", lb_format_duration(a->ifelapsed, b1));
+		rc |= put(&c[T_IFELAPSED], lb_format_duration(a->ifelapsed, b1));
 		if (learned(v)) {
 			lb_format_duration(expire_after(v, &l), b1);
-			printf("  %-14s %s (%s)\n", "expire after", b1,
-			    lb_learned_text(&l, why, sizeof why));
+			rc |= putf(&c[T_EXPIRE], "%s (%s)", b1, lb_learned_text(&l, why, sizeof why));
 		} else {
-			printf("  %-14s %s\n", "expire after", lb_format_duration(a->expireafter, b1));
+			rc |= put(&c[T_EXPIRE], lb_format_duration(a->expireafter, b1));
 		}
 		if (starving(v))
-			printf("  %-14s yes: the last %u runs were killed before they finished\n",
-			    "starving", lb_atom_expired_streak(a));
+			rc |= putf(&c[T_STARVING], "yes: the last %u runs were killed before they finished",
+			    lb_atom_expired_streak(a));
 		n = lb_atom_stats(a, &longest, &median);
 		if (n > 0)
-			printf("  %-14s %u (%u expired); last %zu completed: median %s, longest %s\n",
-			    "runs", (unsigned)a->runs, (unsigned)a->expiries, n,
+			rc |= putf(&c[T_RUNS], "%u (%u expired); last %zu completed: median %s, longest %s",
+			    (unsigned)a->runs, (unsigned)a->expiries, n,
 			    lb_format_duration(median, b1), lb_format_duration(longest, b2));
 		else
-			printf("  %-14s %u\n", "runs", (unsigned)a->runs);
+			rc |= putf(&c[T_RUNS], "%u", (unsigned)a->runs);
 	}
-	printf("  %-14s %s\n", where(v), v->shown);
+	return rc | put(&c[lb_pool_target_in_fs(v->path) ? T_FILE : T_SERVER], v->shown);
 }
 
-/* KEY: NS in seconds, or null when not VALID. */
-static void json_secs(struct lb_json *j, const char *key, int64_t ns, int valid)
+/* The runs in the ring, oldest first, as a JSON array (malloc'd; NULL out of memory). */
+static char *history(const struct lb_atom *a)
 {
-	lb_json_key(j, key);
-	if (valid)
-		lb_json_seconds(j, ns);
-	else
-		lb_json_null(j);
-}
-
-/* KEY: the wall clock time WALL_NS in ISO 8601, or null for none. */
-static void json_time(struct lb_json *j, const char *key, int64_t wall_ns)
-{
-	char b[32];
-
-	lb_json_key(j, key);
-	lb_json_string(j, wall_ns > 0 ? iso(wall_ns, b) : NULL);
-}
-
-static void json_status(struct lb_json *j, int32_t s)
-{
-	lb_json_key(j, "last_status");
-	if (s >= 0) {
-		lb_json_int(j, (int)s);
-		lb_json_key(j, "last_outcome");
-		lb_json_string(j, s > LB_EXIT_SIGNAL && s < LB_EXIT_SIGNAL + 65 ? "signal" : "exited");
-	} else {
-		lb_json_null(j);
-		lb_json_key(j, "last_outcome");
-		lb_json_string(j, s == LB_STATUS_EXPIRED ? "expired" : "unknown");
-	}
-}
-
-/* The runs in the ring, oldest first. */
-static void json_history(struct lb_json *j, const struct lb_atom *a)
-{
+	struct lb_json j;
 	unsigned i, k;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
 
-	lb_json_key(j, "history");
-	lb_json_begin_array(j);
+	if (f == NULL)
+		return NULL;
+	lb_json_start(&j, f);
+	lb_json_begin_array(&j);
 	for (i = 0; i < a->nring; i++) {
 		const struct lb_run *x;
 		char b[32];
 
 		k = a->nring < LB_ATOM_RING ? i : (a->ring_next + i) % LB_ATOM_RING;
 		x = &a->ring[k];
-		lb_json_begin_object(j);
-		lb_json_key(j, "start");
-		lb_json_string(j, iso(x->start_wall, b));
-		json_secs(j, "duration_seconds", x->duration, x->duration >= 0);
-		lb_json_key(j, "status");
-		if (x->status >= 0)
-			lb_json_int(j, (int)x->status);
+		lb_json_begin_object(&j);
+		lb_json_key(&j, "start");
+		lb_json_string(&j, iso(x->start_wall, b));
+		lb_json_key(&j, "duration_seconds");
+		if (x->duration >= 0)
+			lb_json_seconds(&j, x->duration);
 		else
-			lb_json_string(j, x->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
-		lb_json_end_object(j);
+			lb_json_null(&j);
+		lb_json_key(&j, "status");
+		if (x->status >= 0)
+			lb_json_int(&j, (int)x->status);
+		else
+			lb_json_string(&j, x->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
+		lb_json_end_object(&j);
 	}
-	lb_json_end_array(j);
+	lb_json_end_array(&j);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
-static void print_json(struct lb_json *j, const struct view *v)
+/* V's members in JSON. */
+static int json_cells(struct lb_table_cell *c, const struct view *v)
 {
 	const struct lb_atom *a = &v->a;
 	struct lb_learned l;
-	char why[160];
+	char b[32], why[160], *h;
 	int64_t longest, median;
 	size_t n;
-	int ended = v->known && !(a->flags & LB_ATOM_RUNNING);
+	int ended = v->known && !(a->flags & LB_ATOM_RUNNING), held = v->running && v->who_known;
+	int rc = 0;
 
-	lb_json_begin_object(j);
-	lb_json_key(j, "name");
-	lb_json_string(j, v->name);
-	lb_json_key(j, where(v));
-	lb_json_string(j, v->shown);
-	lb_json_key(j, "state");
-	lb_json_string(j, state_of(v));
-	lb_json_key(j, "pid");
-	if (v->running && v->who_known)
-		lb_json_int(j, (int)v->who.pid);
-	else
-		lb_json_null(j);
-	json_secs(j, "age_seconds", v->running && v->who_known ? view_age(v) : 0,
-	    v->running && v->who_known);
-	json_time(j, "last_start", v->known ? a->start_wall : 0);
-	json_time(j, "last_end", ended ? lb_atom_last_end(a) : 0);
-	if (ended) {
-		json_status(j, a->status);
+	rc |= put(&c[J_NAME], v->name);
+	rc |= put(&c[lb_pool_target_in_fs(v->path) ? J_FILE : J_SERVER], v->shown);
+	rc |= put(&c[J_STATE], state_of(v));
+	rc |= held ? putf(&c[J_PID], "%d", (int)v->who.pid) : put(&c[J_PID], NULL);
+	rc |= secs(&c[J_AGE], held ? view_age(v) : 0, held);
+	rc |= put(&c[J_START], v->known && a->start_wall > 0 ? iso(a->start_wall, b) : NULL);
+	rc |= put(&c[J_END], ended && lb_atom_last_end(a) > 0 ? iso(lb_atom_last_end(a), b) : NULL);
+	if (ended && a->status >= 0) {
+		rc |= putf(&c[J_STATUS], "%d", (int)a->status);
+		rc |= put(&c[J_OUTCOME], a->status > LB_EXIT_SIGNAL && a->status < LB_EXIT_SIGNAL + 65 ?
+		    "signal" : "exited");
 	} else {
-		lb_json_key(j, "last_status");
-		lb_json_null(j);
-		lb_json_key(j, "last_outcome");
-		lb_json_null(j);
+		rc |= put(&c[J_STATUS], NULL);
+		rc |= put(&c[J_OUTCOME], !ended ? NULL :
+		    a->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
 	}
-	json_secs(j, "last_duration_seconds", a->duration, ended && a->duration >= 0);
-	json_secs(j, "next_run_seconds", next_run(v), 1);
-	json_secs(j, "if_elapsed_seconds", a->ifelapsed, v->known);
-	json_secs(j, "expire_after_seconds", expire_after(v, &l), v->known);
-	lb_json_key(j, "expire_after_learned");
+	rc |= secs(&c[J_DURATION], a->duration, ended && a->duration >= 0);
+	rc |= secs(&c[J_NEXT], next_run(v), 1);
+	rc |= secs(&c[J_IFELAPSED], a->ifelapsed, v->known);
+	rc |= secs(&c[J_EXPIRE], expire_after(v, &l), v->known);
 	if (learned(v)) {
-		lb_json_bool(j, l.why != LB_LEARN_FEW);
-		json_secs(j, "expire_after_bound_seconds", l.bound, 1);
-		lb_json_key(j, "expire_after_why");
-		lb_json_string(j, lb_learned_text(&l, why, sizeof why));
+		rc |= put(&c[J_LEARNED], l.why != LB_LEARN_FEW ? "1" : "0");
+		rc |= secs(&c[J_BOUND], l.bound, 1);
+		rc |= put(&c[J_WHY], lb_learned_text(&l, why, sizeof why));
 	} else {
-		lb_json_bool(j, 0);
-		json_secs(j, "expire_after_bound_seconds", 0, 0);
-		lb_json_key(j, "expire_after_why");
-		lb_json_string(j, v->known ? "fixed" : NULL);
+		rc |= put(&c[J_LEARNED], "0");
+		rc |= secs(&c[J_BOUND], 0, 0);
+		rc |= put(&c[J_WHY], v->known ? "fixed" : NULL);
 	}
-	lb_json_key(j, "starving");
-	lb_json_bool(j, starving(v));
-	lb_json_key(j, "expired_in_a_row");
-	lb_json_int(j, v->known ? lb_atom_expired_streak(a) : 0);
-	lb_json_key(j, "runs");
-	lb_json_int(j, a->runs);
-	lb_json_key(j, "expiries");
-	lb_json_int(j, a->expiries);
+	rc |= put(&c[J_STARVING], starving(v) ? "1" : "0");
+	rc |= putf(&c[J_STREAK], "%u", v->known ? (unsigned)lb_atom_expired_streak(a) : 0);
+	rc |= putf(&c[J_RUNS], "%lld", (long long)a->runs);
+	rc |= putf(&c[J_EXPIRIES], "%lld", (long long)a->expiries);
 	n = lb_atom_stats(a, &longest, &median);
-	json_secs(j, "median_duration_seconds", median, n > 0);
-	json_secs(j, "longest_duration_seconds", longest, n > 0);
-	json_history(j, a);
-	lb_json_end_object(j);
+	rc |= secs(&c[J_MEDIAN], median, n > 0);
+	rc |= secs(&c[J_LONGEST], longest, n > 0);
+	h = history(a);
+	rc |= h != NULL ? put(&c[J_HISTORY], h) : -1;
+	free(h);
+	return rc;
+}
+
+/* V as a row of status's table T. -1 out of memory. */
+static int status_row(struct lb_table *t, const struct view *v)
+{
+	struct lb_table_cell *c = lb_table_row(t);
+	size_t i;
+
+	if (c == NULL)
+		return -1;
+	for (i = 0; i < S_COUNT; i++)
+		c[i].omit = 1;
+	return text_cells(c, v) | json_cells(c, v);
 }
 
 static int by_path(const void *x, const void *y)
@@ -389,9 +436,10 @@ static int list_server(const char *url, int all, struct view **v, size_t *n)
 
 int adaptive_status(char *dir, int json, int argc, char **argv)
 {
+	struct lb_table t = { .cols = status_columns, .ncols = S_COUNT, .clean = 1, .compact = 1 };
 	struct lb_json j;
 	struct view *v = NULL;
-	size_t n = 0, i, shown = 0;
+	size_t n = 0, i;
 	int rc = LB_EXIT_OK, dirfd = -1, shared = 0;
 
 	if (!lb_pool_target_in_fs(dir) && list_server(dir, argc == 0, &v, &n) != 0) {
@@ -448,33 +496,26 @@ int adaptive_status(char *dir, int json, int argc, char **argv)
 		if (n > 0)
 			qsort(v, n, sizeof *v, by_path);
 	}
-	lb_json_start(&j, stdout);
-	if (json)
-		lb_json_begin_array(&j);
 	for (i = 0; i < n; i++) {
 		int r = look(&v[i], argc == 0, dirfd, shared);
 
 		if (r < 0)
 			rc = LB_EXIT_FAIL;
-		if (r == 0 && v[i].name != NULL) {
-			if (json) {
-				print_json(&j, &v[i]);
-			} else {
-				/* names from a state file anyone may have written: printable only */
-				lb_text_clean(v[i].name);
-				lb_text_clean(v[i].shown);
-				print_text(&v[i], shown == 0);
-			}
-			shown++;
-		}
+		/* names from a state file anyone may have written: the table shows them printable only */
+		if (r == 0 && v[i].name != NULL && status_row(&t, &v[i]) != 0)
+			lb_die(LB_EXIT_FAIL, "out of memory");
 		free(v[i].name);
 		free(v[i].path);
 		free(v[i].shown);
 	}
 	if (json) {
-		lb_json_end_array(&j);
+		lb_json_start(&j, stdout);
+		lb_table_json(&t, &j, NULL);
 		putchar('\n');
+	} else {
+		lb_table_print_records(&t, 2, 14);
 	}
+	lb_table_free(&t);
 	if (dirfd >= 0)
 		close(dirfd);
 	free(v);

@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -14,6 +15,7 @@
 #include "parse.h"
 #include "pool.h"
 #include "proc.h"
+#include "table.h"
 
 /* "st", "nd", "rd" or "th": the suffix of N's ordinal (1st, 12th, 13th, 21st, 23rd) */
 static const char *ordinal(unsigned n)
@@ -22,73 +24,17 @@ static const char *ordinal(unsigned n)
 	    n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
 }
 
-/* A command with a newline or escape in it must not break the table. */
-static void print_text(const char *s)
-{
-	for (; *s != '\0'; s++)
-		putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
-	putchar('\n');
-}
-
-/*
- * Another program's lock: "-  4242  ?  another program: python3" (the
- * slot when it locks just one; its age is not known).
- */
-static void print_foreign(const struct lb_holder *x)
-{
-	char slot[16] = "-", pid[16] = "?", note[96];
-
-	if (x->slot != 0)
-		snprintf(slot, sizeof slot, "%u", x->slot);
-	if (x->who.pid != 0)
-		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
-	poolcmd_annotation(x, note, sizeof note);
-	printf("%-5s %-8s %-7s %s", slot, pid, "?", note);
-	if (x->who.pid != 0 && x->who.command[0] != '\0') {
-		printf(": ");
-		print_text(x->who.command);
-	} else {
-		putchar('\n');
-	}
-}
-
-/* Another program's lock after its "slot": {"slot":null,"pid":4242,"foreign":true,"lock":"write","start":0,"end":null,"command":"python3"} */
-static void print_foreign_json(struct lb_json *j, const struct lb_holder *x)
-{
-	lb_json_key(j, "pid");
-	if (x->who.pid != 0)
-		lb_json_int(j, (int)x->who.pid);
-	else
-		lb_json_null(j);
-	lb_json_key(j, "foreign");
-	lb_json_bool(j, 1);
-	if (x->in_queue) {
-		lb_json_key(j, "in_queue");
-		lb_json_bool(j, 1);
-	}
-	lb_json_key(j, "lock");
-	lb_json_string(j, x->foreign_write ? "write" : "read");
-	lb_json_key(j, "start");
-	lb_json_int(j, x->lock_lo);
-	lb_json_key(j, "end");
-	if (x->lock_hi < 0)
-		lb_json_null(j);
-	else
-		lb_json_int(j, x->lock_hi);
-	lb_json_key(j, "command");
-	lb_json_string(j, x->who.pid != 0 ? x->who.command : NULL);
-}
-
 /*
  * What the COMMAND column says of a holder or waiter before its command,
- * or of another program's lock: "shared", "exited, kept by PID 4250",
- * "waiting 2nd, stopped, shared", "another program, in the wait queue";
- * "" for a plain holder.
+ * or of another program's lock: "shared", "exited, kept by PID 4250
+ * (sleep)", "waiting 2nd, stopped, shared", "another program, in the wait
+ * queue", "watcher PID 4251"; "" for a plain holder.
  */
 void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 {
+	char keeper[LB_COMMAND_MAX];
 	size_t n = 0;
-	int r;
+	int r = 0;
 
 	buf[0] = '\0';
 	if (lb_holder_kind(x) == LB_HOLDER_FOREIGN) {
@@ -98,168 +44,215 @@ void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size)
 	if (lb_holder_kind(x) == LB_HOLDER_WAITER) {
 		r = snprintf(buf, size, "waiting %u%s%s", x->queue, ordinal(x->queue),
 		    x->stopped ? ", stopped" : "");
-		n = r > 0 ? (size_t)r : 0;
 	} else if (x->gone && x->keeper > 0) {
-		r = snprintf(buf, size, "exited, kept by PID %d", (int)x->keeper);
-		n = r > 0 ? (size_t)r : 0;
+		/* a person's look: the keeper's name is read once, here */
+		lb_proc_name(x->keeper, keeper, sizeof keeper);
+		r = keeper[0] != '\0' ?
+		    snprintf(buf, size, "exited, kept by PID %d (%s)", (int)x->keeper, keeper) :
+		    snprintf(buf, size, "exited, kept by PID %d", (int)x->keeper);
 	} else if (x->gone) {
-		r = snprintf(buf, size, "exited, kept by its children");
-		n = r > 0 ? (size_t)r : 0;
+		r = snprintf(buf, size, "exited, kept by a process not found");
 	}
-	if (x->shared && n < size)
-		snprintf(buf + n, size - n, "%sshared", n ? ", " : "");
+	n = r > 0 && (size_t)r < size ? (size_t)r : n;
+	if (x->shared && n < size) {
+		r = snprintf(buf + n, size - n, "%sshared", n ? ", " : "");
+		n = r > 0 && n + (size_t)r < size ? n + (size_t)r : n;
+	}
+	if (x->watcher > 0 && n < size)
+		snprintf(buf + n, size - n, "%swatcher PID %d", n ? ", " : "", (int)x->watcher);
 }
 
-/* A row's first columns: SLOT ("-" for none), PID, AGE. */
-static void print_start(const struct lb_holder *x)
+void poolcmd_holder_row(const struct lb_holder *x, struct poolcmd_row *r)
 {
-	char slot[16] = "-", age[32];
-
-	if (x->slot != 0)
-		snprintf(slot, sizeof slot, "%u", x->slot);
+	memset(r, 0, sizeof *r);
+	r->slot = x->slot;
+	poolcmd_annotation(x, r->note, sizeof r->note);
+	if (x->foreign) {
+		r->pid = x->who.pid;
+		r->command = x->who.pid > 0 ? x->who.command : NULL;
+		return;
+	}
+	if (!x->known)
+		return;
+	r->pid = x->who.pid;
+	r->command = x->who.command;
 	/*
 	 * a process gone before we looked, with no record of its own, or a
 	 * server's holder whose start the role may not read: its age is not known
 	 */
-	printf("%-5s %-8d %-7s ", slot, (int)x->who.pid,
-	    (x->gone && x->who.starttime == 0) || x->age_unknown ? "?" :
-	    lb_format_duration(lb_ident_age(&x->who), age));
+	r->aged = !((x->gone && x->who.starttime == 0) || x->age_unknown);
+	r->age = lb_ident_age(&x->who);
 }
 
-/* HOSTS: the holders may be on any host (a server's), and a HOST column says which. */
-static void print_rows(int hosts, const struct lb_holders *h)
+/* list's columns: those of its text, then its JSON's members, in their order. */
+enum {
+	L_SLOT, L_PID, L_AGE, L_HOST, L_COMMAND,
+	J_SLOT, J_WAITING, J_QUEUE, J_PID, J_FOREIGN, J_IN_QUEUE, J_LOCK, J_START, J_END,
+	J_WAITED, J_STOPPED, J_UID, J_AGE, J_STARTED, J_HOST, J_COMMAND, J_MODE, J_WATCHER,
+	J_EXITED, J_KEPT_BY, L_COUNT
+};
+
+#define TEXT(name, width)	{ name, LB_COL_TEXT, 0, 0, NULL, NULL, LB_COL_TEXT_ONLY, width }
+#define JSON(key, kind)		{ key, kind, 0, 0, NULL, key, LB_COL_JSON_ONLY, 0 }
+
+static const struct lb_table_col list_columns[L_COUNT] = {
+	[L_SLOT] = TEXT("SLOT", 5),
+	[L_PID] = TEXT("PID", 8),
+	[L_AGE] = TEXT("AGE", 7),
+	[L_HOST] = TEXT("HOST", 16),
+	[L_COMMAND] = TEXT("COMMAND", 0),
+	[J_SLOT] = JSON("slot", LB_COL_NUM),
+	[J_WAITING] = JSON("waiting", LB_COL_BOOL),
+	[J_QUEUE] = JSON("queue", LB_COL_NUM),
+	[J_PID] = JSON("pid", LB_COL_NUM),
+	[J_FOREIGN] = JSON("foreign", LB_COL_BOOL),
+	[J_IN_QUEUE] = JSON("in_queue", LB_COL_BOOL),
+	[J_LOCK] = JSON("lock", LB_COL_TEXT),
+	[J_START] = JSON("start", LB_COL_NUM),
+	[J_END] = JSON("end", LB_COL_NUM),
+	[J_WAITED] = JSON("waited_seconds", LB_COL_SECONDS),
+	[J_STOPPED] = JSON("stopped", LB_COL_BOOL),
+	[J_UID] = JSON("uid", LB_COL_NUM),
+	[J_AGE] = JSON("age_seconds", LB_COL_SECONDS),
+	[J_STARTED] = JSON("started", LB_COL_NUM),
+	[J_HOST] = JSON("host", LB_COL_TEXT),
+	[J_COMMAND] = JSON("command", LB_COL_TEXT),
+	[J_MODE] = JSON("mode", LB_COL_TEXT),
+	[J_WATCHER] = JSON("watcher", LB_COL_NUM),
+	[J_EXITED] = JSON("exited", LB_COL_BOOL),
+	[J_KEPT_BY] = JSON("kept_by", LB_COL_NUM),
+};
+
+/* Cell C: S (NULL: null), or printf's; OMIT the others. -1 out of memory. */
+static int put(struct lb_table_cell *c, const char *s)
 {
-	char note[96];
-	size_t i;
-
-	for (i = 0; i < h->n; i++) {
-		const struct lb_holder *x = &h->v[i];
-
-		if (x->foreign) {
-			print_foreign(x);
-		} else if (x->known) {
-			print_start(x);
-			if (hosts)
-				printf("%-16s ", x->who.host);
-			poolcmd_annotation(x, note, sizeof note);
-			if (note[0] != '\0')
-				printf("%s: ", note);
-			print_text(x->who.command);
-		} else if (x->waiting) {
-			/* a waiter whose mark the table does not show (an older lockbox's) */
-			poolcmd_annotation(x, note, sizeof note);
-			if (hosts)
-				printf("%-5s %-8s %-7s %-16s %s: ?\n", "-", "?", "?", "?", note);
-			else
-				printf("%-5s %-8s %-7s %s: ?\n", "-", "?", "?", note);
-		} else if (hosts) {
-			printf("%-5u %-8s %-7s %-16s %s\n", x->slot, "?", "?", "?", "?");
-		} else {
-			printf("%-5u %-8s %-7s %s\n", x->slot, "?", "?", "?");
-		}
-	}
+	c->omit = 0;
+	return lb_table_set(c, s);
 }
 
-/* A waiter's or holder's members after "slot" and "pid", its PID known. */
-static void print_known_json(struct lb_json *j, const struct lb_holder *x)
+static int putf(struct lb_table_cell *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int putf(struct lb_table_cell *c, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[64];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return put(c, buf);
+}
+
+/* X's text cells: SLOT ("-": none), PID, AGE, HOST and COMMAND ("NOTE: COMMAND"). */
+static int text_cells(struct lb_table_cell *c, const struct lb_holder *x,
+    const struct poolcmd_row *r)
+{
+	char age[32];
+	int rc = 0;
+
+	rc |= r->slot != 0 ? putf(&c[L_SLOT], "%u", r->slot) : put(&c[L_SLOT], "-");
+	rc |= r->pid != 0 ? putf(&c[L_PID], "%d", (int)r->pid) : put(&c[L_PID], "?");
+	rc |= put(&c[L_AGE], r->aged ? lb_format_duration(r->age, age) : "?");
+	rc |= put(&c[L_HOST], x->known && !x->foreign ? x->who.host : "?");
+	if (!x->known && !x->foreign)	/* no record: a waiter an older lockbox marked, or a slot */
+		return rc | (x->waiting ? lb_table_setf(&c[L_COMMAND], "%s: ?", r->note) :
+		    put(&c[L_COMMAND], "?"));
+	if (r->note[0] != '\0' && r->command != NULL && r->command[0] != '\0')
+		return rc | lb_table_setf(&c[L_COMMAND], "%s: %s", r->note, r->command);
+	return rc | put(&c[L_COMMAND], r->note[0] != '\0' ? r->note : r->command);
+}
+
+/* X's members in JSON, omitted cells those its kind has not. */
+static int json_cells(struct lb_table_cell *c, const struct lb_holder *x,
+    const struct poolcmd_row *r)
 {
 	/* gone before we looked, with no record of its own: nothing but its PID */
-	int gone = x->gone && x->who.starttime == 0, no_age = gone || x->age_unknown;
+	int gone = x->gone && x->who.starttime == 0, rc = 0;
 
+	rc |= x->slot != 0 ? putf(&c[J_SLOT], "%u", x->slot) : put(&c[J_SLOT], NULL);
+	if (x->foreign) {
+		rc |= x->who.pid != 0 ? putf(&c[J_PID], "%d", (int)x->who.pid) : put(&c[J_PID], NULL);
+		rc |= put(&c[J_FOREIGN], "1");
+		if (x->in_queue)
+			rc |= put(&c[J_IN_QUEUE], "1");
+		rc |= put(&c[J_LOCK], x->foreign_write ? "write" : "read");
+		rc |= putf(&c[J_START], "%lld", x->lock_lo);
+		rc |= x->lock_hi < 0 ? put(&c[J_END], NULL) : putf(&c[J_END], "%lld", x->lock_hi);
+		return rc | put(&c[J_COMMAND], r->command);
+	}
 	if (x->waiting) {
-		lb_json_key(j, "waited_seconds");
-		lb_json_seconds(j, lb_ident_age(&x->who));
-		lb_json_key(j, "stopped");
-		lb_json_bool(j, x->stopped);
+		rc |= put(&c[J_WAITING], "1");
+		rc |= putf(&c[J_QUEUE], "%u", x->queue);
+	}
+	if (!x->known)
+		return rc | put(&c[J_PID], NULL);
+	rc |= putf(&c[J_PID], "%d", (int)x->who.pid);
+	if (x->waiting) {
+		rc |= put(&c[J_WAITED], "");
+		c[J_WAITED].ns = r->age;
+		rc |= put(&c[J_STOPPED], x->stopped ? "1" : "0");
 	} else {
-		lb_json_key(j, "uid");
-		if (gone)
-			lb_json_null(j);
-		else
-			lb_json_int(j, x->who.uid);
-		lb_json_key(j, "age_seconds");
-		if (no_age)
-			lb_json_null(j);
-		else
-			lb_json_seconds(j, lb_ident_age(&x->who));
-		lb_json_key(j, "started");
-		if (no_age)
-			lb_json_null(j);
-		else
-			lb_json_int(j, (long long)(x->who.wall_ns / LB_NS_PER_S));
-		lb_json_key(j, "host");
-		lb_json_string(j, x->who.host);
+		rc |= gone ? put(&c[J_UID], NULL) : putf(&c[J_UID], "%d", (int)x->who.uid);
+		rc |= put(&c[J_AGE], r->aged ? "" : NULL);
+		c[J_AGE].ns = r->age;
+		rc |= r->aged ? putf(&c[J_STARTED], "%lld", (long long)(x->who.wall_ns / LB_NS_PER_S)) :
+		    put(&c[J_STARTED], NULL);
+		rc |= put(&c[J_HOST], x->who.host);
 	}
-	lb_json_key(j, "command");
-	lb_json_string(j, x->who.command);
-	lb_json_key(j, "mode");
-	lb_json_string(j, x->shared ? "shared" : "exclusive");
+	rc |= put(&c[J_COMMAND], x->who.command);
+	rc |= put(&c[J_MODE], x->shared ? "shared" : "exclusive");
+	if (x->watcher > 0)
+		rc |= putf(&c[J_WATCHER], "%d", (int)x->watcher);
 	if (!x->waiting && x->gone) {
-		lb_json_key(j, "exited");
-		lb_json_bool(j, 1);
-		lb_json_key(j, "kept_by");
-		if (x->keeper > 0)
-			lb_json_int(j, (int)x->keeper);
-		else
-			lb_json_null(j);
+		rc |= put(&c[J_EXITED], "1");
+		rc |= x->keeper > 0 ? putf(&c[J_KEPT_BY], "%d", (int)x->keeper) :
+		    put(&c[J_KEPT_BY], NULL);
 	}
+	return rc;
 }
 
-/* One holder or waiter in JSON. */
-static void print_json(struct lb_json *j, const struct lb_holder *x)
+/* X as a row of list's table T. -1 out of memory. */
+static int list_row(struct lb_table *t, const struct lb_holder *x)
 {
-	lb_json_begin_object(j);
-	lb_json_key(j, "slot");
-	if (x->slot != 0)
-		lb_json_int(j, x->slot);
-	else
-		lb_json_null(j);
-	if (x->foreign) {
-		print_foreign_json(j, x);
-		lb_json_end_object(j);
-		return;
-	}
-	if (x->waiting) {
-		lb_json_key(j, "waiting");
-		lb_json_bool(j, 1);
-		lb_json_key(j, "queue");
-		lb_json_int(j, x->queue);
-	}
-	lb_json_key(j, "pid");
-	if (x->known) {
-		lb_json_int(j, (int)x->who.pid);
-		print_known_json(j, x);
-	} else {
-		lb_json_null(j);
-	}
-	lb_json_end_object(j);
+	struct lb_table_cell *c = lb_table_row(t);
+	struct poolcmd_row r;
+	size_t i;
+
+	if (c == NULL)
+		return -1;
+	for (i = 0; i < L_COUNT; i++)
+		c[i].omit = 1;
+	poolcmd_holder_row(x, &r);
+	return text_cells(c, x, &r) | json_cells(c, x, &r);
 }
 
 /* The holders, then those who wait (W, NULL for none), in their order. */
 void poolcmd_print_list(int json, int hosts, const struct lb_holders *h,
     const struct lb_holders *w)
 {
+	struct lb_table_col cols[L_COUNT];
+	struct lb_table t = { .cols = cols, .ncols = L_COUNT, .clean = 1, .compact = 1 };
 	struct lb_json j;
 	size_t i;
+	int rc = 0;
 
-	if (!json) {
-		if (hosts)
-			printf("%-5s %-8s %-7s %-16s %s\n", "SLOT", "PID", "AGE", "HOST", "COMMAND");
-		else
-			printf("%-5s %-8s %-7s %s\n", "SLOT", "PID", "AGE", "COMMAND");
-		print_rows(hosts, h);
-		if (w != NULL)
-			print_rows(hosts, w);
-		return;
+	memcpy(cols, list_columns, sizeof cols);
+	if (!hosts)
+		cols[L_HOST].only = LB_COL_HIDDEN;
+	for (i = 0; rc == 0 && i < h->n; i++)
+		rc = list_row(&t, &h->v[i]);
+	for (i = 0; rc == 0 && w != NULL && i < w->n; i++)
+		rc = list_row(&t, &w->v[i]);
+	if (rc != 0)
+		lb_warnx("out of memory");
+	else if (!json)
+		lb_table_print(&t, LB_TABLE_TEXT, 1, 0);
+	else {
+		lb_json_start(&j, stdout);
+		lb_table_json(&t, &j, NULL);
+		putchar('\n');
 	}
-	lb_json_start(&j, stdout);
-	lb_json_begin_array(&j);
-	for (i = 0; i < h->n; i++)
-		print_json(&j, &h->v[i]);
-	for (i = 0; w != NULL && i < w->n; i++)
-		print_json(&j, &w->v[i]);
-	lb_json_end_array(&j);
-	putchar('\n');
+	lb_table_free(&t);
 }
 
 /*
@@ -344,10 +337,11 @@ static void command_age(char *buf, size_t size, const struct lb_holder *x)
 }
 
 /*
- * The one holder of a mutex: "held by PID 4242 (backup.sh, 3m12s)", on a
- * host when HOSTS (a server's holders may be on any), shared or not; and
- * when that process has exited and the lock lives on in the children
- * that inherited it, that it has, and which one holds on.
+ * The one holder of a pool of one: "held by PID 4242 (backup.sh, 3m12s)",
+ * on a host when HOSTS (a server's holders may be on any), shared or not;
+ * and when that process has exited and the lock lives on in a process
+ * that shares its open file (its children, or the shell that opened the
+ * descriptor it locked), that it has, and which one holds on.
  */
 static void report_holder(const char *name, const char *waited, int hosts,
     const struct lb_holder *x)
@@ -362,15 +356,64 @@ static void report_holder(const char *name, const char *waited, int hosts,
 	} else {
 		snprintf(what, sizeof what, "%s", x->shared ? "shared" : "?");
 	}
+	/* a child that inherited it or the shell that opened it: the lock does not say which */
 	if (x->gone && x->keeper > 0) {
 		lb_ident_fill(&keeper, x->keeper, NULL, 0);
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock (PID %d, %s)",
-		    (int)x->keeper, keeper.command);
+		snprintf(gone, sizeof gone,
+		    ", which has exited: PID %d (%s), which shares its open file, keeps the lock",
+		    (int)x->keeper, keeper.command[0] != '\0' ? keeper.command : "?");
 	} else if (x->gone) {
-		snprintf(gone, sizeof gone, ", which has exited: its children keep the lock");
+		snprintf(gone, sizeof gone,
+		    ", which has exited: a process that shares its open file keeps the lock");
 	}
 	lb_warnx("%s: %sheld by PID %d%s%s (%s)%s", name, waited, (int)x->who.pid,
 	    hosts ? " on " : "", hosts ? x->who.host : "", what, gone);
+}
+
+/*
+ * A holder of a pool's slots, as "all 3 slots busy:" names it: "PID 311
+ * (backup.sh, 3m12s)", "PID 4242 on host2 (encode, 5s, shared)", "PID 318
+ * (another program: python3)", "PID ?".
+ */
+static void named_item(char *buf, size_t size, const struct lb_holder *x, int hosts)
+{
+	char what[LB_COMMAND_MAX + 48] = "", pid[16] = "?";
+	int host = hosts && x->known && !x->foreign;
+
+	if (x->who.pid != 0 && (x->known || x->foreign))
+		snprintf(pid, sizeof pid, "%d", (int)x->who.pid);
+	if (x->foreign && x->who.pid != 0 && x->who.command[0] != '\0') {
+		snprintf(what, sizeof what, " (another program: %s)", x->who.command);
+	} else if (x->foreign) {
+		snprintf(what, sizeof what, " (another program)");
+	} else if (x->known && x->who.command[0] != '\0') {
+		command_age(what + 2, sizeof what - 3, x);
+		what[0] = ' ';
+		what[1] = '(';
+		snprintf(what + strlen(what), sizeof what - strlen(what), "%s)",
+		    x->shared ? ", shared" : "");
+	}
+	snprintf(buf, size, "PID %s%s%s%s", pid, host ? " on " : "", host ? x->who.host : "", what);
+}
+
+/* how many holders "all N slots busy:" names before it counts the rest */
+#define BUSY_NAMED	3
+
+/* H's holders, the first BUSY_NAMED named, then "and 5 more", in MSG. */
+static void named_holders(char *msg, size_t size, const struct lb_holders *h, int hosts)
+{
+	char item[LB_COMMAND_MAX + LB_HOST_MAX + 96];
+	size_t i, n = 0;
+	int r;
+
+	msg[0] = '\0';
+	for (i = 0; i < h->n && i < BUSY_NAMED; i++) {
+		named_item(item, sizeof item, &h->v[i], hosts);
+		r = snprintf(msg + n, size - n, "%s%s", i ? ", " : "", item);
+		n += r > 0 && n + (size_t)r < size ? (size_t)r : 0;
+	}
+	if (h->n > BUSY_NAMED)
+		snprintf(msg + n, size - n, " and %zu more", h->n - BUSY_NAMED);
 }
 
 void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max,
@@ -378,7 +421,7 @@ void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max
 {
 	const char *why;
 	int at_once, hosts = (lb_pool_caps(pool) & LB_POOL_HOSTS) != 0;
-	char msg[512], age[32], waited[48] = "";
+	char msg[3 * LB_COMMAND_MAX + 512], age[32], waited[48] = "";
 	size_t i, foreign = 0, named = 0;
 
 	if (wait > 0)
@@ -408,16 +451,18 @@ void poolcmd_report_busy(const char *name, int mutex, int64_t wait, unsigned max
 		lb_warnx("%s: %slocked by another program: %s", name, waited, msg);
 		return;
 	}
-	if (mutex && h->n == 1 && h->v[0].known) {
+	/* slots F 1 is mutex F: its one holder named as mutex names it */
+	if ((mutex || max == 1) && h->n == 1 && h->v[0].known) {
 		report_holder(name, waited, hosts, &h->v[0]);
 		return;
 	}
-	list_holders(msg, sizeof msg, h, busy_item);
-	if (max == 1)
+	if (max == 1) {
+		list_holders(msg, sizeof msg, h, busy_item);
 		lb_warnx("%s: %sheld (PID%s %s)", name, waited, h->n == 1 ? "" : "s", msg);
-	else
-		lb_warnx("%s: %sall %u slots busy (PID%s %s)", name, waited, max,
-		    h->n == 1 ? "" : "s", msg);
+		return;
+	}
+	named_holders(msg, sizeof msg, h, hosts);
+	lb_warnx("%s: %sall %u slots busy: %s", name, waited, max, msg);
 }
 
 /*

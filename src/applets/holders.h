@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * list's report: the holders H, then the waiters W (NULL: none), as a
@@ -41,12 +42,26 @@ void poolcmd_status_line(void *arg, const struct lb_progress *pr);
 
 /*
  * What list's COMMAND column says of a holder or waiter X before its
- * command, in BUF: "shared", "exited, kept by PID 4250", "waiting 2nd,
- * stopped, shared", "another program, in the wait queue"; "" for a
- * plain holder.
+ * command, in BUF: "shared", "exited, kept by PID 4250 (sleep)", "waiting
+ * 2nd, stopped, shared", "another program, in the wait queue", "watcher
+ * PID 4251"; "" for a plain holder.
  */
 struct lb_holder;
 void poolcmd_annotation(const struct lb_holder *x, char *buf, size_t size);
+
+/*
+ * One holder's, waiter's or other program's row, as every table shows
+ * it (list, lockbox locks): the one place its age is known or not.
+ */
+struct poolcmd_row {
+	unsigned slot;		/* 0: none */
+	pid_t pid;		/* 0: not known */
+	const char *command;	/* X's; NULL: not known */
+	int aged;		/* AGE says how long it has held, or waited */
+	int64_t age;
+	char note[200];		/* poolcmd_annotation's */
+};
+void poolcmd_holder_row(const struct lb_holder *x, struct poolcmd_row *r);
 
 /*
  * adaptive's busy message: "job: already running (PID 4242 on host2,

@@ -381,24 +381,28 @@ static int foreign_kind(const struct lb_host_view *hv, const size_t *locks, size
 	return -1;
 }
 
-/* A holder or waiter X of lockbox lock file FI as a row. */
+/* A holder or waiter X of lockbox lock file FI as a row: holders.c's, with the kernel's lock. */
 static int holder_row(struct lb_table *t, const struct opts *o, struct names *nm,
     const struct lb_host_view *hv, size_t fi, const size_t *locks, size_t n,
     const struct lb_holder *x)
 {
 	struct row r = { .f = &hv->files[fi], .kind = -1, .write = !x->shared };
+	struct poolcmd_row h;
 	int i;
 
-	r.slot = x->slot;
+	poolcmd_holder_row(x, &h);
+	r.slot = h.slot;
+	r.pid = h.pid;
+	r.command = h.command;
+	r.aged = h.aged;
+	r.age = h.age;
+	snprintf(r.note, sizeof r.note, "%s", h.note);
 	if (x->foreign) {
-		r.pid = x->who.pid;
-		r.command = x->who.pid > 0 ? x->who.command : NULL;
 		r.kind = foreign_kind(hv, locks, n, x);
 		r.write = x->foreign_write;
 		r.range = 1;
 		r.lo = x->lock_lo;
 		r.hi = x->lock_hi;
-		poolcmd_annotation(x, r.note, sizeof r.note);
 		if (x->who.pid <= 0)
 			note_add(&r, "its process not found%s", hv->cut ? " in time" : "");
 		return emit(t, o, &r);
@@ -418,13 +422,7 @@ static int holder_row(struct lb_table *t, const struct opts *o, struct names *nm
 		if (!x->known && i >= 0)
 			r.pid = hv->locks[locks[i]].pid;
 	}
-	poolcmd_annotation(x, r.note, sizeof r.note);
-	if (x->known) {
-		r.pid = x->who.pid;
-		r.command = x->who.command;
-		r.aged = !((x->gone && x->who.starttime == 0) || x->age_unknown);
-		r.age = lb_ident_age(&x->who);
-	} else {
+	if (!x->known) {
 		r.command = name_of(nm, r.pid);
 		if (!x->waiting)
 			note_add(&r, "no record of its holder");
@@ -621,7 +619,7 @@ int locks_main(int argc, char **argv)
 	struct opts o = { .form = LB_TABLE_TEXT, .headings = 1, .truncate = 1,
 	    .timeout = LOCKS_TIMEOUT };
 	struct lb_table_col cols[C_COUNT * 2];
-	struct lb_table t = { cols, 0, NULL, 0, 0 };
+	struct lb_table t = { .cols = cols };
 	struct lb_host_view hv;
 	struct names nm = { NULL, NULL, 0, 0 };
 	size_t *order = NULL, *start = NULL, *locks = NULL, i;

@@ -66,15 +66,21 @@ void lb_table_free(struct lb_table *t)
 /*
  * S as it may be printed (malloc'd; NULL out of memory): no control
  * character, backslash or stray byte as itself (see lb_text_escape); RAW:
- * no space either, so that a raw row's cells are its words.
+ * no space either, so that a raw row's cells are its words; CLEAN: a
+ * control character or stray byte as '?', the rest as it is.
  */
-static char *escaped(const char *s, int raw)
+static char *escaped(const char *s, int raw, int clean)
 {
 	size_t len = strlen(s), n, i, k = 0;
 	char *out = malloc(4 * len + 1), *wide;
 
 	if (out == NULL)
 		return NULL;
+	if (clean) {
+		memcpy(out, s, len + 1);
+		lb_text_clean(out);
+		return out;
+	}
 	n = lb_text_escape(out, 4 * len + 1, s, len);
 	if (!raw || memchr(out, ' ', n) == NULL)
 		return out;
@@ -131,9 +137,25 @@ static void print_cell(const struct lb_table_col *col, const char *s, size_t w, 
 		printf("%*s ", (int)pad, "");
 }
 
+/* Whether T's column C is shown in text; the first that is. */
+static int in_text(const struct lb_table *t, size_t c)
+{
+	return t->cols[c].only == LB_COL_BOTH || t->cols[c].only == LB_COL_TEXT_ONLY;
+}
+
+static size_t first_text(const struct lb_table *t)
+{
+	size_t c;
+
+	for (c = 0; c < t->ncols && !in_text(t, c); c++)
+		;
+	return c;
+}
+
 static void print_text(const struct lb_table *t, int raw, int headings, size_t width)
 {
 	size_t nc = t->ncols, r, c, *w = calloc(nc ? nc : 1, sizeof *w), total = 0, over, cut;
+	size_t last = 0, shown = 0;
 	char **esc = calloc(t->nrows * nc + 1, sizeof *esc);
 
 	if (w == NULL || esc == NULL) {
@@ -141,44 +163,56 @@ static void print_text(const struct lb_table *t, int raw, int headings, size_t w
 		free(esc);
 		return;
 	}
-	for (c = 0; c < nc; c++)
+	for (c = 0; c < nc; c++) {
 		w[c] = strlen(t->cols[c].name);
+		if (w[c] < t->cols[c].width)
+			w[c] = t->cols[c].width;
+		if (in_text(t, c))
+			last = c;
+	}
 	for (r = 0; r < t->nrows; r++)
 		for (c = 0; c < nc; c++) {
 			const char *s = t->cells[r * nc + c].text;
 
-			esc[r * nc + c] = escaped(s != NULL ? s : "", raw);
+			if (!in_text(t, c))
+				continue;
+			esc[r * nc + c] = escaped(s != NULL ? s : "", raw, t->clean);
 			if (esc[r * nc + c] != NULL && width_of(esc[r * nc + c]) > w[c])
 				w[c] = width_of(esc[r * nc + c]);
 		}
 	for (c = 0; c < nc; c++)
-		total += w[c] + (c > 0);
+		if (in_text(t, c))
+			total += w[c] + (shown++ > 0);
 	/* too wide for the terminal: the columns that may be cut give way */
 	for (c = 0; !raw && width > 0 && total > width && c < nc; c++) {
-		if (!t->cols[c].trunc || w[c] <= strlen(t->cols[c].name))
+		if (!in_text(t, c) || !t->cols[c].trunc || w[c] <= strlen(t->cols[c].name))
 			continue;
 		over = total - width;
 		cut = w[c] - strlen(t->cols[c].name) < over ? w[c] - strlen(t->cols[c].name) : over;
 		w[c] -= cut;
 		total -= cut;
 	}
-	if (headings)
+	if (headings) {
 		for (c = 0; c < nc; c++) {
+			if (!in_text(t, c))
+				continue;
 			if (raw)
-				printf("%s%s", c ? " " : "", t->cols[c].name);
+				printf("%s%s", c != first_text(t) ? " " : "", t->cols[c].name);
 			else
-				print_cell(&t->cols[c], t->cols[c].name, w[c], c + 1 == nc);
-			if (c + 1 == nc)
-				putchar('\n');
+				print_cell(&t->cols[c], t->cols[c].name, w[c], c == last);
 		}
+		putchar('\n');
+	}
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < nc; c++) {
 			const char *s = esc[r * nc + c] != NULL ? esc[r * nc + c] : "?";
 
+			if (!in_text(t, c))
+				continue;
 			if (raw)
-				printf("%s%s", c ? " " : "", s);
+				printf("%s%s", c != first_text(t) ? " " : "", s);
 			else
-				print_cell(&t->cols[c], s, w[c], c + 1 == nc);
+				print_cell(&t->cols[c], s, w[c], c == last);
 		}
 		putchar('\n');
 	}
@@ -211,19 +245,24 @@ void lb_table_json(const struct lb_table *t, struct lb_json *j, const char *key)
 	size_t nc = t->ncols, r, c, k;
 	char name[64];
 
-	lb_json_key(j, key);
+	if (key != NULL)
+		lb_json_key(j, key);
 	lb_json_begin_array(j);
 	for (r = 0; r < t->nrows; r++) {
-		lb_json_newline(j);
+		if (!t->compact)
+			lb_json_newline(j);
 		lb_json_begin_object(j);
 		for (c = 0; c < nc; c++) {
 			const struct lb_table_cell *cell = &t->cells[r * nc + c];
 			const char *s = cell->text;
 
+			if ((t->cols[c].only != LB_COL_BOTH && t->cols[c].only != LB_COL_JSON_ONLY) ||
+			    cell->omit)
+				continue;
 			for (k = 0; t->cols[c].name[k] != '\0' && k + 1 < sizeof name; k++)
 				name[k] = (char)tolower((unsigned char)t->cols[c].name[k]);
 			name[k] = '\0';
-			lb_json_key(j, name);
+			lb_json_key(j, t->cols[c].key != NULL ? t->cols[c].key : name);
 			if (s == NULL)
 				lb_json_null(j);
 			else if (t->cols[c].json == LB_COL_SECONDS)
@@ -232,14 +271,40 @@ void lb_table_json(const struct lb_table *t, struct lb_json *j, const char *key)
 				lb_json_raw(j, is_number(s) ? s : "null");
 			else if (t->cols[c].json == LB_COL_BOOL)
 				lb_json_bool(j, strcmp(s, "1") == 0);
+			else if (t->cols[c].json == LB_COL_JSON)
+				lb_json_raw(j, s);
 			else
 				lb_json_string(j, s);
 		}
 		lb_json_end_object(j);
 	}
-	if (t->nrows > 0)
+	if (t->nrows > 0 && !t->compact)
 		lb_json_newline(j);
 	lb_json_end_array(j);
+}
+
+void lb_table_print_records(const struct lb_table *t, int indent, int namew)
+{
+	size_t nc = t->ncols, r, c, first = first_text(t);
+	char *s;
+
+	for (r = 0; r < t->nrows; r++) {
+		if (r > 0)
+			putchar('\n');
+		for (c = first; c < nc; c++) {
+			const struct lb_table_cell *cell = &t->cells[r * nc + c];
+
+			if (!in_text(t, c) || cell->omit)
+				continue;
+			s = escaped(cell->text != NULL ? cell->text : "", 0, t->clean);
+			if (c == first)
+				printf("%s\n", s != NULL ? s : "?");
+			else
+				printf("%*s%-*s %s\n", indent, "", namew, t->cols[c].name,
+				    s != NULL ? s : "?");
+			free(s);
+		}
+	}
 }
 
 void lb_table_print(const struct lb_table *t, int form, int headings, size_t width)

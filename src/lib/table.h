@@ -7,25 +7,34 @@
 #include <stdint.h>
 
 /* How a column's cells go into JSON. */
-enum { LB_COL_TEXT, LB_COL_NUM, LB_COL_BOOL, LB_COL_SECONDS };
+enum { LB_COL_TEXT, LB_COL_NUM, LB_COL_BOOL, LB_COL_SECONDS, LB_COL_JSON };
+
+/* Where a column is shown: in both forms, in one alone, or in neither (left out of this table). */
+enum { LB_COL_BOTH, LB_COL_TEXT_ONLY, LB_COL_JSON_ONLY, LB_COL_HIDDEN };
 
 struct lb_table_col {
 	const char *name;	/* its heading; in JSON, the member's name in lower case */
 	int json;		/* LB_COL_: a string, a number (null when not one), true/false
-				 * ("1"/"0"), a duration (the cell's NS, in seconds) */
+				 * ("1"/"0"), a duration (the cell's NS, in seconds), a JSON
+				 * value written whole (an array) */
 	int right;		/* aligned right (numbers) */
 	int trunc;		/* cut to fit a terminal's width, if any column must be */
 	const char *help;	/* what it shows, for --help */
+	const char *key;	/* its JSON member's name; NULL: the heading in lower case */
+	int only;		/* LB_COL_: shown in text or in JSON alone */
+	size_t width;		/* in text, at least this wide */
 };
 
 /*
  * A cell: TEXT as shown (NULL: none, shown empty, null in JSON), malloc'd,
  * the table's once added; in a column of durations, NS is the one TEXT
- * says, for JSON.
+ * says, for JSON. OMIT: not there at all: no member of its row's JSON
+ * object, no line of its record.
  */
 struct lb_table_cell {
 	char *text;
 	int64_t ns;
+	int omit;
 };
 
 struct lb_table {
@@ -33,6 +42,12 @@ struct lb_table {
 	size_t ncols;
 	struct lb_table_cell *cells;	/* row after row, ncols each */
 	size_t nrows, cap;
+	/*
+	 * CLEAN: text shows a control character or a stray byte as '?'
+	 * (lb_text_clean), a person's look at what a record says, instead of
+	 * escaping it; COMPACT: JSON puts the rows on one line
+	 */
+	int clean, compact;
 };
 
 /* A new row of T, its cells empty: a pointer to them (NCOLS of them), or NULL. */
@@ -55,11 +70,20 @@ enum { LB_TABLE_TEXT, LB_TABLE_RAW, LB_TABLE_JSON };
 void lb_table_print(const struct lb_table *t, int form, int headings, size_t width);
 
 /*
- * T as the member KEY of the object J is in: "KEY":[{...},...], a row a
- * line, each column a member named by its heading in lower case.
+ * T as the member KEY of the object J is in: "KEY":[{...},...] (KEY NULL:
+ * the array alone), a row a line unless COMPACT, each column a member
+ * named by its key, or its heading in lower case.
  */
 struct lb_json;
 void lb_table_json(const struct lb_table *t, struct lb_json *j, const char *key);
+
+/*
+ * T's rows as records, on stdout, a blank line between two: the first
+ * column's cell alone on a line, then each other column's as INDENT
+ * spaces, its heading in NAMEW columns, a space and the cell; a cell
+ * omitted has no line.
+ */
+void lb_table_print_records(const struct lb_table *t, int indent, int namew);
 
 void lb_table_free(struct lb_table *t);
 
