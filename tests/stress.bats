@@ -525,8 +525,10 @@ worker() {
 	lckdo-s) hold=(lckdo -s -w "$f") ;;
 	s6setlock-s) hold=(s6-setlock -r -t 60000 "$f") ;;
 	# a classic POSIX read lock (lockf(3)'s kind), kept across the exec
+	# by a descriptor the exec does not close (a close would drop it)
 	lockf-s) hold=(python3 -c 'import fcntl, os, sys
 f = open(sys.argv[1])
+os.set_inheritable(f.fileno(), True)
 fcntl.lockf(f, fcntl.LOCK_SH)
 os.execv(sys.argv[2], sys.argv[2:])' "$f") ;;
 	esac
