@@ -106,8 +106,8 @@ static void queue_foreign(struct filepool *p, off_t at, short type, pid_t hint)
 		    type == F_RDLCK ? "read" : "write", (int)pid, who.command);
 	} else {
 		snprintf(p->base.why, sizeof p->base.why,
-		    "the wait queue is blocked by a %s lock lockbox did not take (PID ?)",
-		    type == F_RDLCK ? "read" : "write");
+		    "the wait queue is blocked by a %s lock lockbox did not take; 'lockbox locks %s' shows who",
+		    type == F_RDLCK ? "read" : "write", p->name);
 	}
 	p->base.why_at_once = 1;
 }
@@ -536,6 +536,8 @@ void fp_queue_row(struct lb_holder *h, const struct lb_queued *q, unsigned place
  */
 static const int close_settle_ms[] = { 2, 20, 200 };
 #define CLOSE_SETTLES	(sizeof close_settle_ms / sizeof close_settle_ms[0])
+/* holders found gone whose slots a watch tests at once, at most */
+#define GONE_LOOK	16
 
 /*
  * Whether slot S's record names a process of this host: its slot frees,
@@ -556,9 +558,12 @@ static int local_holder(struct filepool *p, struct lb_await *w, unsigned s)
 	lb_record_decode(fp_record(p, s), &who);
 	if (!lb_ident_local(&who))
 		return 0;
-	/* 0: the recorded process is gone (a zombie too), its children hold on */
-	lb_await_pid(w, who.pid, who.starttime, (int)s);
-	return 1;
+	/*
+	 * 0: the recorded process is gone (a zombie too): its children hold
+	 * on, or it ended since the scan, its last close before the closes
+	 * were watched (see watch)
+	 */
+	return lb_await_pid(w, who.pid, who.starttime, (int)s) == 0 ? 2 : 1;
 }
 
 /*
@@ -587,8 +592,10 @@ static int local_holder(struct filepool *p, struct lb_await *w, unsigned s)
  */
 static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
 {
-	int covered = 1;
-	size_t i, nlocal = 0, asked = 0, local[LB_WAIT_HELPERS];
+	int covered = 1, kind;
+	size_t i, nlocal = 0, asked = 0, ngone = 0, local[LB_WAIT_HELPERS];
+	unsigned gone[GONE_LOOK];
+	struct flock l;
 
 	*closes = 0;
 	lb_await_forget_locks(w);
@@ -612,7 +619,10 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
 	for (i = 0; i < p->held.n; i++) {
 		unsigned s = p->held.v[i];
 
-		if (local_holder(p, w, s)) {
+		if ((kind = local_holder(p, w, s)) != 0) {
+			if (kind == 2 && ngone < GONE_LOOK)
+				gone[ngone] = s;
+			ngone += kind == 2;
 			if (nlocal < LB_WAIT_HELPERS)
 				local[nlocal] = i;
 			nlocal++;
@@ -632,7 +642,17 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
 		if (asked < nlocal && (!*closes || !*word))
 			covered = 0;
 	}
-	return covered ? LB_NO_RECHECK : RECHECK_MS;
+	/*
+	 * A holder found gone whose slot got no request: ended since the
+	 * scan, its slot may be free already, its last close told before
+	 * the closes were watched. Tested now that they are: free, a look at
+	 * once; held, its children's last close will tell. (Past GONE_LOOK
+	 * of them, a look after RECHECK_MS.)
+	 */
+	for (i = 0; i < ngone && i < GONE_LOOK; i++)
+		if (lb_lock_test(p->cfd, F_WRLCK, lb_slot_offset(gone[i]), 1, &l) != 0)
+			return 1;
+	return covered && ngone <= GONE_LOOK ? LB_NO_RECHECK : RECHECK_MS;
 }
 
 /* At the head: tell the pool's progress function, naming a holder with a record. */
