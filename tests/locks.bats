@@ -380,7 +380,7 @@ print("ok")' "$output" "$LOCKHOLD_PID"
 	run -0 "$LOCKBOX" mutex "$F" check
 	assert_output 1
 	run -75 --separate-stderr "$LOCKBOX" mutex -w 60 "$F" true
-	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): $(queue_blocked_re read "$F" "$LOCKHOLD_PID" lockhold)\$"
 	locks_lines 1 -r -n -o PID,NOTE -p "$LOCKHOLD_PID"
 	assert_output "$LOCKHOLD_PID another\\x20program,\\x20in\\x20the\\x20wait\\x20queue"
 }

@@ -450,12 +450,12 @@ shared_pool() {
 	local p u0 msg
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
-	msg="the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	msg=$(queue_blocked_re read "$F" "$LOCKHOLD_PID" lockhold)
 	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
-	assert_stderr "mutex: $F: $msg"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): $msg\$"
 	assert_output ""
 	run -75 --separate-stderr within 20 "$LOCKBOX" slots -w 10 "$F" 1 echo GOT
-	assert_stderr "slots: $F: $msg"
+	assert_stderr_regex "^slots: $(re_quote "$F"): $msg\$"
 	# -q silences it, -E picks the status
 	run -3 --separate-stderr within 20 "$LOCKBOX" mutex -q -E 3 -w 10 "$F" echo GOT
 	assert_stderr ""
@@ -463,7 +463,7 @@ shared_pool() {
 	if ofd_build; then
 		# shellcheck disable=SC2016 # expanded by the child shell
 		run -75 --separate-stderr timeout 20 bash -c '. "$("$LOCKBOX" --shell-lib)"; acquire_mutex -w 10 "$1"' sh "$F"
-		assert_stderr_regex "blocked by a read lock lockbox did not take \\(PID $LOCKHOLD_PID, lockhold\\)"
+		assert_stderr_regex "$msg"
 	fi
 	# no spinning waiter kept the header: others are answered at once
 	run -75 --separate-stderr within 20 "$LOCKBOX" mutex "$F" true
@@ -487,7 +487,7 @@ shared_pool() {
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
 	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
-	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): $(queue_blocked_re read "$F" "$LOCKHOLD_PID" lockhold)\$"
 	within_paces "$u0" "$p" 500
 	stop_pid "$HOLDER_PID"
 	reap "$head"
@@ -503,7 +503,7 @@ shared_pool() {
 	p=$(pace)
 	u0=${EPOCHREALTIME/[.,]/}
 	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
-	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): $(queue_blocked_re read "$F" "$LOCKHOLD_PID" lockhold)\$"
 	# behind a head that queued before the lock came
 	stop_pid "$LOCKHOLD_PID"
 	spawn "$LOCKBOX" mutex -w 30 "$F" true
@@ -511,7 +511,7 @@ shared_pool() {
 	wait_for waiting_on "$F" 1
 	lockhold_ro "$F" 4294967295 1
 	run -75 --separate-stderr within 20 "$LOCKBOX" mutex -w 10 "$F" echo GOT
-	assert_stderr "mutex: $F: the wait queue is blocked by a read lock lockbox did not take (PID $LOCKHOLD_PID, lockhold)"
+	assert_stderr_regex "^mutex: $(re_quote "$F"): $(queue_blocked_re read "$F" "$LOCKHOLD_PID" lockhold)\$"
 	within_paces "$u0" "$p" 1000
 	stop_pid "$HOLDER_PID"
 	reap "$head"

@@ -529,6 +529,14 @@ named_re() {
 	printf 'PID %s \\(%s, %s\\)' "$1" "$(re_quote "$2")" "$AGE_RE"
 }
 
+# queue_blocked_re KIND FILE PID COMMAND: the words of a wait ended by
+# another program's KIND (read, write) lock on FILE's queue, its process
+# named (as the kernel, or a look of a few milliseconds, names it) or not
+queue_blocked_re() {
+	printf 'the wait queue is blocked by a %s lock lockbox did not take( \\(PID %s, %s\\)|; '"'"'lockbox locks %s'"'"' shows who)' \
+		"$1" "$3" "$(re_quote "$4")" "$(re_quote "$2")"
+}
+
 # locked_re APPLET FILE PID COMMAND: the whole busy message for another
 # program's lock, its process named (as the kernel, or a look through
 # /proc of a few milliseconds, names it) or not found in that time
