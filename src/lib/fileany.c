@@ -394,7 +394,7 @@ static int holders_by_tests(struct filepool *p, int waiting, struct lb_holders *
 	size_t n, i;
 	struct stat st;
 	pid_t pid, taker;
-	int flocked, half = 0, gone;
+	int flocked, half = 0, slot = 0, gone;
 
 	out->v = calloc(HOLDER_TESTS + 1, sizeof *out->v);
 	out->n = 0;
@@ -419,6 +419,7 @@ static int holders_by_tests(struct filepool *p, int waiting, struct lb_holders *
 			half = 1;
 			v[i].write = flocked;
 		}
+		slot |= v[i].write && lb_lock_is_lockbox(&v[i]) && !lb_path_half(&v[i]);
 		/* one row a process: its flock(2) lock and its fcntl lock are one holder */
 		if (v[i].pid == 0 || !listed(out, v[i].pid))
 			add_row(out, &v[i]);
@@ -433,8 +434,12 @@ static int holders_by_tests(struct filepool *p, int waiting, struct lb_holders *
 	for (i = 0, x = NULL; pid > 0 && i < out->n; i++)
 		if (out->v[i].who.pid == pid)
 			x = &out->v[i];
-	/* (an fcntl half, found, is its holder's row: its process may not be) */
-	if (x == NULL && (half || !flocked))
+	/*
+	 * (an fcntl half, found, is its holder's row: its process may not
+	 * be; so is a slot's of a lock file cut short, whose mutex holder
+	 * takes a flock(2) lock beside it, when the look named nobody else)
+	 */
+	if (x == NULL && (half || !flocked || (slot && pid == 0)))
 		return 0;
 	taker = pid > 0 ? l.pid : 0;
 	gone = taker > 0 && taker != pid && kill(taker, 0) != 0 && errno == ESRCH;
