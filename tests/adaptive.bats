@@ -135,10 +135,14 @@ events() {
 	m=${stderr##* 1h}
 	m=$((60 + ${m%m}))
 	((m <= 90 && m >= 89 - (t1 - t0) / 60000000)) || fail "allowed in ${m}m, $(((t1 - t0) / 1000))ms after the first run"
-	# seconds: allowed again after a bounded wait
-	run -75 --separate-stderr ad -e 1s job true
+	# seconds: allowed again after a bounded wait (a second, or on a slow
+	# machine enough of lockbox's paces for the next run to come sooner)
+	local e
+	e=$(paces_or 20 1)
+	run -0 ad -e 0 job true
+	run -75 --separate-stderr ad -e "$e" job true
 	assert_stderr_regex "^adaptive: job: too soon; next run allowed in ${AGE_RE}\$"
-	wait_for -t 10 ad -q -e 1s job touch "$T/second"
+	wait_for -t $((e + 10)) ad -q -e "$e" job touch "$T/second"
 	assert [ -e "$T/second" ]
 }
 
@@ -608,12 +612,16 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 }
 
 @test "IFELAPSED counts from the last completion, not the last start" {
-	# a run of 1.5s with IFELAPSED 1s: at its end, 1.5s have passed since
-	# its start but none since it completed
-	run -0 ad -e 1s long sleep 1.5
-	run -75 --separate-stderr ad -e 1s long true
-	assert_stderr_regex '^adaptive: long: too soon; next run allowed in (1s|[0-9]+ms)$'
-	wait_for -t 10 ad -q -e 1s long touch "$T/ran"
+	# a run of 1.5 IFELAPSED: at its end, more than IFELAPSED has passed
+	# since its start but none since it completed (IFELAPSED 1s, or on a
+	# slow machine enough of lockbox's paces for the next run to come
+	# sooner)
+	local e
+	e=$(paces_or 20 1)
+	run -0 ad -e "$e" long sleep "$((e * 3 / 2)).$((e * 3 % 2 * 5))"
+	run -75 --separate-stderr ad -e "$e" long true
+	assert_stderr_regex "^adaptive: long: too soon; next run allowed in ${AGE_RE}\$"
+	wait_for -t $((e + 10)) ad -q -e "$e" long touch "$T/ran"
 }
 
 @test "a run killed by a later start is recorded as expired even when its supervisor records its end" {
@@ -925,28 +933,33 @@ older_than() {
 }
 
 @test "CFEngine's ifelapsed_and_expireafter cases, with fixed IfElapsed 1s and ExpireAfter 2s: unchanged" {
+	# (1s and 2s, or on a slow machine as many of lockbox's paces as let
+	# the next run come within them, in the same ratio)
+	local e x
+	e=$(paces_or 20 1)
+	x=$((2 * e))
 	# a second run within IfElapsed is skipped; after it, it runs
-	run -0 ad -e 1s -x 2s cf touch "$T/1"
-	run -75 --separate-stderr ad -e 1s -x 2s cf touch "$T/2"
-	assert_stderr_regex '^adaptive: cf: too soon; next run allowed in (1s|[0-9]+ms)$'
+	run -0 ad -e "$e" -x "$x" cf touch "$T/1"
+	run -75 --separate-stderr ad -e "$e" -x "$x" cf touch "$T/2"
+	assert_stderr_regex "^adaptive: cf: too soon; next run allowed in ${AGE_RE}\$"
 	assert [ ! -e "$T/2" ]
-	wait_for -t 10 ad -q -e 1s -x 2s cf touch "$T/2"
+	wait_for -t $((e + 10)) ad -q -e "$e" -x "$x" cf touch "$T/2"
 	# a holder younger than ExpireAfter: busy, left alone
-	start_run cf2 '' -x 2s
-	run -75 --separate-stderr ad -e 1s -x 2s cf2 true
+	start_run cf2 '' -x "$x"
+	run -75 --separate-stderr ad -e "$e" -x "$x" cf2 true
 	assert_stderr_regex "^adaptive: cf2: already running \\(PID $RUN_PID, "
 	kill -0 "$CMD_PID"
 	# older than ExpireAfter: killed, and this run takes over
-	wait_for -t 30 overdue cf2
-	run -0 --separate-stderr ad -e 1s -x 2s -g 300ms cf2 touch "$T/3"
+	wait_for -t $((x + 30)) overdue cf2
+	run -0 --separate-stderr ad -e "$e" -x "$x" -g 300ms cf2 touch "$T/3"
 	assert [ -e "$T/3" ]
 	wait_for gone "$CMD_PID"
 	run -0 "$LOCKBOX" adaptive --json status cf2
-	assert_output --partial '"expire_after_seconds":2.000,"expire_after_learned":false,"expire_after_bound_seconds":null,"expire_after_why":"fixed","starving":false,"expired_in_a_row":0'
+	assert_output --partial '"expire_after_seconds":'"$x"'.000,"expire_after_learned":false,"expire_after_bound_seconds":null,"expire_after_why":"fixed","starving":false,"expired_in_a_row":0'
 	run -0 "$LOCKBOX" adaptive status cf2
-	assert_line '  expire after   2s'
+	assert_line "  expire after   ${x}s"
 	assert_line --regexp '^  runs +2 \(1 expired\)'
 	# its end is the completion IfElapsed counts from
-	run -75 --separate-stderr ad -e 1m -x 2s cf2 true
+	run -75 --separate-stderr ad -e 1m -x "$x" cf2 true
 	assert_stderr_regex '^adaptive: cf2: too soon; next run allowed in (1m|[0-9]+s)$'
 }

@@ -504,7 +504,9 @@ header_waited_for() {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" mutex -w 20 "$F" sh -c 'echo B >>"$1"' sh "$T/order"
 	b=$SPAWN_PID
-	wait_for blocked_in_queue "$F" 1
+	# B in the queue: behind A, or past it already, its look having found
+	# A stopped (then it waits for the holder's slot, not in the queue)
+	wait_for waiting_on "$F" 2
 	p=$(pace)
 	t0=${EPOCHREALTIME/./}
 	stop_pid "$HOLD_PID"
