@@ -19,7 +19,7 @@
  * argv, in this process: the same options, checks, messages and
  * statuses as the binary's.
  *
- * What it holds to, inside a shell that lives on (see src/lib/host.h):
+ * What it holds to, inside a shell that lives on (see src/util/host.h):
  * no exit (a usage error ends the call, with the program's message and
  * status), no fd left open but the lock fds it keeps for the shell
  * (every other one is close-on-exec and closed before the call returns),

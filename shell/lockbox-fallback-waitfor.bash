@@ -22,7 +22,7 @@ _lockbox_now() {
 # grammar (terms NUMBER[UNIT], NUMBER with an optional fraction, units ms,
 # s or sec, m or min, h or hr, d; a bare number only alone, in BARE_MS
 # units). 1 if malformed, 2 if too long. The builtin has no copy of the
-# grammar: it reads durations with lockbox's own parser (src/lib/parse.c).
+# grammar: it reads durations with lockbox's own parser (src/util/parse.c).
 # This one stays, as do _lockbox_fmt_ms's of lb_format_duration and
 # _lockbox_fmt_given's of lb_format_duration_ms: the fallback runs where
 # the builtin cannot be loaded.

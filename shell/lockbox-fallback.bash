@@ -207,7 +207,7 @@ _lockbox_find() {
 # sticky directory, not for a file of this user or the directory's owner).
 _lockbox_open() {
 	local app=$1 file=$2 ro fd msg
-	# a server's URL: the schemes of src/lib/backends.c's table, which the
+	# a server's URL: the schemes of src/pool/backends.c's table, which the
 	# builtin reads (bash cannot); a backend added there is added here
 	[[ $file != postgres://* && $file != postgresql://* ]] || { _lockbox_warn "$app: the library takes lock files only, not a server's URL; for a lock on a server, run: lockbox $app URL COMMAND"; return 125; }
 	# (an empty file is a pool's to adopt; a mutex takes it as it is:
