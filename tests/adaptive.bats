@@ -140,9 +140,9 @@ events() {
 	local e
 	e=$(paces_or 20 1)
 	run -0 ad -e 0 job true
-	run -75 --separate-stderr ad -e "$e" job true
+	run -75 --separate-stderr ad -e "${e}s" job true
 	assert_stderr_regex "^adaptive: job: too soon; next run allowed in ${AGE_RE}\$"
-	wait_for -t $((e + 10)) ad -q -e "$e" job touch "$T/second"
+	wait_for -t $((e + 10)) ad -q -e "${e}s" job touch "$T/second"
 	assert [ -e "$T/second" ]
 }
 
@@ -618,10 +618,10 @@ adaptive: n: finished with status 0 after $AGE_RE\$"
 	# sooner)
 	local e
 	e=$(paces_or 20 1)
-	run -0 ad -e "$e" long sleep "$((e * 3 / 2)).$((e * 3 % 2 * 5))"
-	run -75 --separate-stderr ad -e "$e" long true
+	run -0 ad -e "${e}s" long sleep "$((e * 3 / 2)).$((e * 3 % 2 * 5))"
+	run -75 --separate-stderr ad -e "${e}s" long true
 	assert_stderr_regex "^adaptive: long: too soon; next run allowed in ${AGE_RE}\$"
-	wait_for -t $((e + 10)) ad -q -e "$e" long touch "$T/ran"
+	wait_for -t $((e + 10)) ad -q -e "${e}s" long touch "$T/ran"
 }
 
 @test "a run killed by a later start is recorded as expired even when its supervisor records its end" {
@@ -939,19 +939,19 @@ older_than() {
 	e=$(paces_or 20 1)
 	x=$((2 * e))
 	# a second run within IfElapsed is skipped; after it, it runs
-	run -0 ad -e "$e" -x "$x" cf touch "$T/1"
-	run -75 --separate-stderr ad -e "$e" -x "$x" cf touch "$T/2"
+	run -0 ad -e "${e}s" -x "${x}s" cf touch "$T/1"
+	run -75 --separate-stderr ad -e "${e}s" -x "${x}s" cf touch "$T/2"
 	assert_stderr_regex "^adaptive: cf: too soon; next run allowed in ${AGE_RE}\$"
 	assert [ ! -e "$T/2" ]
-	wait_for -t $((e + 10)) ad -q -e "$e" -x "$x" cf touch "$T/2"
+	wait_for -t $((e + 10)) ad -q -e "${e}s" -x "${x}s" cf touch "$T/2"
 	# a holder younger than ExpireAfter: busy, left alone
-	start_run cf2 '' -x "$x"
-	run -75 --separate-stderr ad -e "$e" -x "$x" cf2 true
+	start_run cf2 '' -x "${x}s"
+	run -75 --separate-stderr ad -e "${e}s" -x "${x}s" cf2 true
 	assert_stderr_regex "^adaptive: cf2: already running \\(PID $RUN_PID, "
 	kill -0 "$CMD_PID"
 	# older than ExpireAfter: killed, and this run takes over
 	wait_for -t $((x + 30)) overdue cf2
-	run -0 --separate-stderr ad -e "$e" -x "$x" -g 300ms cf2 touch "$T/3"
+	run -0 --separate-stderr ad -e "${e}s" -x "${x}s" -g 300ms cf2 touch "$T/3"
 	assert [ -e "$T/3" ]
 	wait_for gone "$CMD_PID"
 	run -0 "$LOCKBOX" adaptive --json status cf2
@@ -960,6 +960,6 @@ older_than() {
 	assert_line "  expire after   ${x}s"
 	assert_line --regexp '^  runs +2 \(1 expired\)'
 	# its end is the completion IfElapsed counts from
-	run -75 --separate-stderr ad -e 1m -x "$x" cf2 true
+	run -75 --separate-stderr ad -e 1m -x "${x}s" cf2 true
 	assert_stderr_regex '^adaptive: cf2: too soon; next run allowed in (1m|[0-9]+s)$'
 }
