@@ -151,7 +151,7 @@ hold() {
 	assert_regex "$fence" '^[0-9]+$'
 	assert_equal "${lines[1]}" 1
 	assert_regex "${lines[2]}" '^SLOT +PID +AGE +HOST +COMMAND$'
-	assert_regex "${lines[3]}" "^1 +$pid +$AGE_RE +$(re_quote "$(hostname | cut -c1-16)") +sh\$"
+	assert_regex "${lines[3]}" "^1 +$pid +$AGE_RE +$(re_quote "$(hostname | cut -c1-16)") +watcher PID [0-9]+: sh\$"
 	# released when the command ended
 	run -0 "$LOCKBOX" slots "$U" check
 	assert_output 0
@@ -258,10 +258,10 @@ hold() {
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" check
 	assert_output "{\"file\":\"$U\",\"held\":1}"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$U" list
-	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +host-a +sh\$"
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +$AGE_RE +host-a +watcher PID [0-9]+: sh\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$U" list
 	printf '%s\n' "$output" | valid_json
-	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh\",\"mode\":\"exclusive\"\\}\\]\$"
+	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":$(id -u),\"age_seconds\":[0-9.]+,\"started\":[0-9]+,\"host\":\"host-a\",\"command\":\"sh\",\"mode\":\"exclusive\",\"watcher\":[0-9]+\\}\\]\$"
 	stop_pid "$HOLD_PID"
 	wait_for held_is "$U" 0
 	run -0 "$LOCKBOX" mutex --json "$U" list
@@ -893,7 +893,7 @@ Try 'lockbox mutex --help'."
 	weak="$(role_url lockbox_weak)?lock=$NAME"
 	hold mutex "$U"
 	run -0 --separate-stderr "$LOCKBOX" mutex "$weak" list
-	assert_regex "${lines[1]}" "^1 +$HOLD_PID +\\? +[^ ]+ +sh\$"
+	assert_regex "${lines[1]}" "^1 +$HOLD_PID +\\? +[^ ]+ +watcher PID [0-9]+: sh\$"
 	run -0 --separate-stderr "$LOCKBOX" mutex --json "$weak" list
 	printf '%s\n' "$output" | valid_json
 	assert_regex "$output" "^\\[\\{\"slot\":1,\"pid\":$HOLD_PID,\"uid\":[0-9]+,\"age_seconds\":null,\"started\":null,\"host\":"
