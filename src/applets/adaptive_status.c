@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,31 +206,11 @@ static const struct lb_table_col status_columns[S_COUNT] = {
 	[J_HISTORY] = JSON("history", LB_COL_JSON),
 };
 
-/* Cell C: S (NULL: none, null in JSON), or printf's; there, no longer omitted. */
-static int put(struct lb_table_cell *c, const char *s)
-{
-	c->omit = 0;
-	return lb_table_set(c, s);
-}
-
-static int putf(struct lb_table_cell *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int putf(struct lb_table_cell *c, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[256];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	return put(c, buf);
-}
-
 /* A duration in JSON: NS in seconds, or null when not VALID. */
 static int secs(struct lb_table_cell *c, int64_t ns, int valid)
 {
 	c->ns = ns;
-	return put(c, valid ? "" : NULL);
+	return lb_table_put(c, valid ? "" : NULL);
 }
 
 /* The lines of V's text. */
@@ -244,52 +223,52 @@ static int text_cells(struct lb_table_cell *c, const struct view *v)
 	size_t n;
 	int rc = 0;
 
-	rc |= put(&c[T_NAME], v->name);
-	rc |= put(&c[T_STATE], state_of(v));
+	rc |= lb_table_put(&c[T_NAME], v->name);
+	rc |= lb_table_put(&c[T_STATE], state_of(v));
 	if (v->running && v->who_known) {
-		rc |= putf(&c[T_PID], "%d", (int)v->who.pid);
-		rc |= put(&c[T_AGE], lb_format_duration(view_age(v), b1));
+		rc |= lb_table_putf(&c[T_PID], "%d", (int)v->who.pid);
+		rc |= lb_table_put(&c[T_AGE], lb_format_duration(view_age(v), b1));
 	} else {
-		rc |= put(&c[T_PID], v->running ? "?" : "-");
-		rc |= put(&c[T_AGE], "-");
+		rc |= lb_table_put(&c[T_PID], v->running ? "?" : "-");
+		rc |= lb_table_put(&c[T_AGE], "-");
 	}
 	if (!v->known) {
-		rc |= put(&c[T_START], "never");
+		rc |= lb_table_put(&c[T_START], "never");
 	} else {
-		rc |= put(&c[T_START], iso(a->start_wall, b1));
+		rc |= lb_table_put(&c[T_START], iso(a->start_wall, b1));
 		if (a->flags & LB_ATOM_RUNNING) {
-			rc |= put(&c[T_END], "-");
-			rc |= put(&c[T_STATUS], "-");
-			rc |= put(&c[T_DURATION], "-");
+			rc |= lb_table_put(&c[T_END], "-");
+			rc |= lb_table_put(&c[T_STATUS], "-");
+			rc |= lb_table_put(&c[T_DURATION], "-");
 		} else {
-			rc |= put(&c[T_END], iso(lb_atom_last_end(a), b1));
-			rc |= put(&c[T_STATUS], status_word(a->status, b2));
-			rc |= put(&c[T_DURATION], a->duration >= 0 ? lb_format_duration(a->duration, b1) : "-");
+			rc |= lb_table_put(&c[T_END], iso(lb_atom_last_end(a), b1));
+			rc |= lb_table_put(&c[T_STATUS], status_word(a->status, b2));
+			rc |= lb_table_put(&c[T_DURATION], a->duration >= 0 ? lb_format_duration(a->duration, b1) : "-");
 		}
 	}
 	left = next_run(v);
-	rc |= left > 0 ? putf(&c[T_NEXT], "in %s", lb_format_duration_up(left, b1)) :
-	    put(&c[T_NEXT], "now");
+	rc |= left > 0 ? lb_table_putf(&c[T_NEXT], "in %s", lb_format_duration_up(left, b1)) :
+	    lb_table_put(&c[T_NEXT], "now");
 	if (v->known) {
-		rc |= put(&c[T_IFELAPSED], lb_format_duration(a->ifelapsed, b1));
+		rc |= lb_table_put(&c[T_IFELAPSED], lb_format_duration(a->ifelapsed, b1));
 		if (learned(v)) {
 			lb_format_duration(expire_after(v, &l), b1);
-			rc |= putf(&c[T_EXPIRE], "%s (%s)", b1, lb_learned_text(&l, why, sizeof why));
+			rc |= lb_table_putf(&c[T_EXPIRE], "%s (%s)", b1, lb_learned_text(&l, why, sizeof why));
 		} else {
-			rc |= put(&c[T_EXPIRE], lb_format_duration(a->expireafter, b1));
+			rc |= lb_table_put(&c[T_EXPIRE], lb_format_duration(a->expireafter, b1));
 		}
 		if (starving(v))
-			rc |= putf(&c[T_STARVING], "yes: the last %u runs were killed before they finished",
+			rc |= lb_table_putf(&c[T_STARVING], "yes: the last %u runs were killed before they finished",
 			    lb_atom_expired_streak(a));
 		n = lb_atom_stats(a, &longest, &median);
 		if (n > 0)
-			rc |= putf(&c[T_RUNS], "%u (%u expired); last %zu completed: median %s, longest %s",
+			rc |= lb_table_putf(&c[T_RUNS], "%u (%u expired); last %zu completed: median %s, longest %s",
 			    (unsigned)a->runs, (unsigned)a->expiries, n,
 			    lb_format_duration(median, b1), lb_format_duration(longest, b2));
 		else
-			rc |= putf(&c[T_RUNS], "%u", (unsigned)a->runs);
+			rc |= lb_table_putf(&c[T_RUNS], "%u", (unsigned)a->runs);
 	}
-	return rc | put(&c[lb_pool_target_in_fs(v->path) ? T_FILE : T_SERVER], v->shown);
+	return rc | lb_table_put(&c[lb_pool_target_in_fs(v->path) ? T_FILE : T_SERVER], v->shown);
 }
 
 /* The runs in the ring, oldest first, as a JSON array (malloc'd; NULL out of memory). */
@@ -345,20 +324,20 @@ static int json_cells(struct lb_table_cell *c, const struct view *v)
 	int ended = v->known && !(a->flags & LB_ATOM_RUNNING), held = v->running && v->who_known;
 	int rc = 0;
 
-	rc |= put(&c[J_NAME], v->name);
-	rc |= put(&c[lb_pool_target_in_fs(v->path) ? J_FILE : J_SERVER], v->shown);
-	rc |= put(&c[J_STATE], state_of(v));
-	rc |= held ? putf(&c[J_PID], "%d", (int)v->who.pid) : put(&c[J_PID], NULL);
+	rc |= lb_table_put(&c[J_NAME], v->name);
+	rc |= lb_table_put(&c[lb_pool_target_in_fs(v->path) ? J_FILE : J_SERVER], v->shown);
+	rc |= lb_table_put(&c[J_STATE], state_of(v));
+	rc |= held ? lb_table_putf(&c[J_PID], "%d", (int)v->who.pid) : lb_table_put(&c[J_PID], NULL);
 	rc |= secs(&c[J_AGE], held ? view_age(v) : 0, held);
-	rc |= put(&c[J_START], v->known && a->start_wall > 0 ? iso(a->start_wall, b) : NULL);
-	rc |= put(&c[J_END], ended && lb_atom_last_end(a) > 0 ? iso(lb_atom_last_end(a), b) : NULL);
+	rc |= lb_table_put(&c[J_START], v->known && a->start_wall > 0 ? iso(a->start_wall, b) : NULL);
+	rc |= lb_table_put(&c[J_END], ended && lb_atom_last_end(a) > 0 ? iso(lb_atom_last_end(a), b) : NULL);
 	if (ended && a->status >= 0) {
-		rc |= putf(&c[J_STATUS], "%d", (int)a->status);
-		rc |= put(&c[J_OUTCOME], a->status > LB_EXIT_SIGNAL && a->status < LB_EXIT_SIGNAL + 65 ?
+		rc |= lb_table_putf(&c[J_STATUS], "%d", (int)a->status);
+		rc |= lb_table_put(&c[J_OUTCOME], a->status > LB_EXIT_SIGNAL && a->status < LB_EXIT_SIGNAL + 65 ?
 		    "signal" : "exited");
 	} else {
-		rc |= put(&c[J_STATUS], NULL);
-		rc |= put(&c[J_OUTCOME], !ended ? NULL :
+		rc |= lb_table_put(&c[J_STATUS], NULL);
+		rc |= lb_table_put(&c[J_OUTCOME], !ended ? NULL :
 		    a->status == LB_STATUS_EXPIRED ? "expired" : "unknown");
 	}
 	rc |= secs(&c[J_DURATION], a->duration, ended && a->duration >= 0);
@@ -366,23 +345,23 @@ static int json_cells(struct lb_table_cell *c, const struct view *v)
 	rc |= secs(&c[J_IFELAPSED], a->ifelapsed, v->known);
 	rc |= secs(&c[J_EXPIRE], expire_after(v, &l), v->known);
 	if (learned(v)) {
-		rc |= put(&c[J_LEARNED], l.why != LB_LEARN_FEW ? "1" : "0");
+		rc |= lb_table_put(&c[J_LEARNED], l.why != LB_LEARN_FEW ? "1" : "0");
 		rc |= secs(&c[J_BOUND], l.bound, 1);
-		rc |= put(&c[J_WHY], lb_learned_text(&l, why, sizeof why));
+		rc |= lb_table_put(&c[J_WHY], lb_learned_text(&l, why, sizeof why));
 	} else {
-		rc |= put(&c[J_LEARNED], "0");
+		rc |= lb_table_put(&c[J_LEARNED], "0");
 		rc |= secs(&c[J_BOUND], 0, 0);
-		rc |= put(&c[J_WHY], v->known ? "fixed" : NULL);
+		rc |= lb_table_put(&c[J_WHY], v->known ? "fixed" : NULL);
 	}
-	rc |= put(&c[J_STARVING], starving(v) ? "1" : "0");
-	rc |= putf(&c[J_STREAK], "%u", v->known ? (unsigned)lb_atom_expired_streak(a) : 0);
-	rc |= putf(&c[J_RUNS], "%lld", (long long)a->runs);
-	rc |= putf(&c[J_EXPIRIES], "%lld", (long long)a->expiries);
+	rc |= lb_table_put(&c[J_STARVING], starving(v) ? "1" : "0");
+	rc |= lb_table_putf(&c[J_STREAK], "%u", v->known ? (unsigned)lb_atom_expired_streak(a) : 0);
+	rc |= lb_table_putf(&c[J_RUNS], "%lld", (long long)a->runs);
+	rc |= lb_table_putf(&c[J_EXPIRIES], "%lld", (long long)a->expiries);
 	n = lb_atom_stats(a, &longest, &median);
 	rc |= secs(&c[J_MEDIAN], median, n > 0);
 	rc |= secs(&c[J_LONGEST], longest, n > 0);
 	h = history(a);
-	rc |= h != NULL ? put(&c[J_HISTORY], h) : -1;
+	rc |= h != NULL ? lb_table_put(&c[J_HISTORY], h) : -1;
 	free(h);
 	return rc;
 }

@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: ISC */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -123,26 +122,6 @@ static const struct lb_table_col list_columns[L_COUNT] = {
 	[J_KEPT_BY] = JSON("kept_by", LB_COL_NUM),
 };
 
-/* Cell C: S (NULL: null), or printf's; OMIT the others. -1 out of memory. */
-static int put(struct lb_table_cell *c, const char *s)
-{
-	c->omit = 0;
-	return lb_table_set(c, s);
-}
-
-static int putf(struct lb_table_cell *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int putf(struct lb_table_cell *c, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[64];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	return put(c, buf);
-}
-
 /* X's text cells: SLOT ("-": none), PID, AGE, HOST and COMMAND ("NOTE: COMMAND"). */
 static int text_cells(struct lb_table_cell *c, const struct lb_holder *x,
     const struct poolcmd_row *r)
@@ -150,16 +129,16 @@ static int text_cells(struct lb_table_cell *c, const struct lb_holder *x,
 	char age[32];
 	int rc = 0;
 
-	rc |= r->slot != 0 ? putf(&c[L_SLOT], "%u", r->slot) : put(&c[L_SLOT], "-");
-	rc |= r->pid != 0 ? putf(&c[L_PID], "%d", (int)r->pid) : put(&c[L_PID], "?");
-	rc |= put(&c[L_AGE], r->aged ? lb_format_duration(r->age, age) : "?");
-	rc |= put(&c[L_HOST], x->known && !x->foreign ? x->who.host : "?");
+	rc |= r->slot != 0 ? lb_table_putf(&c[L_SLOT], "%u", r->slot) : lb_table_put(&c[L_SLOT], "-");
+	rc |= r->pid != 0 ? lb_table_putf(&c[L_PID], "%d", (int)r->pid) : lb_table_put(&c[L_PID], "?");
+	rc |= lb_table_put(&c[L_AGE], r->aged ? lb_format_duration(r->age, age) : "?");
+	rc |= lb_table_put(&c[L_HOST], x->known && !x->foreign ? x->who.host : "?");
 	if (!x->known && !x->foreign)	/* no record: a waiter an older lockbox marked, or a slot */
 		return rc | (x->waiting ? lb_table_setf(&c[L_COMMAND], "%s: ?", r->note) :
-		    put(&c[L_COMMAND], "?"));
+		    lb_table_put(&c[L_COMMAND], "?"));
 	if (r->note[0] != '\0' && r->command != NULL && r->command[0] != '\0')
 		return rc | lb_table_setf(&c[L_COMMAND], "%s: %s", r->note, r->command);
-	return rc | put(&c[L_COMMAND], r->note[0] != '\0' ? r->note : r->command);
+	return rc | lb_table_put(&c[L_COMMAND], r->note[0] != '\0' ? r->note : r->command);
 }
 
 /* X's members in JSON, omitted cells those its kind has not. */
@@ -169,44 +148,44 @@ static int json_cells(struct lb_table_cell *c, const struct lb_holder *x,
 	/* gone before we looked, with no record of its own: nothing but its PID */
 	int gone = x->gone && x->who.starttime == 0, rc = 0;
 
-	rc |= x->slot != 0 ? putf(&c[J_SLOT], "%u", x->slot) : put(&c[J_SLOT], NULL);
+	rc |= x->slot != 0 ? lb_table_putf(&c[J_SLOT], "%u", x->slot) : lb_table_put(&c[J_SLOT], NULL);
 	if (x->foreign) {
-		rc |= x->who.pid != 0 ? putf(&c[J_PID], "%d", (int)x->who.pid) : put(&c[J_PID], NULL);
-		rc |= put(&c[J_FOREIGN], "1");
+		rc |= x->who.pid != 0 ? lb_table_putf(&c[J_PID], "%d", (int)x->who.pid) : lb_table_put(&c[J_PID], NULL);
+		rc |= lb_table_put(&c[J_FOREIGN], "1");
 		if (x->in_queue)
-			rc |= put(&c[J_IN_QUEUE], "1");
-		rc |= put(&c[J_LOCK], x->foreign_write ? "write" : "read");
-		rc |= putf(&c[J_START], "%lld", x->lock_lo);
-		rc |= x->lock_hi < 0 ? put(&c[J_END], NULL) : putf(&c[J_END], "%lld", x->lock_hi);
-		return rc | put(&c[J_COMMAND], r->command);
+			rc |= lb_table_put(&c[J_IN_QUEUE], "1");
+		rc |= lb_table_put(&c[J_LOCK], x->foreign_write ? "write" : "read");
+		rc |= lb_table_putf(&c[J_START], "%lld", x->lock_lo);
+		rc |= x->lock_hi < 0 ? lb_table_put(&c[J_END], NULL) : lb_table_putf(&c[J_END], "%lld", x->lock_hi);
+		return rc | lb_table_put(&c[J_COMMAND], r->command);
 	}
 	if (x->waiting) {
-		rc |= put(&c[J_WAITING], "1");
-		rc |= putf(&c[J_QUEUE], "%u", x->queue);
+		rc |= lb_table_put(&c[J_WAITING], "1");
+		rc |= lb_table_putf(&c[J_QUEUE], "%u", x->queue);
 	}
 	if (!x->known)
-		return rc | put(&c[J_PID], NULL);
-	rc |= putf(&c[J_PID], "%d", (int)x->who.pid);
+		return rc | lb_table_put(&c[J_PID], NULL);
+	rc |= lb_table_putf(&c[J_PID], "%d", (int)x->who.pid);
 	if (x->waiting) {
-		rc |= put(&c[J_WAITED], "");
+		rc |= lb_table_put(&c[J_WAITED], "");
 		c[J_WAITED].ns = r->age;
-		rc |= put(&c[J_STOPPED], x->stopped ? "1" : "0");
+		rc |= lb_table_put(&c[J_STOPPED], x->stopped ? "1" : "0");
 	} else {
-		rc |= gone ? put(&c[J_UID], NULL) : putf(&c[J_UID], "%d", (int)x->who.uid);
-		rc |= put(&c[J_AGE], r->aged ? "" : NULL);
+		rc |= gone ? lb_table_put(&c[J_UID], NULL) : lb_table_putf(&c[J_UID], "%d", (int)x->who.uid);
+		rc |= lb_table_put(&c[J_AGE], r->aged ? "" : NULL);
 		c[J_AGE].ns = r->age;
-		rc |= r->aged ? putf(&c[J_STARTED], "%lld", (long long)(x->who.wall_ns / LB_NS_PER_S)) :
-		    put(&c[J_STARTED], NULL);
-		rc |= put(&c[J_HOST], x->who.host);
+		rc |= r->aged ? lb_table_putf(&c[J_STARTED], "%lld", (long long)(x->who.wall_ns / LB_NS_PER_S)) :
+		    lb_table_put(&c[J_STARTED], NULL);
+		rc |= lb_table_put(&c[J_HOST], x->who.host);
 	}
-	rc |= put(&c[J_COMMAND], x->who.command);
-	rc |= put(&c[J_MODE], x->shared ? "shared" : "exclusive");
+	rc |= lb_table_put(&c[J_COMMAND], x->who.command);
+	rc |= lb_table_put(&c[J_MODE], x->shared ? "shared" : "exclusive");
 	if (x->watcher > 0)
-		rc |= putf(&c[J_WATCHER], "%d", (int)x->watcher);
+		rc |= lb_table_putf(&c[J_WATCHER], "%d", (int)x->watcher);
 	if (!x->waiting && x->gone) {
-		rc |= put(&c[J_EXITED], "1");
-		rc |= x->keeper > 0 ? putf(&c[J_KEPT_BY], "%d", (int)x->keeper) :
-		    put(&c[J_KEPT_BY], NULL);
+		rc |= lb_table_put(&c[J_EXITED], "1");
+		rc |= x->keeper > 0 ? lb_table_putf(&c[J_KEPT_BY], "%d", (int)x->keeper) :
+		    lb_table_put(&c[J_KEPT_BY], NULL);
 	}
 	return rc;
 }

@@ -51,6 +51,27 @@ int lb_table_setf(struct lb_table_cell *c, const char *fmt, ...)
 	return r < 0 ? -1 : 0;
 }
 
+int lb_table_put(struct lb_table_cell *c, const char *s)
+{
+	c->omit = 0;
+	return lb_table_set(c, s);
+}
+
+int lb_table_putf(struct lb_table_cell *c, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	c->omit = 0;
+	free(c->text);
+	va_start(ap, fmt);
+	r = vasprintf(&c->text, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		c->text = NULL;
+	return r < 0 ? -1 : 0;
+}
+
 void lb_table_free(struct lb_table *t)
 {
 	size_t i;

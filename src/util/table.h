@@ -57,6 +57,10 @@ struct lb_table_cell *lb_table_row(struct lb_table *t);
 int lb_table_set(struct lb_table_cell *c, const char *s);
 int lb_table_setf(struct lb_table_cell *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same, and the cell no longer omitted (a row whose cells start omitted). */
+int lb_table_put(struct lb_table_cell *c, const char *s);
+int lb_table_putf(struct lb_table_cell *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * Print T on stdout: LB_TABLE_TEXT, columns aligned under a heading
