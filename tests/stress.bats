@@ -609,7 +609,7 @@ overlaps() {
 	for k in "${kinds[@]}"; do
 		# the other programs' readers a third as often: readers that
 		# overlap one another without a gap keep every writer out, for
-		# every tool (the kernel queues no writer ahead of a reader)
+		# every tool (the kernel puts no writer ahead of a reader)
 		m=$n
 		[[ $k == *-s && $k != mutex-s ]] && m=$(((n + 2) / 3))
 		planned=$((planned + m))
