@@ -85,7 +85,9 @@ secs_since() {
 # bats test_tags=wait
 @test "a job that ignores the signal runs on past its maximum hold, without the lock" {
 	need_ofd
-	spawn "$LOCKBOX" slots --max-hold 500ms "$F" 2 sh -c "$STUCK" sh "$T/stuck"
+	# (a hold long enough for the second holder to start within it: two
+	# seconds, or more of lockbox's paces on a slow machine)
+	spawn "$LOCKBOX" slots --max-hold "$(paces_or 30 2)s" "$F" 2 sh -c "$STUCK" sh "$T/stuck"
 	local holder=$SPAWN_PID
 	wait_for test -s "$T/stuck.pid"
 	start_holder_with slots "$F" 2

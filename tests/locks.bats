@@ -582,7 +582,7 @@ walks() {
 		"$LOCKBOX" mutex "$F" list 2>/dev/null | awk 'NR > 1 && /waiting/ { print $2 }' >"$T/queue"
 		(($(wc -l <"$T/queue") == n))
 	}
-	wait_for -t 60 listed
+	wait_for -t 180 listed
 	stop_pid "$holder"
 	for i in "${pids[@]}"; do
 		reap "$i"

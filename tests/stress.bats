@@ -289,9 +289,9 @@ ran_through() {
 @test "-w waiters with queued ones SIGSTOPped and SIGKILLed: never more than 3 at once, every live one served" {
 	local n=30 i pid t0 w pids=() stopped=() killed=() alive=()
 	# every waiter's -w: long enough to queue thirty on this machine now
-	# (a loaded one took most of 25 s), and to serve them once the
-	# holders go, a few of lockbox's paces each
-	w=$(paces_or 200 25)
+	# (a loaded one took most of 25 s) and to serve them once the holders
+	# go, a few of lockbox's paces each, however the load moves meanwhile
+	w=$(paces_or 400 60)
 	: >"$T/killed"
 	for i in 1 2 3; do
 		start_holder "$F" 3
