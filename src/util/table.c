@@ -37,18 +37,24 @@ int lb_table_set(struct lb_table_cell *c, const char *s)
 	return s != NULL && c->text == NULL ? -1 : 0;
 }
 
+static int vset(struct lb_table_cell *c, const char *fmt, va_list ap)
+{
+	free(c->text);
+	if (vasprintf(&c->text, fmt, ap) >= 0)
+		return 0;
+	c->text = NULL;
+	return -1;
+}
+
 int lb_table_setf(struct lb_table_cell *c, const char *fmt, ...)
 {
 	va_list ap;
 	int r;
 
-	free(c->text);
 	va_start(ap, fmt);
-	r = vasprintf(&c->text, fmt, ap);
+	r = vset(c, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		c->text = NULL;
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 int lb_table_put(struct lb_table_cell *c, const char *s)
@@ -63,13 +69,10 @@ int lb_table_putf(struct lb_table_cell *c, const char *fmt, ...)
 	int r;
 
 	c->omit = 0;
-	free(c->text);
 	va_start(ap, fmt);
-	r = vasprintf(&c->text, fmt, ap);
+	r = vset(c, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		c->text = NULL;
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 void lb_table_free(struct lb_table *t)
