@@ -453,9 +453,6 @@ static int fd_command(const struct poolcmd *cmd, struct poolcmd_opts *o, char **
 	poolcmd_check_mode(cmd, o, RUN, NULL);
 	if (o->mode != 0)
 		lb_usage_error("--mode goes with a LOCKFILE: the caller made FD's file");
-	/* the lock is FD's, which no watcher of ours could give back */
-	if (o->max_hold > 0)
-		lb_usage_error("--max-hold goes with a LOCKFILE, not with --fd FD COMMAND");
 	o->flock_fd = 1;
 	status = fd_op(cmd, o, 0, 1);
 	if (status != LB_EXIT_OK)

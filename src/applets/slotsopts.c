@@ -56,6 +56,9 @@ static const struct rule {
 	{ ALL_MODES & ~M(RUN), HAS_CLOSE | HAS_NO_FORK, 0, 0, "-o and -F go with COMMAND" },
 	/* a hold is a command's: acquire --fd leaves the lock to its caller's shell */
 	{ ALL_MODES & ~M(RUN), HAS_MAX_HOLD, 0, 0, "--max-hold goes with COMMAND" },
+	/* --fd FD COMMAND: the lock is FD's, which no watcher of ours could give back */
+	{ M(RUN), HAS_FD | HAS_MAX_HOLD, ONE_OF, FOR_MUTEX,
+	    "--max-hold goes with a LOCKFILE, not with --fd FD COMMAND" },
 	/* -o forks to keep the lock from COMMAND; -F says never fork */
 	{ M(RUN), HAS_CLOSE | HAS_NO_FORK, ONE_OF, 0, "-o and -F do not go together" },
 	{ M(LOOK) | M(HELD) | M(CREATE) | M(RELEASE), HAS_SHARED, 0, 0,
