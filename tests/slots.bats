@@ -759,7 +759,7 @@ EOF2
 	start_holder "$F" 201
 	assert_equal "$HOLDER_SLOT" 1
 	run -75 --separate-stderr "$LOCKBOX" slots "$F" 201 touch "$T/ran"
-	assert_stderr_regex "^slots: $(re_quote "$F"): all 201 slots busy: $(named_re "$HOLDER_PID" sh), PID $LOCKHOLD_PID \\(another program: lockhold\\)\$"
+	assert_stderr_regex "^slots: $(re_quote "$F"): all 201 slots busy: $(named_re "$HOLDER_PID" sh), $(foreign_re "$LOCKHOLD_PID" lockhold)\$"
 	run -0 --separate-stderr "$LOCKBOX" slots "$F" 202 sh -c "$SHOW_SLOT"
 	assert_output 202
 }

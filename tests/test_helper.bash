@@ -529,6 +529,13 @@ named_re() {
 	printf 'PID %s \\(%s, %s\\)' "$1" "$(re_quote "$2")" "$AGE_RE"
 }
 
+# foreign_re PID COMMAND: another program's lock among a refusal's
+# holders: its process named, as a look of a few milliseconds through
+# /proc finds it, or not found in that time
+foreign_re() {
+	printf 'PID (%s \\(another program: %s\\)|\\? \\(another program\\))' "$1" "$(re_quote "$2")"
+}
+
 # queue_blocked_re KIND FILE PID COMMAND: the words of a wait ended by
 # another program's KIND (read, write) lock on FILE's queue, its process
 # named (as the kernel, or a look of a few milliseconds, names it) or not
