@@ -588,16 +588,19 @@ static int local_holder(struct filepool *p, struct lb_await *w, unsigned s)
  * LB_NO_RECHECK when every way a held slot can free wakes it, RECHECK_MS
  * when one cannot (a slot of another host's, or another program's, past
  * the helpers; no futex or inotify here). *CLOSES: the closes are
- * watched (see close_settle_ms).
+ * watched (see close_settle_ms); *BY_END: some slots are left to their
+ * holders' ends and the closes. A slot found free already (its holder
+ * gone since the scan) is put in GONE, for the look to take it at once.
  */
-static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
+static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes, int *by_end,
+    struct gone *g)
 {
 	int covered = 1, kind;
 	size_t i, nlocal = 0, asked = 0, ngone = 0, local[LB_WAIT_HELPERS];
 	unsigned gone[GONE_LOOK];
 	struct flock l;
 
-	*closes = 0;
+	*closes = *by_end = 0;
 	lb_await_forget_locks(w);
 	/*
 	 * A slot was free, but another program's flock(2) lock keeps us out
@@ -637,6 +640,7 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
 		asked += lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[local[i]]),
 		    LB_WATCH_LEN, 0, (int)p->held.v[local[i]]) == 0;
 	/* (and a hint for the others: a close of theirs may be a last one) */
+	*by_end = asked < nlocal;
 	if (asked < nlocal || !covered) {
 		*closes = lb_await_close(w, p->cfd, 0) == 0;
 		if (asked < nlocal && (!*closes || !*word))
@@ -650,8 +654,13 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes)
 	 * of them, a look after RECHECK_MS.)
 	 */
 	for (i = 0; i < ngone && i < GONE_LOOK; i++)
-		if (lb_lock_test(p->cfd, F_WRLCK, lb_slot_offset(gone[i]), 1, &l) != 0)
+		if (lb_lock_test(p->cfd, F_WRLCK, lb_slot_offset(gone[i]), 1, &l) != 0) {
+			if (g->n < GONE_MAX) {
+				g->pid[g->n] = -1;
+				g->slot[g->n++] = gone[i];
+			}
 			return 1;
+		}
 	return covered && ngone <= GONE_LOOK ? LB_NO_RECHECK : RECHECK_MS;
 }
 
@@ -703,7 +712,7 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	struct gone gone = { { 0 }, { 0 }, 0 };
 	enum fp_step r = FP_BUSY;
 	enum lb_outcome o = LB_FREE;
-	int tick, word = 1, closes, have_set = 0, tstp = 0;
+	int tick, word = 1, closes, by_end, have_set = 0, tstp = 0;
 	size_t settle = CLOSE_SETTLES;	/* the next look after a close, CLOSE_SETTLES: none */
 	struct sigaction cur;
 	sigset_t mask, entry;
@@ -745,7 +754,7 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 				}
 				have_set = 1;
 			}
-			tick = watch(p, &w, &word, &closes);
+			tick = watch(p, &w, &word, &closes, &by_end, &gone);
 			if (closes && settle < CLOSE_SETTLES &&
 			    (tick == LB_NO_RECHECK || close_settle_ms[settle] < tick))
 				tick = close_settle_ms[settle];
@@ -753,6 +762,19 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			if (p->base.progress != NULL && (tick == LB_NO_RECHECK || LB_PROGRESS_MS < tick))
 				tick = LB_PROGRESS_MS;
 			o = lb_await_run(&w, deadline, tick, &got);
+			/*
+			 * A last close is told a moment before its process's end,
+			 * which names the slot it held: waited for, that moment, where
+			 * holders' ends are watched. The look that follows takes that
+			 * slot, where a look at the close alone tests every slot of a
+			 * big pool, and finds the lock not dropped yet.
+			 */
+			if (o == LB_CLOSED && by_end) {
+				enum lb_outcome end = lb_await_run(&w, deadline, close_settle_ms[0], &got);
+
+				if (end != LB_LOOK)
+					o = end;
+			}
 			if (o == LB_DEADLINE || o == LB_STOPPED || o == LB_INTERRUPTED) {
 				r = o == LB_DEADLINE ? FP_BUSY : o == LB_STOPPED ? FP_STOPPED : FP_ERROR;
 				break;
