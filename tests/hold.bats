@@ -61,25 +61,30 @@ secs_since() {
 # bats test_tags=wait
 @test "a holder stopped past its maximum hold: its lock is given back to a waiter, and it is told" {
 	need_ofd
-	local t0 holder
+	local t0 holder hold
+	# (a hold long enough to see the watcher within it: a second, or more
+	# of lockbox's paces on a slow machine)
+	hold=$(paces_or 30 1)
+	((hold < 60)) || hold=59
 	t0=$EPOCHREALTIME
-	spawn "$LOCKBOX" mutex --max-hold 1s "$F" sh -c "$HOLD_ON" sh "$T/told"
+	spawn "$LOCKBOX" mutex --max-hold "${hold}s" "$F" sh -c "$HOLD_ON" sh "$T/told"
 	holder=$SPAWN_PID
 	local holder_err=$SPAWN_ERR
 	wait_for test -s "$T/told.pid"
-	# titled for what it is and whom it watches
-	run -0 watcher_of "$holder" mutex
+	# titled for what it is and whom it watches (the title is set in the
+	# watcher, beside the command's start)
+	wait_for watcher_of "$holder" mutex
 	kill -STOP "$holder"
 	# shellcheck disable=SC2016 # expanded by the waiter's sh
 	run -0 --separate-stderr "$LOCKBOX" mutex -w 60 "$F" sh -c 'echo "$LOCKBOX_SLOT"'
 	assert_output 1
 	# not before the hold
-	assert [ "$(secs_since "$t0" | awk '{ print ($1 >= 1) }')" = 1 ]
+	assert [ "$(secs_since "$t0" | awk -v h="$hold" '{ print ($1 >= h) }')" = 1 ]
 	# the watcher's SIGCONT let it run again, to its TERM
 	reap "$holder"
 	assert_equal "$REAP_STATUS" 3
 	assert_equal "$(cat "$T/told")" TERM
-	assert_regex "$(cat "$holder_err")" "^mutex: $(re_quote "$F"): held for its maximum hold, 1s; its lock is given back: sent SIGTERM to PIDs $holder(,[0-9]+)*\$"
+	assert_regex "$(cat "$holder_err")" "^mutex: $(re_quote "$F"): held for its maximum hold, ${hold}s; its lock is given back: sent SIGTERM to PIDs $holder(,[0-9]+)*\$"
 }
 
 # bats test_tags=wait
