@@ -39,7 +39,8 @@ need_fleet() {
 # fleet ARG...: tools/fleet ARG... $T/run, bounded (a hang ends with TERM,
 # which the harness cleans up after)
 fleet() {
-	timeout -s TERM 240 "$SRC/tools/fleet" "$@" "$T/run" 3>&-
+	# (four minutes, or more of lockbox's paces on a loaded or sanitized run)
+	timeout -s TERM "$(paces_or 2400 240)" "$SRC/tools/fleet" "$@" "$T/run" 3>&-
 }
 
 # no namespace, server or client of the run is left
