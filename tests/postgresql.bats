@@ -739,11 +739,14 @@ watcher_of() {
 	assert [ ! -e "$T/ran" ]
 }
 
-# held_gate: a gate's file (lockbox-postgresql(7), Waiting) that a waiter holds now
-held_gate() {
-	local f id
-	for f in /run/lock/lockbox-pg-*.lock "${XDG_RUNTIME_DIR:-/nonexistent}"/lockbox-pg-*.lock /tmp/lockbox-pg-*.lock; do
-		[[ -e $f ]] || continue
+# gate_of PID: the gate's file (lockbox-postgresql(7), Waiting) that the
+# waiter PID has open and holds now; not another's (CI's lanes run this
+# file beside each other, each with a server and so a gate of its own)
+gate_of() {
+	local fd f id
+	for fd in /proc/"$1"/fd/*; do
+		f=$(readlink "$fd") || continue
+		[[ $f == */lockbox-pg-*.lock ]] || continue
 		id=$(lock_id "$f") || continue
 		awk -v id="$id" '$2 != "->" && $6 == id { f = 1 } END { exit !f }' /proc/locks &&
 			printf '%s\n' "$f" && return 0
@@ -764,8 +767,8 @@ held_gate() {
 	# shellcheck disable=SC2016 # expanded by the child shell
 	spawn "$LOCKBOX" slots -w 60 "$few" 4 sh -c 'echo "$LOCKBOX_SLOT" >>"$1"' sh "$T/ran"
 	waiters+=("$SPAWN_PID")
-	wait_for held_gate
-	gate=$(held_gate)
+	wait_for gate_of "$SPAWN_PID"
+	gate=$(gate_of "$SPAWN_PID")
 	# the others queue for it in the kernel, without a login of their own
 	for i in 1 2 3; do
 		# shellcheck disable=SC2016 # expanded by the child shell
