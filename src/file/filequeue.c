@@ -38,7 +38,9 @@
  *    wake): every waiter then looks again at the one ahead of it, and
  *    passes the stopped ones.
  * Only the pass word wakes the whole queue, and only when a stopped waiter
- * is met. What the rule does not see: a head and the waiter behind it
+ * is met. (Where the word cannot be watched, a file that cannot be
+ * mapped, each waiter reads it every QUEUE_WATCH_MS instead.) What the
+ * rule does not see: a head and the waiter behind it
  * both stopped, or the one behind the head stopped in the moment between
  * the head's last look and its own move: the queue behind them waits
  * until they go on, or until its deadline, which then names them. Why
@@ -405,6 +407,15 @@ static void queue_progress(struct filepool *p, uint64_t ticket)
 	lb_pool_progress(&p->base, place, NULL);
 }
 
+/* Whether the pass word is no longer WAS (read again: a look without a futex). */
+static int pass_moved(struct filepool *p, const unsigned char was[4])
+{
+	unsigned char now[4];
+
+	return fp_pread_all(p, now, sizeof now, LB_HDR_OFF_PASSES) != 0 ||
+	    memcmp(now, was, sizeof now) != 0;
+}
+
 /*
  * Wait for our turn: every earlier ticket gone, or held by a waiter that
  * is stopped. A waiter waits for the one ahead of it only, with one lock
@@ -427,7 +438,7 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 	off_t on = -1, want;
 	enum fp_step step = FP_ERROR;
 	unsigned char pass[4];
-	int r, look = 0, behind_head, tick;
+	int r, look = 0, behind_head, tick, word;
 
 	r = queue_next(p, ticket, 0, &ahead);
 	if (r <= 0)
@@ -466,13 +477,18 @@ enum fp_step fp_queue_turn(struct filepool *p, uint64_t ticket, int64_t deadline
 			}
 			on = want;
 		}
-		/* (no futex: a pass is missed, and the look behind the head is what is left) */
-		lb_await_word(&a, p->cfd, LB_HDR_OFF_PASSES, pass, 0);
+		/*
+		 * (no futex watch, a file that cannot be mapped: the word is
+		 * read again every QUEUE_WATCH_MS instead, or a pass past a
+		 * stopped waiter that is not at the head would never be seen
+		 * behind it)
+		 */
+		word = lb_await_word(&a, p->cfd, LB_HDR_OFF_PASSES, pass, 0) == 0;
 		tick = behind_head ? QUEUE_WATCH_MS : p->base.progress != NULL ? LB_PROGRESS_MS :
-		    LB_NO_RECHECK;
+		    !word ? QUEUE_WATCH_MS : LB_NO_RECHECK;
 		switch (lb_await_run(&a, deadline, tick, &got)) {
 		case LB_LOOK:
-			look = behind_head;
+			look = behind_head || (!word && pass_moved(p, pass));
 			queue_progress(p, ticket);
 			continue;
 		case LB_FREE:
