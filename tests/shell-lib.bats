@@ -1648,9 +1648,10 @@ EOF
 	export MODE F T
 	spawn "$LOCKBOX" mutex "$F.busy" sleep 600
 	wait_for held_is "$F.busy" 1
-	# the binary's run is a process a cycle: fewer cycles there
+	# the binary's run (the fallback, forced or for want of a builtin: a
+	# static build) is a process a cycle: fewer cycles there
 	local n=2000
-	if [[ $LIB_PATH == binary ]]; then
+	if ! in_shell; then
 		n=100
 	fi
 	script cycles <<'EOF'
