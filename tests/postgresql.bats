@@ -721,7 +721,7 @@ watcher_of() {
 	assert_regex "$(grep "maximum hold" "$waiter_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ends the session in about 1s: sent SIGTERM to PIDs $waiter(,[0-9]+)*\$"
 }
 
-# bats test_tags=privilege,wait
+# bats test_tags=wait
 @test "a full role without -w is busy: 75 and libpq's reason, -E picks the status, -q says nothing; nothing runs" {
 	need_superuser
 	local few
