@@ -555,6 +555,15 @@ static const int close_settle_ms[] = { 2, 20, 200 };
 /* holders found gone whose slots a watch tests at once, at most */
 #define GONE_LOOK	16
 
+/* A slot the look should try first, freed by PID's end (-1: found free); past GONE_MAX, none. */
+static void gone_add(struct gone *g, pid_t pid, unsigned slot)
+{
+	if (g->n < GONE_MAX) {
+		g->pid[g->n] = pid;
+		g->slot[g->n++] = slot;
+	}
+}
+
 /*
  * Whether slot S's record names a process of this host: its slot frees,
  * however it frees, by an explicit release (the word) or a last close
@@ -671,10 +680,7 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes,
 	 */
 	for (i = 0; i < ngone && i < GONE_LOOK; i++)
 		if (lb_lock_test(p->cfd, F_WRLCK, lb_slot_offset(gone[i]), 1, &l) != 0) {
-			if (g->n < GONE_MAX) {
-				g->pid[g->n] = -1;
-				g->slot[g->n++] = gone[i];
-			}
+			gone_add(g, -1, gone[i]);
 			return 1;
 		}
 	return covered && ngone <= GONE_LOOK ? LB_NO_RECHECK : RECHECK_MS;
@@ -752,9 +758,7 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			s = p->held.v[0];
 			o = lb_await_lock_one(p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, deadline, 0);
 			if (o == LB_FREE) {
-				gone.pid[0] = -1;
-				gone.slot[0] = s;
-				gone.n = 1;
+				gone_add(&gone, -1, s);
 			} else if (o != LB_FAILED) {
 				r = o == LB_DEADLINE ? FP_BUSY : o == LB_STOPPED ? FP_STOPPED : FP_ERROR;
 				break;
@@ -802,10 +806,8 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 				r = FP_ERROR;
 				break;
 			}
-			if ((o == LB_ENDED || o == LB_FREE) && gone.n < GONE_MAX) {
-				gone.pid[gone.n] = o == LB_ENDED ? got.pid : -1;
-				gone.slot[gone.n++] = (unsigned)got.tag;
-			}
+			if (o == LB_ENDED || o == LB_FREE)
+				gone_add(&gone, o == LB_ENDED ? got.pid : -1, (unsigned)got.tag);
 			/* the word cannot be watched after all (the file was cut short?): look every RECHECK_MS */
 			if (o == LB_CHANGED && got.err != 0)
 				word = 0;
