@@ -232,7 +232,7 @@ int lb_pool_release(struct lb_pool *p, pid_t owner)
 	return p->ops->release(p, owner);
 }
 
-/* A look (holders, waiters) as one run of lookups, unless it is part of one already. */
+/* A look (holders, waiters, a count) as one run of lookups, unless it is part of one already. */
 static int look_begin(void)
 {
 	if (lb_lookup_active())
@@ -272,9 +272,15 @@ int lb_pool_waiters(struct lb_pool *p, struct lb_holders *out)
 int lb_pool_count(struct lb_pool *p, size_t *n)
 {
 	struct lb_holders h;
+	int own, r;
 
-	if (p->ops->count != NULL)
-		return p->ops->count(p, n);
+	if (p->ops->count != NULL) {
+		/* (a flock(2) lock's process is then the one the slot's walk saw, or nobody) */
+		own = look_begin();
+		r = p->ops->count(p, n);
+		look_end(own);
+		return r;
+	}
 	if (lb_pool_holders(p, &h) != 0)
 		return -1;
 	*n = h.n;
