@@ -548,6 +548,14 @@ walks() {
 	# a person's look reads it once
 	traced 0 "$LOCKBOX" mutex "$F" list
 	assert_equal "$(table_reads "$T/trace")" 1
+	# cut short under its holder, the file is any file: its count looks
+	# through /proc once at most, for the slot's holder and the flock(2)
+	# lock's alike (two walks named one and not the other: 2 holders)
+	: >"$F"
+	traced 0 "$LOCKBOX" mutex "$F" check
+	assert_output 1
+	assert_equal "$(table_reads "$T/trace")" 0
+	assert [ "$(walks "$T/trace")" -le 1 ]
 }
 
 # bats test_tags=lockkind,wait
