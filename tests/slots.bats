@@ -764,6 +764,35 @@ EOF2
 	assert_output 202
 }
 
+# bats test_tags=wait
+@test "-w beside a free slot another program read-locks: the waiter sleeps, and takes the slot once the lock goes" {
+	need_lockhold
+	local waiter a b
+	start_holder "$F" 2
+	assert_equal "$HOLDER_SLOT" 1
+	lockhold -r "$F" $((4096 + 256)) 1
+	spawn "$LOCKBOX" slots -w 60 "$F" 2 sh -c "$SHOW_SLOT"
+	waiter=$SPAWN_PID
+	wait_for waiting_on "$F" 1
+	# (a read lock request of its own on that slot is granted beside the
+	# other program's at once, and told nothing of its going: it woke the
+	# waiter again and again, on every CPU, to its deadline; it looks once
+	# a second instead)
+	switches() {
+		cat "/proc/$waiter/task/"*/status 2>/dev/null |
+			awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+	}
+	a=$(switches)
+	sleep 2	# the measure's window, not a wait for something to happen
+	b=$(switches)
+	echo "# a waiter beside another program's read lock: $((b - a)) context switches in 2 s" >&3
+	(((b - a) <= 40)) || fail "$((b - a)) context switches in 2 s"
+	stop_pid "$LOCKHOLD_PID"
+	reap "$waiter"
+	assert_equal "$REAP_STATUS" 0
+	assert_equal "$(cat "$SPAWN_OUT")" 2
+}
+
 # --- locks that lockbox did not take ----------------------------------------
 
 @test "a foreign lockf(3) lock on the whole file: check counts one, list shows one row, a run gets 75 at once" {

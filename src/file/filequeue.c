@@ -555,6 +555,21 @@ static const int close_settle_ms[] = { 2, 20, 200 };
 /* holders found gone whose slots a watch tests at once, at most */
 #define GONE_LOOK	16
 
+/*
+ * Whether slot S is held by read locks alone: another program's (lockbox
+ * holds a slot with a write lock, and the head's own watch is not seen
+ * here). A waiter's watch, a read lock request, is granted beside them at
+ * once and tells nothing of their going: such a slot is looked at again
+ * every RECHECK_MS instead, where a watch would wake the head again and
+ * again (a waiter spun on two CPUs to its deadline).
+ */
+static int read_held(const struct filepool *p, unsigned s)
+{
+	struct lb_lockinfo l;
+
+	return lb_lock_conflict(p->cfd, F_WRLCK, lb_slot_offset(s), 1, &l) == 1 && !l.write;
+}
+
 /* A slot the look should try first, freed by PID's end (-1: found free); past GONE_MAX, none. */
 static void gone_add(struct gone *g, pid_t pid, unsigned slot)
 {
@@ -638,8 +653,9 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes,
 	 * One slot held: its lock request learns of every way it frees, so it
 	 * is all there is to watch (one helper, no futex thread, no pidfd).
 	 */
-	if (p->held.n == 1 && lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]),
-	    LB_WATCH_LEN, 0, (int)p->held.v[0]) == 0)
+	if (p->held.n == 1 && !read_held(p, p->held.v[0]) &&
+	    lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(p->held.v[0]), LB_WATCH_LEN, 0,
+	    (int)p->held.v[0]) == 0)
 		return LB_NO_RECHECK;
 	/* the count as the scan's header lock saw it: a release since has changed it */
 	if (*word && lb_await_word(w, p->cfd, LB_HDR_OFF_RELEASES, p->head + LB_HDR_OFF_RELEASES, 0) != 0)
@@ -656,7 +672,7 @@ static int watch(struct filepool *p, struct lb_await *w, int *word, int *closes,
 			nlocal++;
 			continue;
 		}
-		if (lb_await_room(w) == 0 ||
+		if (lb_await_room(w) == 0 || read_held(p, s) ||
 		    lb_await_lock(w, p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, 0, (int)s) != 0)
 			covered = 0;
 	}
@@ -717,7 +733,8 @@ static void head_progress(struct filepool *p)
 static int alone(const struct filepool *p, int have_set)
 {
 	/* (a status line is rewritten while it waits: the set's looks do that) */
-	return !have_set && !p->path_busy && p->held.n == 1 && p->base.progress == NULL;
+	return !have_set && !p->path_busy && p->held.n == 1 && p->base.progress == NULL &&
+	    !read_held(p, p->held.v[0]);
 }
 
 /*
