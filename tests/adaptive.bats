@@ -790,13 +790,16 @@ S=1000000000
 # (durations in ns, statuses as stored: -2 expired), as a forger would
 # write it into the state an earlier run left.
 forge_history() {
-	local f i=0 e
+	local f i=0 e now ring=''
 	f=$(state_file "$1")
+	now=$(date +%s)
 	shift
+	# (24 bytes a run, from byte 448: start, duration, status)
 	for e in "$@"; do
-		poke "$f" $((448 + 24 * i)) "$(le 8 $(($(date +%s) * S)))$(le 8 "${e%%:*}")$(le 4 "${e##*:}")"
+		ring+=$(le 8 $((now * S)))$(le 8 "${e%%:*}")$(le 4 "${e##*:}")'\x00\x00\x00\x00'
 		i=$((i + 1))
 	done
+	poke "$f" 448 "$ring"
 	poke "$f" 182 "$(le 2 "$i")$(le 2 $((i % 64)))"
 	reseal "$f"
 }

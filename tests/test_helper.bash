@@ -618,9 +618,10 @@ SLOT_TO_FILE='echo "$LOCKBOX_SLOT" >"$1"'
 
 # Little-endian bytes as printf escapes: le BYTES VALUE.
 le() {
-	local n=$1 v=$2 i out=''
+	local n=$1 v=$2 i b out=''
 	for ((i = 0; i < n; i++)); do
-		out+=$(printf '\\x%02x' $(((v >> (8 * i)) & 255)))
+		printf -v b '\\x%02x' $(((v >> (8 * i)) & 255))
+		out+=$b
 	done
 	printf '%s' "$out"
 }
