@@ -575,15 +575,9 @@ walks() {
 	wait_for -t 60 waiting_on "$F" "$n"
 	# every thread of every waiter: a queue that sleeps wakes only the one
 	# behind the head, once a second
-	switches() {
-		local p
-		for p in "${pids[@]}"; do
-			cat "/proc/$p/task/"*/status 2>/dev/null
-		done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
-	}
-	a=$(switches)
+	a=$(ctxt_switches "${pids[@]}")
 	sleep 10	# the measure's window, not a wait for something to happen
-	b=$(switches)
+	b=$(ctxt_switches "${pids[@]}")
 	echo "# $n idle waiters: $((b - a)) context switches in 10 s" >&3
 	(((b - a) <= n)) || fail "$((b - a)) context switches in 10 s"
 	# their order, as list shows the queue (a person's look, which a

@@ -778,13 +778,9 @@ EOF2
 	# other program's at once, and told nothing of its going: it woke the
 	# waiter again and again, on every CPU, to its deadline; it looks once
 	# a second instead)
-	switches() {
-		cat "/proc/$waiter/task/"*/status 2>/dev/null |
-			awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
-	}
-	a=$(switches)
+	a=$(ctxt_switches "$waiter")
 	sleep 2	# the measure's window, not a wait for something to happen
-	b=$(switches)
+	b=$(ctxt_switches "$waiter")
 	echo "# a waiter beside another program's read lock: $((b - a)) context switches in 2 s" >&3
 	(((b - a) <= 40)) || fail "$((b - a)) context switches in 2 s"
 	stop_pid "$LOCKHOLD_PID"

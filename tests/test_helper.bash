@@ -405,6 +405,14 @@ lock_waiters() {
 		END { print n + 0 }' /proc/locks
 }
 
+# ctxt_switches PID...: the context switches of every thread of the PIDs so far
+ctxt_switches() {
+	local p
+	for p in "$@"; do
+		cat "/proc/$p/task/"*/status 2>/dev/null
+	done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
+
 # waiting_on LOCKFILE N: at least N processes wait on LOCKFILE.
 waiting_on() {
 	(($(lock_waiters "$1") >= $2))
