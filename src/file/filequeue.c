@@ -751,7 +751,7 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	struct gone gone = { { 0 }, { 0 }, 0 };
 	enum fp_step r = FP_BUSY;
 	enum lb_outcome o = LB_FREE;
-	int tick, word = 1, closes, by_end, have_set = 0, tstp = 0;
+	int tick, word = 1, closes, by_end, have_set = 0, tstp = 0, in_thread;
 	size_t settle = CLOSE_SETTLES;	/* the next look after a close, CLOSE_SETTLES: none */
 	struct sigaction cur;
 	sigset_t mask, entry;
@@ -771,7 +771,8 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 	for (;;) {
 		gone.n = 0;
 		head_progress(p);
-		if (alone(p, have_set)) {
+		in_thread = alone(p, have_set);
+		if (in_thread) {
 			s = p->held.v[0];
 			o = lb_await_lock_one(p->cfd, F_RDLCK, lb_slot_offset(s), LB_WATCH_LEN, deadline, 0);
 			if (o == LB_FREE) {
@@ -782,7 +783,7 @@ enum fp_step fp_head_wait(struct filepool *p, unsigned max, int64_t deadline,
 			}
 			/* an error: the set's way from here (it tells more) */
 		}
-		if (!alone(p, have_set) || o == LB_FAILED) {
+		if (!in_thread || o == LB_FAILED) {
 			if (!have_set) {
 				if (lb_await_open(&w) != 0) {
 					lb_warn("%s: cannot wait", p->name);
