@@ -84,6 +84,8 @@ secs_since() {
 	reap "$holder"
 	assert_equal "$REAP_STATUS" 3
 	assert_equal "$(cat "$T/told")" TERM
+	# (the watcher says so after it has signalled: the line may come after the end)
+	wait_for grep -q "maximum hold" "$holder_err"
 	assert_regex "$(cat "$holder_err")" "^mutex: $(re_quote "$F"): held for its maximum hold, ${hold}s; its lock is given back: sent SIGTERM to PIDs $holder(,[0-9]+)*\$"
 }
 

@@ -704,6 +704,8 @@ watcher_of() {
 	kill -CONT "$w" "$holder"
 	reap "$holder"
 	assert_equal "$REAP_STATUS" 3
+	# (the watcher says so after it has signalled: the line may come after the end)
+	wait_for grep -q "maximum hold" "$holder_err"
 	assert_regex "$(grep "maximum hold" "$holder_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ended the session; its lock is free: sent SIGTERM to PIDs $holder(,[0-9]+)*\$"
 }
 
@@ -718,6 +720,7 @@ watcher_of() {
 	reap "$waiter"
 	assert_equal "$REAP_STATUS" 3
 	assert_equal "$(cat "$T/held")" TERM
+	wait_for grep -q "maximum hold" "$waiter_err"
 	assert_regex "$(grep "maximum hold" "$waiter_err")" "^mutex: $(re_quote "$U$FAST_KEEPALIVES"): held for its maximum hold, 4s; the server ends the session in about 1s: sent SIGTERM to PIDs $waiter(,[0-9]+)*\$"
 }
 
